@@ -1,0 +1,77 @@
+# pinpath: reproducible notebooks on the cost of host<->device transfers.
+# `make` lists the targets. Recipes call Python; the logic lives in lib/pinpath.
+
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+## GLOBALS
+PYTHON     ?= python3
+VENV       ?= .venv
+PRESET     ?= default
+PLATFORM   ?= auto
+EXTRAS     ?= test,cuda,amd
+WHEELHOUSE ?= wheelhouse
+PYVER      ?= $(shell $(PYTHON) -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+SKIP       ?=
+# ENV=venv (default) builds .venv from nothing; ENV=system uses $(PYTHON) as it is, plus the
+# wheelhouse unpacked into .site (a GPU node whose image already has numpy, pandas, cuda-bindings).
+ENV        ?= venv
+RUNS       ?=
+
+PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--no-index --find-links $(WHEELHOUSE),)
+ifeq ($(ENV),system)
+  PY    := PYTHONPATH=$(CURDIR)/.site:$(CURDIR)/lib $(PYTHON)
+  STAMP := .site/.stamp
+else
+  PY    := $(VENV)/bin/python
+  STAMP := $(VENV)/.stamp
+endif
+
+.PHONY: help setup test reproduce validate report lab wheelhouse clean
+
+## COMMANDS
+help:  ## list the targets
+	@grep -E '^[a-z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
+
+setup: $(STAMP)  ## create the environment (.venv, or .site with ENV=system); offline if wheelhouse/ has wheels
+
+$(VENV)/.stamp: pyproject.toml
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q $(PIP_FROM) -e '.[$(EXTRAS)]'
+	touch $@
+
+.site/.stamp:
+	@ls $(WHEELHOUSE)/*.whl >/dev/null 2>&1 || { echo "ENV=system needs wheels in $(WHEELHOUSE)/ (make wheelhouse)"; exit 2; }
+	rm -rf .site
+	$(PYTHON) -m pip install -q --no-index --no-deps --no-compile --target .site $(WHEELHOUSE)/*.whl
+	touch $@
+
+test: setup  ## run the tests (host everywhere; cuda ones where a GPU answers); fails if none ran
+	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "make test: no test ran" >&2; exit 1; fi; exit $$rc
+
+reproduce: setup  ## run every notebook for PRESET (smoke|default|full) on PLATFORM (auto|cuda|hsa|hip|host) into outputs/<run-id>/
+	$(PY) -m pinpath run --preset $(PRESET) --platform $(PLATFORM)
+
+validate: setup  ## check PRESET's parameter files and notebooks; run nothing
+	$(PY) -m pinpath validate --preset $(PRESET) --platform $(PLATFORM)
+
+report: setup  ## list the runs under outputs/ with their status
+	$(PY) -m pinpath runs
+
+lab: setup  ## JupyterLab on 127.0.0.1 (token) with the pinpath kernel registered
+	$(VENV)/bin/python -m pip install -q $(PIP_FROM) -e '.[$(EXTRAS),lab]'
+	$(VENV)/bin/python -m ipykernel install --sys-prefix --name pinpath --display-name "Python (pinpath)"
+	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --no-browser --ServerApp.root_dir=$(CURDIR)
+
+wheelhouse:  ## download wheels for an offline node into wheelhouse/ (PYVER=3.12, SKIP="numpy pandas ...")
+	mkdir -p $(WHEELHOUSE)
+	$(PYTHON) -m pip download -q -d $(WHEELHOUSE) --only-binary=:all: --python-version $(PYVER) \
+	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+	  --platform manylinux2014_x86_64 --platform any setuptools $$(tools/requirements.py $(EXTRAS))
+	@for p in $(SKIP); do n=$$(echo $$p | tr '-' '_'); rm -fv $(WHEELHOUSE)/$$n-[0-9]*.whl $(WHEELHOUSE)/$$p-[0-9]*.whl; done
+	@du -sh $(WHEELHOUSE)
+
+clean:  ## remove the environments and caches (outputs/ stays)
+	rm -rf $(VENV) .site .pytest_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,77 @@
+"""The one exception tree of pinpath; every message is one sentence, culprit first."""
+
+from __future__ import annotations
+
+import warnings
+
+__all__ = [
+    "PinpathError", "RuntimeUnavailable", "RuntimeCallFailed", "LockFailed",
+    "UnknownName", "BadParameter", "VerificationFailed", "SchemaMismatch",
+    "RunFailed", "PinpathWarning", "warn",
+]
+
+
+class PinpathError(Exception):
+    """Base of everything pinpath raises."""
+
+
+class RuntimeUnavailable(PinpathError):
+    """The runtime cannot start: a library, a package or a device is missing."""
+
+
+class RuntimeCallFailed(PinpathError):
+    """A native call returned a failure code."""
+
+    def __init__(self, runtime: str, call: str, rc: int, rc_name: str,
+                 nbytes: int | None = None, ptr: int | None = None):
+        self.runtime, self.call, self.rc, self.rc_name = runtime, call, rc, rc_name
+        self.nbytes, self.ptr = nbytes, ptr
+        args = []
+        if ptr is not None:
+            args.append(f"ptr={ptr:#x}")
+        if nbytes is not None:
+            args.append(f"nbytes={nbytes}")
+        super().__init__(f"{runtime}: {call}({', '.join(args)}) returned {rc_name} ({rc})")
+
+    def __reduce__(self):
+        return (type(self), (self.runtime, self.call, self.rc, self.rc_name, self.nbytes, self.ptr))
+
+
+class LockFailed(RuntimeCallFailed):
+    """A lock or register call was refused; policies may fall back on it."""
+
+
+class UnknownName(PinpathError):
+    """A runtime, policy, memory kind, preset or notebook that is not in the vocabulary."""
+
+    def __init__(self, what: str, name: str, known):
+        self.what, self.name, self.known = what, name, tuple(known)
+        super().__init__(f"unknown {what} {name!r}; known: {', '.join(self.known)}")
+
+    def __reduce__(self):
+        return (type(self), (self.what, self.name, self.known))
+
+
+class BadParameter(PinpathError):
+    """A parameter file or value is malformed, misspelt or out of range."""
+
+
+class VerificationFailed(PinpathError):
+    """The destination bytes differ from the source after a transfer."""
+
+
+class SchemaMismatch(PinpathError):
+    """A frame lacks a column of its table or has the wrong dtype."""
+
+
+class RunFailed(PinpathError):
+    """One or more notebooks of a run failed."""
+
+
+class PinpathWarning(UserWarning):
+    """A degraded but valid state, e.g. a low RLIMIT_MEMLOCK or a leaked lock."""
+
+
+def warn(message: str) -> None:
+    """Issue a PinpathWarning pointing at the caller's caller."""
+    warnings.warn(message, PinpathWarning, stacklevel=3)

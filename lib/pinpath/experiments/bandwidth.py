@@ -1,0 +1,45 @@
+"""Pinned against pageable copy bandwidth, and pinpath against a bare native copy loop."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..memkinds import host_buffer
+from ..policies import make_policy
+from ..schema import BANDWIDTH, frame
+from ..vocab import MemoryKind, Policy
+from .sweep import DeviceBuffers, grid, repeat_transfers
+
+__all__ = ["bandwidth"]
+
+_CASES = {"pinned": (Policy.PREPINNED, MemoryKind.PINNED), "pageable": (Policy.DRIVER_PAGEABLE, MemoryKind.HEAP)}
+
+
+def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10, warmup: int = 2,
+              verify: str = "first") -> pd.DataFrame:
+    """Copy bandwidth per size and direction of: pinned memory through the ``prepinned``
+    policy, pageable memory through ``driver_pageable``, and a bare native loop over the
+    same pinned buffer that bypasses pinpath (``rt.plain_copy_ns``), all in one run."""
+    rows = []
+    with DeviceBuffers(rt) as dev:
+        for pt in grid(nbytes=sizes_nbytes, direction=directions):
+            n, d = pt["nbytes"], pt["direction"]
+            dptr = dev.get(n)
+            for case, (policy, kind) in _CASES.items():
+                with host_buffer(kind, n, rt=rt) as buf, make_policy(policy, rt, events=True) as pol:
+                    pol.map(buf)
+                    for i, r in repeat_transfers(pol, buf, dev, dptr, d, repeats=repeats, warmup=warmup,
+                                                 verify=verify):
+                        rows.append({"case": case, "path": r.path, "direction": d, "nbytes": n, "repeat": i,
+                                     "total_ns": r.dma_ns + r.wait_ns, "dma_event_ns": r.dma_event_ns,
+                                     "verified": r.verified})
+                    pol.unmap(buf)
+                    if case == "pinned":
+                        src, dst = (buf.ptr, dptr) if d == "h2d" else (dptr, buf.ptr)
+                        ns = rt.plain_copy_ns(dst, src, n, d, repeats + warmup)[warmup:]
+                        rows += [{"case": "plain_loop", "path": "", "direction": d, "nbytes": n, "repeat": i,
+                                  "total_ns": t, "dma_event_ns": None, "verified": None} for i, t in enumerate(ns)]
+    for r in rows:
+        r["gb_per_s"] = r["nbytes"] / r["total_ns"]
+        r["platform"] = rt.name
+    return frame(rows, BANDWIDTH)

@@ -1,0 +1,82 @@
+"""The provenance of a run: code, machine, runtime, parameters, timings, notebook status."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import socket
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from . import osinfo
+
+__all__ = ["git_state", "machine", "packages", "write", "utc_now", "PATH_ENV_VARS"]
+
+#: environment variables that change which path a runtime takes (bench-anchors §5.2)
+PATH_ENV_VARS = ("GPU_PINNED_MIN_XFER_SIZE", "GPU_PINNED_XFER_SIZE", "GPU_STAGING_BUFFER_SIZE", "HSA_USE_SVM",
+                 "HSA_XNACK", "HSA_ENABLE_SDMA", "GPU_MAX_HW_QUEUES", "CUDA_MODULE_LOADING",
+                 "CUDA_VISIBLE_DEVICES", "LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS",
+                 "LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES", "SLURM_JOB_ID", "SLURM_JOB_NODELIST")
+_PACKAGES = ("pinpath", "numpy", "pandas", "pyarrow", "matplotlib", "seaborn", "papermill", "nbclient",
+             "nbconvert", "nbformat", "ipykernel", "pyyaml", "cuda-bindings", "hip-python")
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def git_state(root: Path) -> dict[str, Any]:
+    def git(*args):
+        r = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode == 0 else None
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit or "unknown", "dirty": bool(status) if status is not None else None}
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine() -> dict[str, Any]:
+    soft, hard = osinfo.memlock_limit_nbytes()
+    return {
+        "hostname": socket.gethostname(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "mem_total_nbytes": osinfo.meminfo_nbytes("MemTotal"),
+        "rlimit_memlock_soft_nbytes": soft,
+        "rlimit_memlock_hard_nbytes": hard,
+        "thp_mode": osinfo.thp_mode(),
+        "hugepages_total": osinfo.meminfo_nbytes("HugePages_Total") // 1024,
+        "env": {k: os.environ[k] for k in PATH_ENV_VARS if k in os.environ},
+    }
+
+
+def packages() -> dict[str, str | None]:
+    out = {}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def write(path: Path, manifest: dict) -> None:
+    """Write atomically, so a crashed run still leaves a readable manifest."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+    tmp.replace(path)

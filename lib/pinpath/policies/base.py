@@ -1,0 +1,203 @@
+"""Mechanics shared by every policy: phase timing, the DMA step, staging, records.
+
+A policy is written once against the runtime interface; nothing here or in a policy
+looks at which runtime it is.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..errors import RuntimeCallFailed
+from ..memkinds import HostBuffer
+from ..records import TransferRecord
+from ..runtimes.base import Runtime
+from ..trace import records
+from ..units import MiB
+from ..vocab import Direction, MapOutcome, PageableCopy, Phase, TransferPath
+
+__all__ = ["PolicyBase", "Phases", "StagingPool", "DEFAULT_THRESHOLD_NBYTES"]
+
+DEFAULT_THRESHOLD_NBYTES = 1 * MiB   #: LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES default
+_now = time.perf_counter_ns
+
+_PAGEABLE_PATH = {PageableCopy.STAGED: TransferPath.DRIVER_STAGED,
+                  PageableCopy.DIRECT: TransferPath.PAGEABLE_DIRECT,
+                  PageableCopy.UNSUPPORTED: TransferPath.PAGEABLE_DIRECT}  # only if it did not refuse
+
+
+class Phases:
+    """Accumulates the host time of each phase of one transfer."""
+
+    __slots__ = ("ns", "dma_event_ns", "error")
+
+    def __init__(self) -> None:
+        self.ns: dict[str, int] = {}
+        self.dma_event_ns: int | None = None
+        self.error = ""
+
+    def run(self, phase: Phase, fn, *args, **kw):
+        t0 = _now()
+        try:
+            return fn(*args, **kw)
+        finally:
+            self.ns[phase.value] = self.ns.get(phase.value, 0) + _now() - t0
+
+
+class StagingPool:
+    """Pinned staging buffers kept for reuse.
+
+    ``exact=True`` reuses only a buffer of exactly the requested size (LLVM's
+    MemoryManagerTy compares sizes for equality); otherwise sizes are rounded up to
+    a power of two (at least 4 KiB) and any buffer of that class is reused.
+    """
+
+    def __init__(self, rt: Runtime, *, exact: bool) -> None:
+        self.rt, self.exact = rt, exact
+        self._free: dict[int, list[int]] = {}
+        self._all: list[tuple[int, int]] = []
+
+    def _class_nbytes(self, nbytes: int) -> int:
+        return nbytes if self.exact else max(4096, 1 << (nbytes - 1).bit_length())
+
+    def get(self, nbytes: int, ph: Phases) -> tuple[int, int, bool]:
+        """(ptr, class_nbytes, hit); a miss allocates (alloc and grant phases)."""
+        cls = self._class_nbytes(nbytes)
+        free = self._free.get(cls)
+        if free:
+            return free.pop(), cls, True
+        ptr = ph.run(Phase.ALLOC, self.rt.alloc_pinned, cls)
+        self._all.append((ptr, cls))
+        if self.rt.needs_grant:
+            ph.run(Phase.GRANT, self.rt.grant, ptr, cls)
+        return ptr, cls, False
+
+    def put(self, ptr: int, cls: int) -> None:
+        self._free.setdefault(cls, []).append(ptr)
+
+    def close(self) -> None:
+        for ptr, cls in self._all:
+            self.rt.free_pinned(ptr, cls)
+        self._all, self._free = [], {}
+
+
+class PolicyBase:
+    """The shared shape of a policy: ``map``, ``transfer``, ``unmap``, ``close``.
+
+    Parameters
+    ----------
+    rt : the runtime
+    q : the queue transfers go on (the policy makes its own if None)
+    threshold_nbytes : the size at and above which nextgen locks instead of staging
+    events : time each DMA with device events too, where the runtime has them
+    """
+
+    policy: str = ""
+
+    def __init__(self, rt: Runtime, *, q: Any = None, threshold_nbytes: int = DEFAULT_THRESHOLD_NBYTES,
+                 events: bool = False) -> None:
+        self.rt = rt
+        self._own_q = q is None
+        self.q = rt.new_queue() if q is None else q
+        self.threshold_nbytes = threshold_nbytes
+        self._events = None
+        if events and rt.has_events:
+            self._events = (rt.new_event(), rt.new_event())
+
+    # -- the three events of an offload runtime ----------------------------------------------
+    def map(self, buf: HostBuffer) -> TransferRecord:
+        """``target enter data``: most policies keep no state."""
+        return self._event("map", buf, lambda ph: MapOutcome.UNTRACKED)
+
+    def unmap(self, buf: HostBuffer) -> TransferRecord:
+        """``target exit data``."""
+        return self._event("unmap", buf, lambda ph: MapOutcome.UNTRACKED)
+
+    def transfer(self, buf: HostBuffer, dev_ptr: int, direction: Direction, *,
+                 nbytes: int | None = None, offset: int = 0) -> TransferRecord:
+        """Move ``nbytes`` (default: the whole buffer) between ``buf + offset`` and ``dev_ptr``."""
+        nbytes = buf.nbytes - offset if nbytes is None else nbytes
+        ph = Phases()
+        with self.rt.recorder.span() as calls:
+            t0 = _now()
+            path = self._transfer(ph, buf, buf.ptr + offset, dev_ptr, nbytes, Direction(direction))
+            t1 = _now()
+        return self._record("transfer", path, buf, direction, nbytes, t0, t1, ph, calls)
+
+    def close(self) -> None:
+        if self._events:
+            for ev in self._events:
+                self.rt.free_event(ev)
+            self._events = None
+        if self._own_q and self.q is not None:
+            self.rt.free_queue(self.q)
+        self.q = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- for subclasses ------------------------------------------------------------------
+    def _transfer(self, ph: Phases, buf: HostBuffer, hptr: int, dev_ptr: int, nbytes: int,
+                  direction: Direction) -> TransferPath:
+        raise NotImplementedError
+
+    def _event(self, event: str, buf: HostBuffer, body) -> TransferRecord:
+        ph = Phases()
+        with self.rt.recorder.span() as calls:
+            t0 = _now()
+            outcome = body(ph)
+            t1 = _now()
+        return self._record(event, outcome, buf, "", buf.nbytes, t0, t1, ph, calls)
+
+    def _record(self, event, path, buf, direction, nbytes, t0, t1, ph, calls) -> TransferRecord:
+        return TransferRecord(
+            event=event, policy=self.policy, path=str(path), kind=str(buf.kind), direction=str(direction),
+            nbytes=nbytes, thread_id=self.rt.recorder._state.tid, start_ns=t0, end_ns=t1,
+            dma_event_ns=ph.dma_event_ns, error=ph.error, calls=tuple(records(calls)),
+            **{f"{k}_ns": v for k, v in ph.ns.items()})
+
+    def _dma(self, ph: Phases, host_side: int, dev_ptr: int, nbytes: int, direction: Direction) -> None:
+        """One asynchronous copy between a device-visible host pointer and device memory, then wait."""
+        dst, src = (dev_ptr, host_side) if direction == Direction.H2D else (host_side, dev_ptr)
+        ev = self._events
+        if ev:
+            self.rt.record_event(ev[0], self.q)
+        ph.run(Phase.DMA, self.rt.copy_async, dst, src, nbytes, direction, self.q)
+        if ev:
+            self.rt.record_event(ev[1], self.q)
+        ph.run(Phase.WAIT, self.rt.wait, self.q)
+        if ev:
+            ph.dma_event_ns = self.rt.elapsed_ns(ev[0], ev[1])
+
+    def _staged_through(self, ph: Phases, staging: int, hptr: int, dev_ptr: int, nbytes: int,
+                        direction: Direction) -> None:
+        """Host copy into the staging buffer, DMA, (host copy out for D2H)."""
+        if direction == Direction.H2D:
+            ph.run(Phase.COPY_IN, self.rt.host_copy, staging, hptr, nbytes)
+            self._dma(ph, staging, dev_ptr, nbytes, direction)
+        else:
+            self._dma(ph, staging, dev_ptr, nbytes, direction)
+            ph.run(Phase.COPY_OUT, self.rt.host_copy, hptr, staging, nbytes)
+
+    def _stage_fresh(self, ph: Phases, hptr: int, dev_ptr: int, nbytes: int, direction: Direction) -> None:
+        """Allocate a staging buffer for this copy only, grant, stage, free."""
+        staging = ph.run(Phase.ALLOC, self.rt.alloc_pinned, nbytes)
+        try:
+            if self.rt.needs_grant:
+                ph.run(Phase.GRANT, self.rt.grant, staging, nbytes)
+            self._staged_through(ph, staging, hptr, dev_ptr, nbytes, direction)
+        finally:
+            ph.run(Phase.FREE, self.rt.free_pinned, staging, nbytes)
+
+    def _pageable(self, ph: Phases, hptr: int, dev_ptr: int, nbytes: int, direction: Direction) -> TransferPath:
+        """Hand the pageable pointer to the runtime's copy; the runtime decides what happens."""
+        try:
+            self._dma(ph, hptr, dev_ptr, nbytes, direction)
+        except RuntimeCallFailed as e:
+            ph.error = f"{e.rc_name} ({e.rc})"
+            return TransferPath.COPY_FAILED
+        return _PAGEABLE_PATH[self.rt.pageable_copy]

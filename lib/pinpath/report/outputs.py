@@ -1,0 +1,34 @@
+"""What a notebook writes into its run folder: parquet data and figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["NotebookOutputs"]
+
+
+class NotebookOutputs:
+    """``data/<stem>[-<table>].parquet`` and ``figures/<stem>-<name>.png`` under ``run_dir``;
+    with an empty ``run_dir`` (interactive use) nothing is written."""
+
+    def __init__(self, run_dir: str, stem: str) -> None:
+        self.run_dir = Path(run_dir) if run_dir else None
+        self.stem = stem
+
+    def data(self, df: pd.DataFrame, table: str = "") -> Path | None:
+        if self.run_dir is None:
+            return None
+        path = self.run_dir / "data" / f"{self.stem}{'-' + table if table else ''}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        df.to_parquet(path, index=False)
+        return path
+
+    def figure(self, fig, name: str) -> Path | None:
+        if self.run_dir is None:
+            return None
+        path = self.run_dir / "figures" / f"{self.stem}-{name}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        return path

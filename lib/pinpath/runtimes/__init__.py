@@ -1,0 +1,59 @@
+"""Runtime backends behind one interface, and ``open_runtime`` which picks one."""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import RuntimeUnavailable
+from ..trace import Recorder
+from ..vocab import Platform, choose
+from .base import Runtime, device_alloc, event_pair, locked, pinned_alloc, queue
+
+__all__ = ["RUNTIMES", "AUTO_ORDER", "open_runtime", "Runtime", "locked", "pinned_alloc",
+           "device_alloc", "queue", "event_pair"]
+
+#: platform -> "module:class" of its backend, imported only when asked for
+RUNTIMES: dict[Platform, str] = {
+    Platform.CUDA: "pinpath.runtimes.cuda_:CudaRuntime",
+    Platform.HSA: "pinpath.runtimes.hsa_:HsaRuntime",
+    Platform.HIP: "pinpath.runtimes.hip_:HipRuntime",
+    Platform.HOST: "pinpath.runtimes.host:HostRuntime",
+}
+#: the order ``auto`` tries; a platform without a backend here is passed over with that reason
+AUTO_ORDER = (Platform.CUDA, Platform.HSA, Platform.HIP, Platform.HOST)
+
+
+def _backend(platform: Platform):
+    if platform not in RUNTIMES:
+        raise RuntimeUnavailable(f"{platform} runtime unavailable: pinpath has no {platform} backend yet")
+    module, cls = RUNTIMES[platform].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def open_runtime(name: str = "auto", recorder: Recorder | None = None) -> Runtime:
+    """Start the runtime ``name`` (a Platform value); ``auto`` takes the first that starts.
+
+    The returned runtime carries ``selection``: a list of (platform, outcome) pairs
+    saying what was tried and why each was passed over.
+
+    Raises
+    ------
+    UnknownName
+        ``name`` is not a platform.
+    RuntimeUnavailable
+        the named runtime cannot start (one sentence naming what is missing).
+    """
+    platform = choose(Platform, name, "platform")
+    tried: list[tuple[str, str]] = []
+    for candidate in (AUTO_ORDER if platform == Platform.AUTO else (platform,)):
+        try:
+            rt = _backend(candidate)(recorder=recorder)
+        except RuntimeUnavailable as e:
+            if platform != Platform.AUTO:
+                raise
+            tried.append((candidate.value, str(e)))
+            continue
+        tried.append((candidate.value, "started"))
+        rt.selection = tried
+        return rt
+    raise RuntimeUnavailable("no runtime started: " + "; ".join(r for _, r in tried))

@@ -1,0 +1,271 @@
+"""AMD GPUs through hip-python (``from hip import hip``), the HIP layer applications use.
+
+Every return code is checked: a refused registration raises LockFailed, anything else
+RuntimeCallFailed with the HIP error name. hip-python is built against one ROCm release
+but loads whatever ``libamdhip64.so`` the system has, so two things are read by hand
+rather than through its enums: the ``hipMemoryType`` of a pointer (renumbered in
+ROCm 6.1; picked by ``hipRuntimeGetVersion``) and device properties (``hipDeviceProp_t``
+changed in 6.0, so ``describe`` uses only calls whose ABI did not change).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+
+import numpy as np
+
+from ..errors import LockFailed, RuntimeCallFailed, RuntimeUnavailable
+from ..records import PointerInfo
+from ..trace import Recorder
+from ..vocab import Direction, PageableCopy
+
+__all__ = ["HipRuntime", "parse_hip_version", "memory_type_names", "PointerAttributes"]
+
+HIP_SUCCESS = 0
+HIP_ERROR_INVALID_VALUE = 1     # also what HIP before 6.x answers for a pointer it does not know
+HIP_ERROR_NO_DEVICE = 100
+_NAME_NBYTES = 256
+
+#: hipMemoryType after the ROCm 6.1 ABI break (Unregistered added at 0, the rest renumbered)
+MEMORY_TYPES_6_1 = {0: "hipMemoryTypeUnregistered", 1: "hipMemoryTypeHost", 2: "hipMemoryTypeDevice",
+                    3: "hipMemoryTypeManaged", 10: "hipMemoryTypeArray", 11: "hipMemoryTypeUnified"}
+#: hipMemoryType before 6.1 (Managed = 4 appeared during 5.x; 5.2 ends at Unified = 3)
+MEMORY_TYPES_BEFORE_6_1 = {0: "hipMemoryTypeHost", 1: "hipMemoryTypeDevice", 2: "hipMemoryTypeArray",
+                           3: "hipMemoryTypeUnified", 4: "hipMemoryTypeManaged"}
+
+
+def parse_hip_version(version: int) -> tuple[int, int, int]:
+    """``hipRuntimeGetVersion``'s integer -> (major, minor, patch); HIP_VERSION is
+    major * 10_000_000 + minor * 100_000 + patch (50221153 -> (5, 2, 21153))."""
+    if version < 0:
+        raise ValueError(f"a HIP version is non-negative, got {version}")
+    return version // 10_000_000, version // 100_000 % 100, version % 100_000
+
+
+def memory_type_names(major: int, minor: int) -> dict[int, str]:
+    """The hipMemoryType numbering that a runtime of version ``major.minor`` writes."""
+    return MEMORY_TYPES_6_1 if (major, minor) >= (6, 1) else MEMORY_TYPES_BEFORE_6_1
+
+
+class PointerAttributes(ctypes.Structure):
+    """hipPointerAttribute_t, the same 32 bytes on both sides of the 6.1 break; read raw so
+    that hip-python's enum (of its own ROCm release) never reinterprets ``type``."""
+    _fields_ = [
+        ("type", ctypes.c_int),            # ``memoryType`` (a union with ``type``) before 6.1
+        ("device", ctypes.c_int),
+        ("devicePointer", ctypes.c_void_p),
+        ("hostPointer", ctypes.c_void_p),
+        ("isManaged", ctypes.c_int),
+        ("allocationFlags", ctypes.c_uint),
+    ]
+
+
+def _rc(out) -> int:
+    return int(out[0]) if isinstance(out, tuple) else int(out)
+
+
+class HipRuntime:
+    """hipHostRegister/Unregister, hipPointerGetAttributes, hipHostMalloc, hipMalloc,
+    streams, hipMemcpyAsync and events on device ``device``."""
+
+    name = "hip"
+    has_events = True
+    needs_grant = False
+    pageable_copy = PageableCopy.STAGED
+
+    def __init__(self, recorder: Recorder | None = None, device: int = 0) -> None:
+        try:
+            from hip import hip
+        except ImportError as e:
+            raise RuntimeUnavailable(
+                f"hip runtime unavailable: hip-python is not installed ({e.name or 'hip'} cannot be "
+                "imported; pip install the hip-python release of this machine's ROCm)") from None
+        self._hip = hip
+        self.recorder = recorder or Recorder()
+        try:
+            out = hip.hipRuntimeGetVersion()
+        except RuntimeError as e:   # hip-python opens libamdhip64.so at its first call
+            raise RuntimeUnavailable(f"hip runtime unavailable: hip-python cannot load libamdhip64.so ({e})") from None
+        version = self._check("hipRuntimeGetVersion", out)
+        self.runtime_version = parse_hip_version(int(version))
+        self._memory_types = memory_type_names(*self.runtime_version[:2])
+        err, count = hip.hipGetDeviceCount()
+        if int(err) != HIP_SUCCESS or count == 0:
+            raise RuntimeUnavailable(
+                f"hip runtime unavailable: no AMD GPU answers (hipGetDeviceCount returned {self._name(err)} "
+                f"({int(err)}) with HIP runtime {'.'.join(map(str, self.runtime_version))})")
+        self.device = device
+        self._check("hipSetDevice", hip.hipSetDevice(device))
+        self._check("hipFree", hip.hipFree(0))   # creates the context now, not in a timed call
+        self._H2D = hip.hipMemcpyKind.hipMemcpyHostToDevice
+        self._D2H = hip.hipMemcpyKind.hipMemcpyDeviceToHost
+
+    # -- helpers -----------------------------------------------------------------------
+    def _name(self, err) -> str:
+        try:
+            code = self._hip.hipError_t(int(err))
+        except ValueError:   # a code newer than hip-python's enum
+            return f"hipError {int(err)}"
+        e, name = self._hip.hipGetErrorName(code)
+        return str(name) if int(e) == HIP_SUCCESS else code.name
+
+    def _check(self, call: str, out, *, exc=RuntimeCallFailed, nbytes=None, ptr=None):
+        rc = _rc(out)
+        if rc != HIP_SUCCESS:
+            raise exc("hip", call, rc, self._name(rc), nbytes, ptr)
+        return out[1] if isinstance(out, tuple) and len(out) == 2 else out
+
+    def _do(self, call: str, fn, *args, exc=RuntimeCallFailed, nbytes=None, ptr=None):
+        return self._check(call, self.recorder.call(call, fn, *args, rc_of=_rc), exc=exc, nbytes=nbytes, ptr=ptr)
+
+    def describe(self) -> dict:
+        import importlib.metadata
+        import hip as hip_pkg
+        hip = self._hip
+        name = self._check("hipDeviceGetName", hip.hipDeviceGetName(_NAME_NBYTES, self.device))
+        bus = self._check("hipDeviceGetPCIBusId", hip.hipDeviceGetPCIBusId(_NAME_NBYTES, self.device))
+        drv = self._check("hipDriverGetVersion", hip.hipDriverGetVersion())
+        return {
+            "platform": self.name,
+            "device": str(name),
+            "device_index": self.device,
+            "pci_bus_id": str(bus),
+            "driver_version": ".".join(map(str, parse_hip_version(int(drv)))),
+            "runtime_version": ".".join(map(str, self.runtime_version)),
+            "hip_python_version": importlib.metadata.version("hip-python"),
+            "hip_python_rocm": getattr(hip_pkg, "ROCM_VERSION_NAME", None),
+        }
+
+    # -- locking -----------------------------------------------------------------------
+    def lock(self, ptr: int, nbytes: int, *, read_only: bool = False) -> int:
+        """hipHostRegister with the default flags. ``read_only`` is ignored: AMD ignores
+        hipHostRegisterReadOnly, and its value 8 is also hipExtHostRegisterCoarseGrained.
+        Returns ``ptr``: hipMemcpy takes the host pointer; the alias matters only to kernels."""
+        self._do("hipHostRegister", self._hip.hipHostRegister, ptr, nbytes, self._hip.hipHostRegisterDefault,
+                 exc=LockFailed, nbytes=nbytes, ptr=ptr)
+        self.recorder.acquire("lock", ptr, nbytes)
+        return ptr
+
+    def unlock(self, ptr: int, nbytes: int) -> None:
+        self._do("hipHostUnregister", self._hip.hipHostUnregister, ptr, ptr=ptr)
+        self.recorder.release("lock", ptr)
+
+    def query(self, ptr: int) -> PointerInfo:
+        attrs = PointerAttributes()
+        out = self.recorder.call("hipPointerGetAttributes", self._hip.hipPointerGetAttributes,
+                                 ctypes.addressof(attrs), ptr, rc_of=_rc)
+        if _rc(out) == HIP_ERROR_INVALID_VALUE:   # HIP before 6.x: a pointer it does not know
+            return PointerInfo(ptr, False, detail=self._name(HIP_ERROR_INVALID_VALUE))
+        self._check("hipPointerGetAttributes", out, ptr=ptr)
+        return pointer_answer(ptr, attrs, self._memory_types)
+
+    # -- memory ------------------------------------------------------------------------
+    def alloc_pinned(self, nbytes: int) -> int:
+        ptr = int(self._do("hipHostMalloc", self._hip.hipHostMalloc, nbytes, self._hip.hipHostMallocDefault,
+                           nbytes=nbytes))
+        self.recorder.acquire("pinned", ptr, nbytes)
+        return ptr
+
+    def grant(self, ptr: int, nbytes: int) -> None:
+        return None   # hipHostMalloc memory is reachable from every device already
+
+    def free_pinned(self, ptr: int, nbytes: int) -> None:
+        self._do("hipHostFree", self._hip.hipHostFree, ptr, ptr=ptr)
+        self.recorder.release("pinned", ptr)
+
+    def alloc_device(self, nbytes: int) -> int:
+        ptr = int(self._do("hipMalloc", self._hip.hipMalloc, nbytes, nbytes=nbytes))
+        self.recorder.acquire("device", ptr, nbytes)
+        return ptr
+
+    def free_device(self, ptr: int, nbytes: int) -> None:
+        self._do("hipFree", self._hip.hipFree, ptr, ptr=ptr)
+        self.recorder.release("device", ptr)
+
+    # -- queues, copies, events --------------------------------------------------------
+    def new_queue(self):
+        return self._do("hipStreamCreateWithFlags", self._hip.hipStreamCreateWithFlags,
+                        self._hip.hipStreamNonBlocking)
+
+    def free_queue(self, q) -> None:
+        self._do("hipStreamDestroy", self._hip.hipStreamDestroy, q)
+
+    def copy_async(self, dst: int, src: int, nbytes: int, direction: Direction, q) -> None:
+        kind = self._H2D if direction == Direction.H2D else self._D2H
+        self._do("hipMemcpyAsync", self._hip.hipMemcpyAsync, dst, src, nbytes, kind, q, nbytes=nbytes)
+
+    def wait(self, q) -> None:
+        self._do("hipStreamSynchronize", self._hip.hipStreamSynchronize, q)
+
+    def host_copy(self, dst: int, src: int, nbytes: int) -> None:
+        self.recorder.call("memcpy", ctypes.memmove, dst, src, nbytes)
+
+    def new_event(self):
+        return self._do("hipEventCreate", self._hip.hipEventCreate)
+
+    def free_event(self, ev) -> None:
+        self._do("hipEventDestroy", self._hip.hipEventDestroy, ev)
+
+    def record_event(self, ev, q) -> None:
+        self._do("hipEventRecord", self._hip.hipEventRecord, ev, q)
+
+    def elapsed_ns(self, ev0, ev1) -> int:
+        ms = self._do("hipEventElapsedTime", self._hip.hipEventElapsedTime, ev0, ev1)
+        return int(round(ms * 1e6))
+
+    # -- untimed helpers ---------------------------------------------------------------
+    def null_native(self):
+        """The cheapest real runtime call, unrecorded."""
+        return self._hip.hipGetDevice()
+
+    def null_call(self) -> None:
+        self._do("hipGetDevice", self._hip.hipGetDevice)
+
+    def fill_device(self, ptr: int, byte: int, nbytes: int) -> None:
+        self._check("hipMemset", self._hip.hipMemset(ptr, byte, nbytes))
+        self._check("hipDeviceSynchronize", self._hip.hipDeviceSynchronize())
+
+    def read_device(self, ptr: int, nbytes: int) -> np.ndarray:
+        out = np.empty(nbytes, dtype=np.uint8)
+        self._check("hipMemcpy", self._hip.hipMemcpy(out.ctypes.data, ptr, nbytes, self._D2H))
+        return out
+
+    def write_device(self, ptr: int, src: np.ndarray) -> None:
+        src = np.ascontiguousarray(src)
+        self._check("hipMemcpy", self._hip.hipMemcpy(ptr, src.ctypes.data, src.nbytes, self._H2D))
+
+    def plain_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
+        """hipMemcpyAsync + hipStreamSynchronize in a bare loop, host-timed, unrecorded."""
+        hip = self._hip
+        kind = self._H2D if direction == Direction.H2D else self._D2H
+        q = self._check("hipStreamCreateWithFlags", hip.hipStreamCreateWithFlags(hip.hipStreamNonBlocking))
+        out = []
+        try:
+            for _ in range(repeats):
+                t0 = time.perf_counter_ns()
+                err, = hip.hipMemcpyAsync(dst, src, nbytes, kind, q)
+                err2, = hip.hipStreamSynchronize(q)
+                out.append(time.perf_counter_ns() - t0)
+                self._check("hipMemcpyAsync", err)
+                self._check("hipStreamSynchronize", err2)
+        finally:
+            hip.hipStreamDestroy(q)
+        return out
+
+    def close(self) -> None:
+        self.recorder.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def pointer_answer(ptr: int, attrs: PointerAttributes, memory_types: dict[int, str]) -> PointerInfo:
+    """Registered and hipHostMalloc'd memory both report hipMemoryTypeHost: locked."""
+    detail = memory_types.get(attrs.type, f"hipMemoryType {attrs.type}")
+    if detail != "hipMemoryTypeHost":
+        return PointerInfo(ptr, False, detail=detail)
+    return PointerInfo(ptr, True, attrs.devicePointer, detail=detail)

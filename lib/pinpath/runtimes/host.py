@@ -1,0 +1,202 @@
+"""The host platform: no GPU. Locking is mlock/munlock; "device" memory is a separate
+host mapping; copies complete on a worker thread. It measures the operating system's
+share of pinning and runs on any Linux machine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import queue as _queue
+import threading
+
+import numpy as np
+
+from .. import libc, osinfo
+from ..errors import LockFailed, RuntimeCallFailed
+from ..records import PointerInfo
+from ..trace import Recorder
+from ..vocab import Direction, PageableCopy
+
+__all__ = ["HostRuntime"]
+
+_L = libc.LIBC
+
+
+def _rc_zero_ok(ret) -> int:
+    return 0 if ret == 0 else ctypes.get_errno()
+
+
+def _rc_mmap(ret) -> int:
+    return 0 if ret not in (None, libc.MAP_FAILED) else ctypes.get_errno()
+
+
+class _Worker:
+    """One worker thread that runs copies in order; ``wait`` returns when all are done."""
+
+    def __init__(self) -> None:
+        self._tasks: _queue.SimpleQueue = _queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="pinpath-host-queue", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (task := self._tasks.get()) is not None:
+            if isinstance(task, threading.Event):
+                task.set()
+            else:
+                libc.memmove(*task)
+
+    def submit(self, dst: int, src: int, nbytes: int) -> int:
+        self._tasks.put((dst, src, nbytes))
+        return 0
+
+    def wait(self) -> int:
+        done = threading.Event()
+        self._tasks.put(done)
+        done.wait()
+        return 0
+
+    def close(self) -> None:
+        self._tasks.put(None)
+        self._thread.join()
+
+
+class HostRuntime:
+    """mlock/munlock, mmap'd staging and "device" memory, copies on a worker thread."""
+
+    name = "host"
+    has_events = False
+    needs_grant = False
+    pageable_copy = PageableCopy.DIRECT
+
+    def __init__(self, recorder: Recorder | None = None) -> None:
+        self.recorder = recorder or Recorder()
+
+    def describe(self) -> dict:
+        soft, hard = osinfo.memlock_limit_nbytes()
+        return {
+            "platform": self.name,
+            "device": "none: host platform (mlock/munlock, host copies on a worker thread)",
+            "runtime_version": f"Linux {platform.release()}",
+            "driver_version": None,
+            "memlock_soft_nbytes": soft,
+            "memlock_hard_nbytes": hard,
+        }
+
+    # -- helpers -----------------------------------------------------------------------
+    def _call(self, name, fn, *args, exc=RuntimeCallFailed, nbytes=None, ptr=None):
+        """A libc call that returns 0 on success and sets errno otherwise."""
+        ret = self.recorder.call(name, fn, *args, rc_of=_rc_zero_ok)
+        if ret != 0:
+            err = ctypes.get_errno()
+            raise exc("host", name, err, libc.errno_name(err), nbytes, ptr)
+        return ret
+
+    def _mmap(self, nbytes: int) -> int:
+        ret = self.recorder.call("mmap", _L.mmap, None, nbytes, libc.PROT_READ | libc.PROT_WRITE,
+                                 libc.MAP_PRIVATE | libc.MAP_ANONYMOUS, -1, 0, rc_of=_rc_mmap)
+        if ret in (None, libc.MAP_FAILED):
+            err = ctypes.get_errno()
+            raise RuntimeCallFailed("host", "mmap", err, libc.errno_name(err), nbytes)
+        return ret
+
+    # -- locking -----------------------------------------------------------------------
+    def lock(self, ptr: int, nbytes: int, *, read_only: bool = False) -> int:
+        self._call("mlock", _L.mlock, ptr, nbytes, exc=LockFailed, nbytes=nbytes, ptr=ptr)
+        self.recorder.acquire("lock", ptr, nbytes)
+        return ptr
+
+    def unlock(self, ptr: int, nbytes: int) -> None:
+        self._call("munlock", _L.munlock, ptr, nbytes, nbytes=nbytes, ptr=ptr)
+        self.recorder.release("lock", ptr)
+
+    def query(self, ptr: int) -> PointerInfo:
+        vma = self.recorder.call("smaps_lookup", osinfo.find_vma, ptr, rc_of=lambda v: 0)
+        if vma is None:
+            return PointerInfo(ptr, False, detail="no mapping")
+        if vma.locked:
+            return PointerInfo(ptr, True, ptr, vma.start, vma.end - vma.start, "VmFlags lo")
+        return PointerInfo(ptr, False, detail="VmFlags without lo")
+
+    # -- memory ------------------------------------------------------------------------
+    def alloc_pinned(self, nbytes: int) -> int:
+        ptr = self._mmap(nbytes)
+        try:
+            self._call("mlock", _L.mlock, ptr, nbytes, nbytes=nbytes, ptr=ptr)
+        except RuntimeCallFailed:
+            self.recorder.call("munmap", _L.munmap, ptr, nbytes, rc_of=_rc_zero_ok)
+            raise
+        self.recorder.acquire("pinned", ptr, nbytes)
+        return ptr
+
+    def grant(self, ptr: int, nbytes: int) -> None:
+        return None
+
+    def free_pinned(self, ptr: int, nbytes: int) -> None:
+        self._call("munlock", _L.munlock, ptr, nbytes, nbytes=nbytes, ptr=ptr)
+        self._call("munmap", _L.munmap, ptr, nbytes, nbytes=nbytes, ptr=ptr)
+        self.recorder.release("pinned", ptr)
+
+    def alloc_device(self, nbytes: int) -> int:
+        ptr = self._mmap(nbytes)
+        self.recorder.acquire("device", ptr, nbytes)
+        return ptr
+
+    def free_device(self, ptr: int, nbytes: int) -> None:
+        self._call("munmap", _L.munmap, ptr, nbytes, nbytes=nbytes, ptr=ptr)
+        self.recorder.release("device", ptr)
+
+    # -- queues and copies -------------------------------------------------------------
+    def new_queue(self) -> _Worker:
+        return _Worker()
+
+    def free_queue(self, q: _Worker) -> None:
+        q.close()
+
+    def copy_async(self, dst: int, src: int, nbytes: int, direction: Direction, q: _Worker) -> None:
+        self.recorder.call("memmove@worker", q.submit, dst, src, nbytes, rc_of=int)
+
+    def wait(self, q: _Worker) -> None:
+        self.recorder.call("worker_wait", q.wait, rc_of=int)
+
+    def host_copy(self, dst: int, src: int, nbytes: int) -> None:
+        self.recorder.call("memcpy", libc.memmove, dst, src, nbytes)
+
+    def new_event(self):
+        raise NotImplementedError("host has no device events")
+
+    free_event = record_event = elapsed_ns = new_event
+
+    # -- untimed helpers ---------------------------------------------------------------
+    null_native = staticmethod(_L.getppid)   #: the cheapest real call (a syscall), unrecorded
+
+    def null_call(self) -> None:
+        self.recorder.call("getppid", _L.getppid)
+
+    def fill_device(self, ptr: int, byte: int, nbytes: int) -> None:
+        ctypes.memset(ptr, byte, nbytes)
+
+    def read_device(self, ptr: int, nbytes: int) -> np.ndarray:
+        return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr)).copy()
+
+    def write_device(self, ptr: int, src: np.ndarray) -> None:
+        libc.memmove(ptr, src.ctypes.data, src.nbytes)
+
+    def plain_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
+        import time
+        out = []
+        for _ in range(repeats):
+            t0 = time.perf_counter_ns()
+            libc.memmove(dst, src, nbytes)
+            out.append(time.perf_counter_ns() - t0)
+        return out
+
+    def close(self) -> None:
+        self.recorder.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,839 @@
+"""AMD GPUs through ctypes over the HSA runtime (``libhsa-runtime64.so.1``), the layer
+LLVM's AMDGPU offload plugin calls directly.
+
+Every native call goes through the recorder under its HSA symbol and every status is
+checked: a refused lock raises LockFailed, anything else RuntimeCallFailed with the
+status name. Names come from a table (``STATUS_NAMES``), because ``hsa_status_string``
+itself needs an initialised runtime, which is exactly what is missing when naming
+matters most. Struct layouts, prototypes and constants are data (``STRUCTS``,
+``PROTOTYPES``, ``HSA_CONSTANTS``) so that tests can compare each with the real headers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import time
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import NamedTuple
+
+import numpy as np
+
+from ..errors import LockFailed, RuntimeCallFailed, RuntimeUnavailable
+from ..records import PointerInfo
+from ..trace import Recorder
+from ..vocab import Direction, PageableCopy
+
+__all__ = ["HsaRuntime", "HSA_CONSTANTS", "STATUS_NAMES", "STRUCTS", "PROTOTYPES", "CTYPES",
+           "status_name", "LIBRARY"]
+
+LIBRARY = "libhsa-runtime64.so.1"
+
+#: every enum constant the bindings use, with its value in hsa.h / hsa_ext_amd.h
+#: (the test compiles those headers and compares each one)
+HSA_CONSTANTS: dict[str, int] = {
+    # hsa_status_t (hsa.h)
+    "HSA_STATUS_SUCCESS": 0x0,
+    "HSA_STATUS_INFO_BREAK": 0x1,
+    "HSA_STATUS_ERROR": 0x1000,
+    "HSA_STATUS_ERROR_INVALID_ARGUMENT": 0x1001,
+    "HSA_STATUS_ERROR_INVALID_QUEUE_CREATION": 0x1002,
+    "HSA_STATUS_ERROR_INVALID_ALLOCATION": 0x1003,
+    "HSA_STATUS_ERROR_INVALID_AGENT": 0x1004,
+    "HSA_STATUS_ERROR_INVALID_REGION": 0x1005,
+    "HSA_STATUS_ERROR_INVALID_SIGNAL": 0x1006,
+    "HSA_STATUS_ERROR_INVALID_QUEUE": 0x1007,
+    "HSA_STATUS_ERROR_OUT_OF_RESOURCES": 0x1008,
+    "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT": 0x1009,
+    "HSA_STATUS_ERROR_RESOURCE_FREE": 0x100A,
+    "HSA_STATUS_ERROR_NOT_INITIALIZED": 0x100B,
+    "HSA_STATUS_ERROR_REFCOUNT_OVERFLOW": 0x100C,
+    "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS": 0x100D,
+    "HSA_STATUS_ERROR_INVALID_INDEX": 0x100E,
+    "HSA_STATUS_ERROR_INVALID_ISA": 0x100F,
+    "HSA_STATUS_ERROR_INVALID_CODE_OBJECT": 0x1010,
+    "HSA_STATUS_ERROR_INVALID_EXECUTABLE": 0x1011,
+    "HSA_STATUS_ERROR_FROZEN_EXECUTABLE": 0x1012,
+    "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME": 0x1013,
+    "HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED": 0x1014,
+    "HSA_STATUS_ERROR_VARIABLE_UNDEFINED": 0x1015,
+    "HSA_STATUS_ERROR_EXCEPTION": 0x1016,
+    "HSA_STATUS_ERROR_INVALID_ISA_NAME": 0x1017,
+    "HSA_STATUS_ERROR_INVALID_CODE_SYMBOL": 0x1018,
+    "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL": 0x1019,
+    "HSA_STATUS_ERROR_INVALID_FILE": 0x1020,
+    "HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER": 0x1021,
+    "HSA_STATUS_ERROR_INVALID_CACHE": 0x1022,
+    "HSA_STATUS_ERROR_INVALID_WAVEFRONT": 0x1023,
+    "HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP": 0x1024,
+    "HSA_STATUS_ERROR_INVALID_RUNTIME_STATE": 0x1025,
+    "HSA_STATUS_ERROR_FATAL": 0x1026,
+    # AMD additions to hsa_status_t (hsa_ext_amd.h)
+    "HSA_STATUS_ERROR_INVALID_MEMORY_POOL": 40,
+    "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION": 41,
+    "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION": 42,
+    "HSA_STATUS_ERROR_MEMORY_FAULT": 43,
+    "HSA_STATUS_CU_MASK_REDUCED": 44,
+    # hsa_system_info_t
+    "HSA_SYSTEM_INFO_VERSION_MAJOR": 0,
+    "HSA_SYSTEM_INFO_VERSION_MINOR": 1,
+    "HSA_SYSTEM_INFO_TIMESTAMP": 2,
+    "HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY": 3,
+    # hsa_agent_info_t, hsa_amd_agent_info_t, hsa_device_type_t
+    "HSA_AGENT_INFO_NAME": 0,
+    "HSA_AGENT_INFO_NODE": 16,
+    "HSA_AGENT_INFO_DEVICE": 17,
+    "HSA_AMD_AGENT_INFO_PRODUCT_NAME": 0xA009,
+    "HSA_DEVICE_TYPE_CPU": 0,
+    "HSA_DEVICE_TYPE_GPU": 1,
+    # hsa_amd_memory_pool_info_t, hsa_amd_segment_t, hsa_amd_memory_pool_global_flag_t
+    "HSA_AMD_MEMORY_POOL_INFO_SEGMENT": 0,
+    "HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS": 1,
+    "HSA_AMD_MEMORY_POOL_INFO_SIZE": 2,
+    "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED": 5,
+    "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE": 6,
+    "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT": 7,
+    "HSA_AMD_SEGMENT_GLOBAL": 0,
+    "HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT": 1,
+    "HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED": 2,
+    "HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED": 4,
+    # hsa_amd_pointer_type_t
+    "HSA_EXT_POINTER_TYPE_UNKNOWN": 0,
+    "HSA_EXT_POINTER_TYPE_HSA": 1,
+    "HSA_EXT_POINTER_TYPE_LOCKED": 2,
+    "HSA_EXT_POINTER_TYPE_GRAPHICS": 3,
+    "HSA_EXT_POINTER_TYPE_IPC": 4,
+    # hsa_signal_condition_t, hsa_wait_state_t
+    "HSA_SIGNAL_CONDITION_LT": 2,
+    "HSA_WAIT_STATE_BLOCKED": 0,
+}
+#: the same constants as attributes, for the code below (one source of truth)
+_K = SimpleNamespace(**HSA_CONSTANTS)
+
+#: statuses newer than the ROCm 5.2 headers the constants were checked against; names only
+_NEWER_STATUS_NAMES = {45: "HSA_STATUS_ERROR_OUT_OF_REGISTERS", 46: "HSA_STATUS_ERROR_RESOURCE_BUSY"}
+
+#: hsa_status_t value -> its name
+STATUS_NAMES: dict[int, str] = {
+    **{v: k for k, v in HSA_CONSTANTS.items() if k.startswith("HSA_STATUS_")},
+    **_NEWER_STATUS_NAMES,
+}
+_POINTER_TYPE_NAMES = {v: k for k, v in HSA_CONSTANTS.items() if k.startswith("HSA_EXT_POINTER_TYPE_")}
+
+
+def status_name(rc: int) -> str:
+    """``0x1008`` -> ``'HSA_STATUS_ERROR_OUT_OF_RESOURCES'``; unknown values keep their number."""
+    return STATUS_NAMES.get(rc, f"HSA_STATUS_UNKNOWN_{rc:#x}")
+
+
+# -- structs (field names are the C member names, so the layout test can look them up) ------
+class Agent(ctypes.Structure):
+    """hsa_agent_t: an opaque handle passed by value."""
+    _fields_ = [("handle", ctypes.c_uint64)]
+
+
+class Signal(ctypes.Structure):
+    """hsa_signal_t: an opaque handle passed by value; handle 0 is reserved."""
+    _fields_ = [("handle", ctypes.c_uint64)]
+
+
+class MemoryPool(ctypes.Structure):
+    """hsa_amd_memory_pool_t: an opaque handle passed by value."""
+    _fields_ = [("handle", ctypes.c_uint64)]
+
+
+class PointerInfoStruct(ctypes.Structure):
+    """hsa_amd_pointer_info_t as of ROCm 4.5 (56 bytes); older runtimes fill only 48."""
+    _fields_ = [
+        ("size", ctypes.c_uint32),
+        ("type", ctypes.c_int),
+        ("agentBaseAddress", ctypes.c_void_p),
+        ("hostBaseAddress", ctypes.c_void_p),
+        ("sizeInBytes", ctypes.c_size_t),
+        ("userData", ctypes.c_void_p),
+        ("agentOwner", Agent),
+        ("global_flags", ctypes.c_uint32),
+    ]
+
+
+class AsyncCopyTime(ctypes.Structure):
+    """hsa_amd_profiling_async_copy_time_t: start and end in system timestamp ticks."""
+    _fields_ = [("start", ctypes.c_uint64), ("end", ctypes.c_uint64)]
+
+
+#: C type name -> its ctypes binding
+STRUCTS: dict[str, type[ctypes.Structure]] = {
+    "hsa_agent_t": Agent,
+    "hsa_signal_t": Signal,
+    "hsa_amd_memory_pool_t": MemoryPool,
+    "hsa_amd_pointer_info_t": PointerInfoStruct,
+    "hsa_amd_profiling_async_copy_time_t": AsyncCopyTime,
+}
+
+_AGENT_CB = "hsa_status_t (*)(hsa_agent_t, void *)"
+_POOL_CB = "hsa_status_t (*)(hsa_amd_memory_pool_t, void *)"
+AgentCallback = ctypes.CFUNCTYPE(ctypes.c_int, Agent, ctypes.c_void_p)
+PoolCallback = ctypes.CFUNCTYPE(ctypes.c_int, MemoryPool, ctypes.c_void_p)
+
+#: every C parameter or return type in PROTOTYPES -> the ctypes type used for it.
+#: Enums are C ints here: their values all fit, and ctypes has no enum type.
+CTYPES: dict[str, object] = {
+    "void": None,
+    "hsa_status_t": ctypes.c_int,
+    "hsa_agent_info_t": ctypes.c_int,
+    "hsa_system_info_t": ctypes.c_int,
+    "hsa_amd_memory_pool_info_t": ctypes.c_int,
+    "hsa_signal_condition_t": ctypes.c_int,
+    "hsa_wait_state_t": ctypes.c_int,
+    "hsa_signal_value_t": ctypes.c_int64,   # HSA_LARGE_MODEL, which hsa.h sets for __LP64__
+    "int": ctypes.c_int,
+    "uint32_t": ctypes.c_uint32,
+    "uint64_t": ctypes.c_uint64,
+    "size_t": ctypes.c_size_t,
+    "bool": ctypes.c_bool,
+    "void *": ctypes.c_void_p,
+    "const void *": ctypes.c_void_p,
+    "void **": ctypes.POINTER(ctypes.c_void_p),
+    "void *(*)(size_t)": ctypes.c_void_p,   # only ever NULL: no accessible-agent list wanted
+    "uint32_t *": ctypes.POINTER(ctypes.c_uint32),
+    "const uint32_t *": ctypes.POINTER(ctypes.c_uint32),
+    "hsa_agent_t": Agent,
+    "hsa_agent_t *": ctypes.POINTER(Agent),
+    "const hsa_agent_t *": ctypes.POINTER(Agent),
+    "hsa_agent_t **": ctypes.POINTER(ctypes.POINTER(Agent)),
+    "hsa_signal_t": Signal,
+    "hsa_signal_t *": ctypes.POINTER(Signal),
+    "const hsa_signal_t *": ctypes.POINTER(Signal),
+    "hsa_amd_memory_pool_t": MemoryPool,
+    "hsa_amd_pointer_info_t *": ctypes.POINTER(PointerInfoStruct),
+    "hsa_amd_profiling_async_copy_time_t *": ctypes.POINTER(AsyncCopyTime),
+    _AGENT_CB: AgentCallback,
+    _POOL_CB: PoolCallback,
+}
+
+#: symbol -> (C return type, C parameter types); the test checks each against the header
+PROTOTYPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "hsa_init": ("hsa_status_t", ()),
+    "hsa_shut_down": ("hsa_status_t", ()),
+    "hsa_system_get_info": ("hsa_status_t", ("hsa_system_info_t", "void *")),
+    "hsa_iterate_agents": ("hsa_status_t", (_AGENT_CB, "void *")),
+    "hsa_agent_get_info": ("hsa_status_t", ("hsa_agent_t", "hsa_agent_info_t", "void *")),
+    "hsa_amd_agent_iterate_memory_pools": ("hsa_status_t", ("hsa_agent_t", _POOL_CB, "void *")),
+    "hsa_amd_memory_pool_get_info": ("hsa_status_t", ("hsa_amd_memory_pool_t",
+                                                      "hsa_amd_memory_pool_info_t", "void *")),
+    "hsa_amd_memory_pool_allocate": ("hsa_status_t", ("hsa_amd_memory_pool_t", "size_t",
+                                                      "uint32_t", "void **")),
+    "hsa_amd_memory_pool_free": ("hsa_status_t", ("void *",)),
+    "hsa_amd_agents_allow_access": ("hsa_status_t", ("uint32_t", "const hsa_agent_t *",
+                                                     "const uint32_t *", "const void *")),
+    "hsa_amd_memory_lock": ("hsa_status_t", ("void *", "size_t", "hsa_agent_t *", "int", "void **")),
+    "hsa_amd_memory_lock_to_pool": ("hsa_status_t", ("void *", "size_t", "hsa_agent_t *", "int",
+                                                     "hsa_amd_memory_pool_t", "uint32_t", "void **")),
+    "hsa_amd_memory_unlock": ("hsa_status_t", ("void *",)),
+    "hsa_amd_pointer_info": ("hsa_status_t", ("const void *", "hsa_amd_pointer_info_t *",
+                                              "void *(*)(size_t)", "uint32_t *", "hsa_agent_t **")),
+    "hsa_amd_memory_async_copy": ("hsa_status_t", ("void *", "hsa_agent_t", "const void *",
+                                                   "hsa_agent_t", "size_t", "uint32_t",
+                                                   "const hsa_signal_t *", "hsa_signal_t")),
+    "hsa_amd_signal_create": ("hsa_status_t", ("hsa_signal_value_t", "uint32_t",
+                                               "const hsa_agent_t *", "uint64_t", "hsa_signal_t *")),
+    "hsa_signal_destroy": ("hsa_status_t", ("hsa_signal_t",)),
+    "hsa_signal_store_screlease": ("void", ("hsa_signal_t", "hsa_signal_value_t")),
+    "hsa_signal_wait_scacquire": ("hsa_signal_value_t", ("hsa_signal_t", "hsa_signal_condition_t",
+                                                         "hsa_signal_value_t", "uint64_t",
+                                                         "hsa_wait_state_t")),
+    "hsa_amd_profiling_async_copy_enable": ("hsa_status_t", ("bool",)),
+    "hsa_amd_profiling_get_async_copy_time": ("hsa_status_t", ("hsa_signal_t",
+                                                               "hsa_amd_profiling_async_copy_time_t *")),
+}
+#: symbols the backend can start without; the methods that need them say so when called
+_OPTIONAL = frozenset({"hsa_amd_memory_lock_to_pool", "hsa_amd_profiling_async_copy_enable",
+                       "hsa_amd_profiling_get_async_copy_time"})
+
+_U64_MAX = 2**64 - 1
+_NAME_NBYTES = 64   # HSA_AGENT_INFO_NAME and PRODUCT_NAME are char[64], NUL padded
+
+
+# -- pure helpers (no runtime needed; unit-tested) ----------------------------------------------
+def _rc_status(status) -> int:
+    return int(status)
+
+
+def _rc_signal(value) -> int:
+    """A wait's value is the trace's rc: 0 once the copy is done, negative when it failed."""
+    return 0 if value >= 0 else int(value)
+
+
+def soname_version(path: str | None) -> str:
+    """``/usr/lib/.../libhsa-runtime64.so.1.5.0`` -> ``'1.5.0'`` (the file behind the soname)."""
+    if not path:
+        return "unknown"
+    m = re.search(r"\.so\.([0-9][0-9.]*)$", os.path.realpath(path))
+    return m.group(1) if m else "unknown"
+
+
+def load_failure_sentence(library: str, reason: str) -> str:
+    """The one sentence for a library that the dynamic loader refused."""
+    if "No such file" in reason or "cannot open shared object" in reason:
+        return f"hsa runtime unavailable: {library} not found on the library path"
+    return f"hsa runtime unavailable: {library} cannot be loaded ({reason.strip()})"
+
+
+def init_failure_sentence(rc: int, kfd_path: str = "/dev/kfd") -> str:
+    """The one sentence for a failed hsa_init, naming the likeliest cause that can be seen."""
+    head = f"hsa runtime unavailable: hsa_init returned {status_name(rc)} ({rc:#x})"
+    if not os.path.exists(kfd_path):
+        return f"{head}: no AMD GPU (kfd) answers, {kfd_path} does not exist"
+    if not os.access(kfd_path, os.R_OK | os.W_OK):
+        return f"{head}: {kfd_path} exists but this user may not open it (render/video group?)"
+    return f"{head} although {kfd_path} is present"
+
+
+def valid_pointer_fields(info: PointerInfoStruct) -> dict[str, object]:
+    """The members the runtime filled: those that end within the ``size`` it wrote back.
+
+    A runtime from before ROCm 4.5 writes 48 and leaves ``global_flags`` untouched; one
+    with a larger struct than ours copies only our 56 bytes.
+    """
+    written_nbytes = min(info.size, ctypes.sizeof(PointerInfoStruct))
+    out: dict[str, object] = {}
+    for name, ctype in PointerInfoStruct._fields_:
+        field = getattr(PointerInfoStruct, name)
+        if field.offset + ctypes.sizeof(ctype) <= written_nbytes:
+            value = getattr(info, name)
+            out[name] = value.handle if isinstance(value, Agent) else value
+    return out
+
+
+def pointer_answer(ptr: int, info: PointerInfoStruct, cpu_agents: frozenset[int]) -> PointerInfo:
+    """Turn a filled hsa_amd_pointer_info_t into pinpath's answer for ``ptr``.
+
+    LOCKED (user memory locked by anyone) and HSA memory owned by a CPU agent (pool
+    allocations: pinned) count as locked; HSA memory owned by a GPU is device memory.
+    """
+    f = valid_pointer_fields(info)
+    kind = f.get("type", _K.HSA_EXT_POINTER_TYPE_UNKNOWN)
+    detail = _POINTER_TYPE_NAMES.get(kind, f"HSA_EXT_POINTER_TYPE_{kind}")
+    locked = kind == _K.HSA_EXT_POINTER_TYPE_LOCKED or (
+        kind == _K.HSA_EXT_POINTER_TYPE_HSA and f.get("agentOwner") in cpu_agents)
+    if not locked:
+        return PointerInfo(ptr, False, detail=detail)
+    host_base = f.get("hostBaseAddress") or 0
+    agent_base = f.get("agentBaseAddress")
+    dev_ptr = agent_base + (ptr - host_base) if agent_base else None
+    return PointerInfo(ptr, True, dev_ptr, host_base or None, f.get("sizeInBytes"), detail)
+
+
+def ticks_to_ns(ticks: int, frequency_hz: int) -> int:
+    """System timestamp ticks -> ns, in integers (no float rounding on long spans)."""
+    return ticks * 1_000_000_000 // frequency_hz
+
+
+class PoolInfo(NamedTuple):
+    pool: int                #: hsa_amd_memory_pool_t handle
+    segment: int
+    global_flags: int
+    alloc_allowed: bool
+    nbytes: int              #: pool size
+    granule_nbytes: int      #: allocations are rounded up to this
+    alignment_nbytes: int
+
+
+def pick_pool(pools: list[PoolInfo], flag: int) -> PoolInfo | None:
+    """The first GLOBAL pool that allows runtime allocation and has ``flag``; for fine grain
+    a pool without KERNARG_INIT is preferred (the plugin keeps kernarg pools for kernargs)."""
+    ok = [p for p in pools if p.segment == _K.HSA_AMD_SEGMENT_GLOBAL and p.alloc_allowed
+          and p.global_flags & flag]
+    ok.sort(key=lambda p: bool(p.global_flags & _K.HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT))
+    return ok[0] if ok else None
+
+
+# -- queues and events ----------------------------------------------------------------------
+@dataclass(eq=False)
+class SignalQueue:
+    """An in-order queue of async copies: each copy waits on the previous one's completion
+    signal (as the plugin's stream slots do). ``times`` holds, per copy index, its
+    (start, end) profiling ticks once waited for, or None where profiling was off."""
+    pending: list            # [(copy index, Signal)], oldest first
+    submitted: int = 0       # copies issued so far
+    times: list | None = None
+
+    def last_signal(self):
+        return self.pending[-1][1] if self.pending else None
+
+
+@dataclass(eq=False)
+class CopyEvent:
+    """A point in a SignalQueue: the number of copies issued before it."""
+    q: SignalQueue | None = None
+    index: int = -1
+
+
+def event_ticks(ev: CopyEvent) -> int | None:
+    """When the queue reached ``ev``: the end of the copy before it, else the start of the
+    copy after it (the first point a device clock saw), else None."""
+    times = ev.q.times if ev.q is not None else None
+    if not times:
+        return None
+    if 0 < ev.index <= len(times) and times[ev.index - 1] is not None:
+        return times[ev.index - 1][1]
+    if 0 <= ev.index < len(times) and times[ev.index] is not None:
+        return times[ev.index][0]
+    return None
+
+
+def _dlinfo_path(lib: ctypes.CDLL) -> str | None:
+    """The file the loader opened for ``lib`` (link_map.l_name via dlinfo)."""
+    class _LinkMap(ctypes.Structure):
+        _fields_ = [("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p)]
+    libc = ctypes.CDLL(None)
+    dlinfo = getattr(libc, "dlinfo", None)
+    if dlinfo is None:
+        return None
+    dlinfo.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+    dlinfo.restype = ctypes.c_int
+    lm = ctypes.POINTER(_LinkMap)()
+    if dlinfo(lib._handle, 2, ctypes.byref(lm)) != 0 or not lm:   # 2 = RTLD_DI_LINKMAP
+        return None
+    name = lm.contents.l_name
+    return name.decode(errors="replace") if name else None
+
+
+class _Fns:
+    """The bound symbols, as attributes; a missing optional one is None."""
+
+
+def bind(lib: ctypes.CDLL, library: str) -> tuple[_Fns, str | None]:
+    """Set restype/argtypes of every symbol in PROTOTYPES.
+
+    Raises
+    ------
+    RuntimeUnavailable
+        a required symbol is missing (one sentence naming the library, its version, the call).
+    """
+    fns = _Fns()
+    path = _dlinfo_path(lib)
+    for sym, (ret, params) in PROTOTYPES.items():
+        try:
+            fn = getattr(lib, sym)
+        except AttributeError:
+            if sym in _OPTIONAL:
+                setattr(fns, sym, None)
+                continue
+            raise RuntimeUnavailable(missing_symbol_sentence(library, path, sym)) from None
+        fn.restype = CTYPES[ret]
+        fn.argtypes = [CTYPES[p] for p in params]
+        setattr(fns, sym, fn)
+    return fns, path
+
+
+def missing_symbol_sentence(library: str, path: str | None, sym: str) -> str:
+    return (f"hsa runtime unavailable: {library} version {soname_version(path)} "
+            f"({path or 'path unknown'}) has no {sym}, which pinpath calls")
+
+
+class HsaRuntime:
+    """hsa_amd_memory_lock/unlock, hsa_amd_pointer_info, fine-grained CPU pool allocations
+    granted to the GPU, coarse-grained GPU pool allocations and hsa_amd_memory_async_copy
+    with completion signals, on GPU agent number ``device``."""
+
+    name = "hsa"
+    has_events = True      # through copy profiling; see new_event
+    needs_grant = True     # pool memory is reachable only by agents given access
+    pageable_copy = PageableCopy.UNSUPPORTED
+
+    def __init__(self, recorder: Recorder | None = None, device: int = 0,
+                 library: str = LIBRARY) -> None:
+        self.recorder = recorder or Recorder()
+        self._initialised = False
+        self._profiling = False
+        try:
+            lib = ctypes.CDLL(library)
+        except OSError as e:
+            raise RuntimeUnavailable(load_failure_sentence(library, str(e))) from None
+        self._lib, self._library = lib, library
+        self._f, self.library_path = bind(lib, library)
+        self.library_version = soname_version(self.library_path)
+        rc = self.recorder.call("hsa_init", self._f.hsa_init, rc_of=_rc_status)
+        if rc != _K.HSA_STATUS_SUCCESS:
+            raise RuntimeUnavailable(init_failure_sentence(rc))
+        self._initialised = True
+        try:
+            self._discover(device)
+        except BaseException:
+            self.close()   # hsa_init is reference counted: give ours back before raising
+            raise
+
+    # -- helpers -----------------------------------------------------------------------
+    def _do(self, call: str, *args, exc=RuntimeCallFailed, nbytes=None, ptr=None) -> None:
+        """Record one status-returning call and raise on anything but success."""
+        status = self.recorder.call(call, getattr(self._f, call), *args, rc_of=_rc_status)
+        if status != _K.HSA_STATUS_SUCCESS:
+            raise exc("hsa", call, status, status_name(status), nbytes, ptr)
+
+    def _raw(self, call: str, *args, nbytes=None, ptr=None) -> None:
+        """The same, unrecorded, for the untimed helpers."""
+        status = getattr(self._f, call)(*args)
+        if status != _K.HSA_STATUS_SUCCESS:
+            raise RuntimeCallFailed("hsa", call, status, status_name(status), nbytes, ptr)
+
+    def _need(self, sym: str):
+        fn = getattr(self._f, sym)
+        if fn is None:
+            raise RuntimeUnavailable(missing_symbol_sentence(self._library, self.library_path, sym))
+        return fn
+
+    def _iterate(self, call: str, cb_type, *lead) -> list[int]:
+        """Collect the handles an iterator walks over. The callback only appends (no native
+        calls from inside the walk) and never lets a Python error unwind through C."""
+        handles: list[int] = []
+        trouble: list[BaseException] = []
+
+        def visit(h, _data):
+            try:
+                handles.append(h.handle)
+                return _K.HSA_STATUS_SUCCESS
+            except BaseException as e:   # re-raised below, after C has returned
+                trouble.append(e)
+                return _K.HSA_STATUS_ERROR
+
+        cb = cb_type(visit)   # kept alive by this frame for the whole call
+        status = self.recorder.call(call, getattr(self._f, call), *lead, cb, None, rc_of=_rc_status)
+        if trouble:
+            raise trouble[0]
+        if status not in (_K.HSA_STATUS_SUCCESS, _K.HSA_STATUS_INFO_BREAK):
+            raise RuntimeCallFailed("hsa", call, status, status_name(status))
+        return handles
+
+    def _agent_info(self, agent: int, attribute: int, value) -> None:
+        self._do("hsa_agent_get_info", Agent(agent), attribute, ctypes.byref(value))
+
+    def _agent_name(self, agent: int, attribute: int) -> str:
+        buf = ctypes.create_string_buffer(_NAME_NBYTES)
+        self._agent_info(agent, attribute, buf)
+        return buf.value.decode(errors="replace")
+
+    def _pool_info(self, pool: int) -> PoolInfo:
+        def get(attribute, ctype):
+            value = ctype()
+            self._do("hsa_amd_memory_pool_get_info", MemoryPool(pool), attribute, ctypes.byref(value))
+            return value.value
+        segment = get(_K.HSA_AMD_MEMORY_POOL_INFO_SEGMENT, ctypes.c_int)
+        if segment != _K.HSA_AMD_SEGMENT_GLOBAL:   # the other attributes are for GLOBAL pools
+            return PoolInfo(pool, segment, 0, False, 0, 0, 0)
+        return PoolInfo(
+            pool, segment,
+            get(_K.HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, ctypes.c_uint32),
+            get(_K.HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, ctypes.c_bool),
+            get(_K.HSA_AMD_MEMORY_POOL_INFO_SIZE, ctypes.c_size_t),
+            get(_K.HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE, ctypes.c_size_t),
+            get(_K.HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT, ctypes.c_size_t))
+
+    def _pools(self, agent: int) -> list[PoolInfo]:
+        handles = self._iterate("hsa_amd_agent_iterate_memory_pools", PoolCallback, Agent(agent))
+        return [self._pool_info(h) for h in handles]
+
+    def _discover(self, device: int) -> None:
+        cpus, gpus = [], []
+        for h in self._iterate("hsa_iterate_agents", AgentCallback):
+            kind = ctypes.c_int()
+            self._agent_info(h, _K.HSA_AGENT_INFO_DEVICE, kind)
+            if kind.value == _K.HSA_DEVICE_TYPE_CPU:
+                cpus.append(h)
+            elif kind.value == _K.HSA_DEVICE_TYPE_GPU:
+                gpus.append(h)   # DSP agents and others are of no use here
+        if not gpus:
+            raise RuntimeUnavailable("hsa runtime unavailable: hsa_init succeeded but no GPU agent is listed")
+        if not 0 <= device < len(gpus):
+            raise RuntimeUnavailable(
+                f"hsa runtime unavailable: GPU agent {device} asked for, but only {len(gpus)} exist")
+        if not cpus:
+            raise RuntimeUnavailable("hsa runtime unavailable: no CPU agent is listed")
+        self.device = device
+        self._cpu_agents = frozenset(cpus)
+        self._gpu = Agent(gpus[device])
+        self._gpu_array = (Agent * 1)(self._gpu)
+        fine = coarse = None
+        for cpu in cpus:   # the first CPU agent with a fine-grained pool, as the plugin takes
+            fine = pick_pool(self._pools(cpu), _K.HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED)
+            if fine is not None:
+                self._cpu = Agent(cpu)
+                break
+        if fine is None:
+            raise RuntimeUnavailable(
+                "hsa runtime unavailable: no CPU agent has a fine-grained global pool to allocate pinned memory from")
+        coarse = pick_pool(self._pools(gpus[device]), _K.HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED)
+        if coarse is None:
+            raise RuntimeUnavailable(
+                f"hsa runtime unavailable: GPU agent {device} has no coarse-grained global pool for device memory")
+        self.pinned_pool, self.device_pool = fine, coarse
+        freq = ctypes.c_uint64()
+        self._do("hsa_system_get_info", _K.HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, ctypes.byref(freq))
+        self.timestamp_hz = freq.value
+        self._now_ticks = ctypes.c_uint64()   # the null call's out-parameter, made once
+        self.has_events = self._f.hsa_amd_profiling_get_async_copy_time is not None and \
+            self._f.hsa_amd_profiling_async_copy_enable is not None and self.timestamp_hz > 0
+
+    def describe(self) -> dict:
+        major, minor = ctypes.c_uint16(), ctypes.c_uint16()
+        self._do("hsa_system_get_info", _K.HSA_SYSTEM_INFO_VERSION_MAJOR, ctypes.byref(major))
+        self._do("hsa_system_get_info", _K.HSA_SYSTEM_INFO_VERSION_MINOR, ctypes.byref(minor))
+        node = ctypes.c_uint32()
+        self._agent_info(self._gpu.handle, _K.HSA_AGENT_INFO_NODE, node)
+        try:
+            with open("/sys/module/amdgpu/version") as f:
+                driver = f.read().strip() or None
+        except OSError:
+            driver = None   # an in-tree amdgpu has no version file
+        return {
+            "platform": self.name,
+            "device": self._agent_name(self._gpu.handle, _K.HSA_AMD_AGENT_INFO_PRODUCT_NAME),
+            "device_index": self.device,
+            "gfx_name": self._agent_name(self._gpu.handle, _K.HSA_AGENT_INFO_NAME),
+            "kfd_node": node.value,
+            "driver_version": driver,
+            "runtime_version": f"libhsa-runtime64 {self.library_version} (HSA {major.value}.{minor.value})",
+            "library_path": self.library_path,
+            "timestamp_hz": self.timestamp_hz,
+            "pinned_pool_granule_nbytes": self.pinned_pool.granule_nbytes,
+            "device_pool_granule_nbytes": self.device_pool.granule_nbytes,
+        }
+
+    # -- locking -----------------------------------------------------------------------
+    def lock(self, ptr: int, nbytes: int, *, read_only: bool = False) -> int:
+        """hsa_amd_memory_lock for all agents (NULL, 0), as the plugin calls it. HSA has no
+        read-only lock, so ``read_only`` changes nothing."""
+        agent_ptr = ctypes.c_void_p()
+        self._do("hsa_amd_memory_lock", ptr, nbytes, None, 0, ctypes.byref(agent_ptr),
+                 exc=LockFailed, nbytes=nbytes, ptr=ptr)
+        self.recorder.acquire("lock", ptr, nbytes)
+        return agent_ptr.value or ptr
+
+    def lock_to_pool(self, ptr: int, nbytes: int) -> int:
+        """hsa_amd_memory_lock_to_pool with the fine-grained CPU pool: the lock that
+        hipHostRegister makes underneath. Undone by ``unlock``."""
+        self._need("hsa_amd_memory_lock_to_pool")
+        agent_ptr = ctypes.c_void_p()
+        self._do("hsa_amd_memory_lock_to_pool", ptr, nbytes, None, 0, MemoryPool(self.pinned_pool.pool),
+                 0, ctypes.byref(agent_ptr), exc=LockFailed, nbytes=nbytes, ptr=ptr)
+        self.recorder.acquire("lock", ptr, nbytes)
+        return agent_ptr.value or ptr
+
+    def unlock(self, ptr: int, nbytes: int) -> None:
+        self._do("hsa_amd_memory_unlock", ptr, nbytes=nbytes, ptr=ptr)
+        self.recorder.release("lock", ptr)
+
+    def query(self, ptr: int) -> PointerInfo:
+        info = PointerInfoStruct(size=ctypes.sizeof(PointerInfoStruct))   # size 0 is refused
+        self._do("hsa_amd_pointer_info", ptr, ctypes.byref(info), None, None, None, ptr=ptr)
+        return pointer_answer(ptr, info, self._cpu_agents)
+
+    # -- memory ------------------------------------------------------------------------
+    def _allocate(self, pool: PoolInfo, nbytes: int) -> int:
+        out = ctypes.c_void_p()
+        self._do("hsa_amd_memory_pool_allocate", MemoryPool(pool.pool), nbytes, 0, ctypes.byref(out),
+                 nbytes=nbytes)
+        return out.value
+
+    def alloc_pinned(self, nbytes: int) -> int:
+        ptr = self._allocate(self.pinned_pool, nbytes)
+        self.recorder.acquire("pinned", ptr, nbytes)
+        return ptr
+
+    def grant(self, ptr: int, nbytes: int) -> None:
+        self._do("hsa_amd_agents_allow_access", 1, self._gpu_array, None, ptr, nbytes=nbytes, ptr=ptr)
+
+    def free_pinned(self, ptr: int, nbytes: int) -> None:
+        self._do("hsa_amd_memory_pool_free", ptr, nbytes=nbytes, ptr=ptr)
+        self.recorder.release("pinned", ptr)
+
+    def alloc_device(self, nbytes: int) -> int:
+        ptr = self._allocate(self.device_pool, nbytes)
+        self.recorder.acquire("device", ptr, nbytes)
+        return ptr
+
+    def free_device(self, ptr: int, nbytes: int) -> None:
+        self._do("hsa_amd_memory_pool_free", ptr, nbytes=nbytes, ptr=ptr)
+        self.recorder.release("device", ptr)
+
+    # -- queues, copies, events --------------------------------------------------------
+    def new_queue(self) -> SignalQueue:
+        return SignalQueue(pending=[])
+
+    def free_queue(self, q: SignalQueue) -> None:
+        if q.pending:
+            self.wait(q)   # a signal destroyed under a running copy is undefined behaviour
+
+    def _agents_for(self, direction: Direction) -> tuple[Agent, Agent]:
+        """(dst agent, src agent): the GPU owns the device side, the CPU the host side."""
+        return (self._gpu, self._cpu) if direction == Direction.H2D else (self._cpu, self._gpu)
+
+    def copy_async(self, dst: int, src: int, nbytes: int, direction: Direction, q: SignalQueue) -> None:
+        sig = Signal()
+        self._do("hsa_amd_signal_create", 1, 0, None, 0, ctypes.byref(sig))
+        prev = q.last_signal()
+        dst_agent, src_agent = self._agents_for(direction)
+        try:
+            self._do("hsa_amd_memory_async_copy", dst, dst_agent, src, src_agent, nbytes,
+                     1 if prev is not None else 0, ctypes.byref(prev) if prev is not None else None,
+                     sig, nbytes=nbytes, ptr=src)
+        except RuntimeCallFailed:
+            self._do("hsa_signal_destroy", sig)
+            raise
+        q.pending.append((q.submitted, sig))
+        q.submitted += 1
+
+    def wait(self, q: SignalQueue) -> None:
+        """Wait for every pending copy in order (value below 1), collect its profiling
+        times when events are on, destroy its signal; a negative value is a failed copy."""
+        failed = None
+        while q.pending:
+            index, sig = q.pending[0]
+            value = self.recorder.call("hsa_signal_wait_scacquire", self._f.hsa_signal_wait_scacquire,
+                                       sig, _K.HSA_SIGNAL_CONDITION_LT, 1, _U64_MAX, _K.HSA_WAIT_STATE_BLOCKED,
+                                       rc_of=_rc_signal)
+            if value < 0 and failed is None:
+                failed = value
+            if self._profiling and value >= 0:
+                t = AsyncCopyTime()
+                self._do("hsa_amd_profiling_get_async_copy_time", sig, ctypes.byref(t))
+                if q.times is None:
+                    q.times = []
+                q.times.extend([None] * (index + 1 - len(q.times)))
+                q.times[index] = (t.start, t.end)
+            q.pending.pop(0)   # only now: a raise above leaves this copy pending, not leaked
+            self._do("hsa_signal_destroy", sig)
+        if failed is not None:
+            raise RuntimeCallFailed("hsa", "hsa_amd_memory_async_copy", int(failed),
+                                    "a negative completion signal (the copy failed)")
+
+    def host_copy(self, dst: int, src: int, nbytes: int) -> None:
+        self.recorder.call("memcpy", ctypes.memmove, dst, src, nbytes)
+
+    def new_event(self) -> CopyEvent:
+        """An event is a position in a queue; its time comes from the profiling times of the
+        copies beside it. Profiling is switched on at the first event, not at start-up,
+        because it changes how the runtime issues copies and untimed runs should not pay."""
+        if not self._profiling:
+            self._do("hsa_amd_profiling_async_copy_enable", True)
+            self._profiling = True
+        return CopyEvent()
+
+    def free_event(self, ev: CopyEvent) -> None:
+        ev.q = None
+
+    def record_event(self, ev: CopyEvent, q: SignalQueue) -> None:
+        ev.q, ev.index = q, q.submitted
+
+    def elapsed_ns(self, ev0: CopyEvent, ev1: CopyEvent) -> int:
+        """Device time from ``ev0`` to ``ev1``; waits for their queues first, as
+        cudaEventElapsedTime needs completed events."""
+        for ev in (ev0, ev1):
+            if ev.q is not None and ev.q.pending:
+                self.wait(ev.q)
+        t0, t1 = event_ticks(ev0), event_ticks(ev1)
+        if t0 is None or t1 is None:
+            raise RuntimeCallFailed("hsa", "hsa_amd_profiling_get_async_copy_time",
+                                    _K.HSA_STATUS_ERROR_INVALID_SIGNAL,
+                                    "no timed copy next to the event (record events around copies)")
+        return ticks_to_ns(t1 - t0, self.timestamp_hz)
+
+    # -- untimed helpers ---------------------------------------------------------------
+    def null_native(self) -> int:
+        """The cheapest real runtime call, unrecorded: read the system timestamp."""
+        return self._f.hsa_system_get_info(_K.HSA_SYSTEM_INFO_TIMESTAMP, ctypes.byref(self._now_ticks))
+
+    def null_call(self) -> None:
+        self._do("hsa_system_get_info", _K.HSA_SYSTEM_INFO_TIMESTAMP, ctypes.byref(self._now_ticks))
+
+    def _sync_copy(self, dst: int, src: int, nbytes: int, direction: Direction) -> None:
+        sig = Signal()
+        self._raw("hsa_amd_signal_create", 1, 0, None, 0, ctypes.byref(sig))
+        try:
+            dst_agent, src_agent = self._agents_for(direction)
+            self._raw("hsa_amd_memory_async_copy", dst, dst_agent, src, src_agent, nbytes, 0, None, sig,
+                      nbytes=nbytes)
+            value = self._f.hsa_signal_wait_scacquire(sig, _K.HSA_SIGNAL_CONDITION_LT, 1, _U64_MAX,
+                                                      _K.HSA_WAIT_STATE_BLOCKED)
+            if value < 0:
+                raise RuntimeCallFailed("hsa", "hsa_amd_memory_async_copy", int(value),
+                                        "a negative completion signal (the copy failed)", nbytes)
+        finally:
+            self._f.hsa_signal_destroy(sig)
+
+    def _staged(self, nbytes: int, body) -> None:
+        """Run ``body(staging_ptr)`` with a granted fine-grained staging buffer (unrecorded)."""
+        out = ctypes.c_void_p()
+        self._raw("hsa_amd_memory_pool_allocate", MemoryPool(self.pinned_pool.pool), max(nbytes, 1), 0,
+                  ctypes.byref(out), nbytes=nbytes)
+        try:
+            self._raw("hsa_amd_agents_allow_access", 1, self._gpu_array, None, out.value, nbytes=nbytes)
+            body(out.value)
+        finally:
+            self._f.hsa_amd_memory_pool_free(out.value)
+
+    def fill_device(self, ptr: int, byte: int, nbytes: int) -> None:
+        def body(stage):
+            ctypes.memset(stage, byte, nbytes)
+            self._sync_copy(ptr, stage, nbytes, Direction.H2D)
+        self._staged(nbytes, body)
+
+    def read_device(self, ptr: int, nbytes: int) -> np.ndarray:
+        out = np.empty(nbytes, dtype=np.uint8)
+
+        def body(stage):
+            self._sync_copy(stage, ptr, nbytes, Direction.D2H)
+            ctypes.memmove(out.ctypes.data, stage, nbytes)
+        self._staged(nbytes, body)
+        return out
+
+    def write_device(self, ptr: int, src: np.ndarray) -> None:
+        src = np.ascontiguousarray(src)
+
+        def body(stage):
+            ctypes.memmove(stage, src.ctypes.data, src.nbytes)
+            self._sync_copy(ptr, stage, src.nbytes, Direction.H2D)
+        self._staged(src.nbytes, body)
+
+    def plain_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
+        """hsa_amd_memory_async_copy + hsa_signal_wait_scacquire on one reused signal in a
+        bare loop, host-timed, unrecorded."""
+        f = self._f
+        dst_agent, src_agent = self._agents_for(direction)
+        sig = Signal()
+        self._raw("hsa_amd_signal_create", 1, 0, None, 0, ctypes.byref(sig))
+        out = []
+        try:
+            for _ in range(repeats):
+                f.hsa_signal_store_screlease(sig, 1)
+                t0 = time.perf_counter_ns()
+                status = f.hsa_amd_memory_async_copy(dst, dst_agent, src, src_agent, nbytes, 0, None, sig)
+                value = f.hsa_signal_wait_scacquire(sig, _K.HSA_SIGNAL_CONDITION_LT, 1, _U64_MAX,
+                                                    _K.HSA_WAIT_STATE_BLOCKED) if status == 0 else 0
+                out.append(time.perf_counter_ns() - t0)
+                if status != _K.HSA_STATUS_SUCCESS:
+                    raise RuntimeCallFailed("hsa", "hsa_amd_memory_async_copy", status,
+                                            status_name(status), nbytes)
+                if value < 0:
+                    raise RuntimeCallFailed("hsa", "hsa_amd_memory_async_copy", int(value),
+                                            "a negative completion signal (the copy failed)", nbytes)
+        finally:
+            f.hsa_signal_destroy(sig)
+        return out
+
+    def close(self) -> None:
+        """Give back this object's hsa_init (the runtime counts them) and report leaks; idempotent."""
+        try:
+            if self._initialised:
+                self._initialised = False
+                self._do("hsa_shut_down")
+        finally:
+            self.recorder.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

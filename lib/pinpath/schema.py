@@ -1,0 +1,141 @@
+"""The only place column names and types are written down; figures, tests and reports
+import them from here.
+
+Types: ``int`` (int64), ``Int`` (nullable int64), ``float``, ``str``, ``bool?`` (nullable bool).
+Frames may carry extra context columns (``repeat``, ``case``, ...) beside the declared ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable
+
+import pandas as pd
+
+from .errors import SchemaMismatch
+from .records import PHASE_FIELDS, TransferRecord
+
+__all__ = ["TRANSFERS", "CALLS", "STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "NATIVE", "TABLES",
+           "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame", "DOC"]
+
+TRANSFERS = {
+    "event": "str",          # "transfer", "map" or "unmap"
+    "policy": "str",         # a Policy value
+    "path": "str",           # a TransferPath value (transfers) or a MapOutcome value (map, unmap)
+    "kind": "str",           # a MemoryKind value
+    "direction": "str",      # "h2d", "d2h" ("" for map and unmap)
+    "nbytes": "int",
+    "thread_id": "int",
+    "start_ns": "int",
+    "end_ns": "int",
+    "total_ns": "int",
+    **{f: "int" for f in PHASE_FIELDS},   # host time of each phase; 0 = phase not performed
+    "dma_event_ns": "Int",   # device-event time of the DMA (null where the runtime has no events)
+    "error": "str",          # the runtime's refusal that decided the path, "" if none
+    "verified": "bool?",     # bytes compared after the transfer (null = not checked)
+    "calls": "str",          # the native calls in order, "name=rc" separated by spaces
+    "n_calls": "int",
+    "platform": "str",
+}
+CALLS = {"transfer_id": "int", "call": "str", "start_ns": "int", "end_ns": "int",
+         "duration_ns": "int", "rc": "int", "thread_id": "int"}
+STATS = {"Name": "str", "Calls": "int", "TotalDurationNs": "int", "AverageNs": "int", "Percentage": "float"}
+LOCK_COST = {
+    "op": "str",        # lock, unlock, relock, unlock_after_relock, query
+    "state": "str",     # what the memory was before the op: pageable, locked, pinned
+    "kind": "str",
+    "nbytes": "int",
+    "repeat": "int",
+    "call": "str",      # the native call timed
+    "ns": "int",        # its duration from the call trace
+    "rc": "int",
+    "error": "str",
+    "platform": "str",
+}
+C12 = {
+    "case": "str",      # "1_lock_copy", "2_prelocked_copy", "3_relock_copy", "pageable_copy"
+    "nbytes": "int",
+    "repeat": "int",
+    "lock_ns": "int",   # the lock inside the braces (case 1), the re-lock (case 3)
+    "dma_ns": "int",    # enqueue of the async copy
+    "wait_ns": "int",
+    "inside_ns": "int", # everything between the braces of Carlo's test: lock + copy + wait
+    "unlock_ns": "int", # timed apart, after the braces
+    "dma_event_ns": "Int",
+    "lock_rc": "int",
+    "lock_error": "str",
+    "verified": "bool?",
+    "platform": "str",
+}
+HARNESS = {"metric": "str", "ns": "float", "platform": "str"}
+BANDWIDTH = {
+    "case": "str",      # "pinned" (prepinned policy), "pageable" (driver_pageable), "plain_loop"
+    "path": "str",      # the path the transfer took ("" for the bare loop)
+    "direction": "str",
+    "nbytes": "int",
+    "repeat": "int",
+    "total_ns": "int",  # host time of copy + wait
+    "dma_event_ns": "Int",
+    "gb_per_s": "float",  # nbytes / total_ns
+    "verified": "bool?",
+    "platform": "str",
+}
+NATIVE = {"op": "str", "state": "str", "nbytes": "int", "repeat": "int", "ns": "int", "rc": "int",
+          "source": "str", "platform": "str"}
+TABLES = {"transfers": TRANSFERS, "calls": CALLS, "stats": STATS, "lock_cost": LOCK_COST,
+          "c12": C12, "harness": HARNESS, "bandwidth": BANDWIDTH, "native": NATIVE}
+DOC = __doc__
+
+_CAST = {"int": "int64", "Int": "Int64", "float": "float64", "bool?": "boolean"}
+_KINDS = {"int": "iu", "Int": "iu", "float": "f", "bool?": "b", "str": "OUT"}
+
+
+def frame(rows: Iterable[dict], table: dict[str, str]) -> pd.DataFrame:
+    """Rows (dicts) -> a DataFrame whose declared columns come first, cast to their types."""
+    df = pd.DataFrame(list(rows))
+    missing = [c for c in table if c not in df.columns]
+    if missing and len(df):
+        raise SchemaMismatch(f"rows lack the column(s) {', '.join(missing)}")
+    for c in missing:
+        df[c] = pd.Series(dtype=_CAST.get(table[c], "object"))
+    for c, t in table.items():
+        if t == "str":
+            df[c] = df[c].fillna("").astype(str)
+        else:
+            df[c] = df[c].astype(_CAST[t])
+    extra = [c for c in df.columns if c not in table]
+    return df[list(table) + extra]
+
+
+def check_frame(df: pd.DataFrame, table: dict[str, str]) -> pd.DataFrame:
+    """Raise SchemaMismatch naming the first column that is missing or of the wrong type."""
+    for c, t in table.items():
+        if c not in df.columns:
+            raise SchemaMismatch(f"column {c!r} is missing")
+        kind = df[c].dtype.kind
+        if kind not in _KINDS[t]:
+            raise SchemaMismatch(f"column {c!r} has dtype {df[c].dtype}, expected {t}")
+    return df
+
+
+def transfer_row(rec: TransferRecord, **context) -> dict:
+    """One TRANSFERS row (plus context columns) from a record."""
+    row = {f.name: getattr(rec, f.name) for f in dataclasses.fields(rec) if f.name != "calls"}
+    row["total_ns"] = rec.total_ns
+    row["calls"] = " ".join(f"{c.call}={c.rc}" for c in rec.calls)
+    row["n_calls"] = len(rec.calls)
+    row.update(context)
+    return row
+
+
+def calls_frame(recs: Iterable[TransferRecord]) -> pd.DataFrame:
+    """One CALLS row per native call of each record; transfer_id is the record's index."""
+    rows = [{"transfer_id": i, "call": c.call, "start_ns": c.start_ns, "end_ns": c.end_ns,
+             "duration_ns": c.end_ns - c.start_ns, "rc": c.rc, "thread_id": c.thread_id}
+            for i, rec in enumerate(recs) for c in rec.calls]
+    return frame(rows, CALLS)
+
+
+def stats_frame(rows) -> pd.DataFrame:
+    """trace.hsa_stats rows -> a STATS frame."""
+    return frame([dict(zip(STATS, r)) for r in rows], STATS)

@@ -1,0 +1,183 @@
+"""The call recorder: every native call of every runtime passes through here.
+
+Standard library only, so that every backend can record through it.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import threading
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
+
+from .errors import warn
+from .records import CallRecord
+
+__all__ = ["Recorder", "records", "measure_harness", "hsa_stats", "write_hsa_stats", "HSA_STATS_HEADER"]
+
+HSA_STATS_HEADER = ("Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage")
+_now = time.perf_counter_ns
+_tid = threading.get_native_id
+
+
+def _no_rc(_out) -> int:
+    return -1
+
+
+class _ThreadState(threading.local):
+    """Per-thread state, initialised on a thread's first use (attribute reads stay cheap)."""
+
+    def __init__(self) -> None:
+        self.tid = _tid()
+        self.spans: list[list] = []
+
+
+class Recorder:
+    """Keeps every native call (name, start and end in ns, return code, thread).
+
+    ``span()`` collects the calls one thread makes inside a block, which is how a
+    transfer gets its own call list. ``acquire``/``release`` count locks and
+    allocations so that a leak is seen (``outstanding``, ``close``).
+
+    The hot path stores plain tuples in CallRecord's field order; ``calls`` and
+    ``records()`` hand out CallRecords.
+    """
+
+    def __init__(self) -> None:
+        self._raw: list[tuple] = []
+        self._state = _ThreadState()
+        self._held: dict[tuple[str, int], int] = {}
+        self._held_lock = threading.Lock()
+        self.acquired: dict[str, int] = {}
+        self.released: dict[str, int] = {}
+
+    def call(self, name: str, fn: Callable, *args, rc_of: Callable = _no_rc):
+        """Run ``fn(*args)``, record it under ``name`` and return what it returned."""
+        t0 = _now()
+        out = fn(*args)
+        t1 = _now()
+        st = self._state
+        rec = (name, t0, t1, rc_of(out), st.tid)
+        self._raw.append(rec)
+        for s in st.spans:
+            s.append(rec)
+        return out
+
+    @property
+    def calls(self) -> list[CallRecord]:
+        return records(self._raw)
+
+    @contextmanager
+    def span(self) -> Iterator[list[tuple]]:
+        """Collect the calls this thread records inside the block into the yielded list
+        (raw tuples; ``records()`` turns them into CallRecords)."""
+        spans = self._state.spans
+        mine: list[tuple] = []
+        spans.append(mine)
+        try:
+            yield mine
+        finally:
+            spans.remove(mine)
+
+    def clear(self) -> None:
+        """Forget the recorded calls (held resources are kept)."""
+        self._raw = []
+
+    # -- balance of locks and allocations -------------------------------------------------
+    def acquire(self, resource: str, ptr: int, nbytes: int) -> None:
+        with self._held_lock:
+            self._held[(resource, ptr)] = nbytes
+            self.acquired[resource] = self.acquired.get(resource, 0) + 1
+
+    def release(self, resource: str, ptr: int) -> None:
+        with self._held_lock:
+            self._held.pop((resource, ptr), None)
+            self.released[resource] = self.released.get(resource, 0) + 1
+
+    def outstanding(self) -> dict[tuple[str, int], int]:
+        """(resource, ptr) -> nbytes of every lock or allocation not yet undone."""
+        with self._held_lock:
+            return dict(self._held)
+
+    def close(self) -> None:
+        """Warn once for each lock or allocation still outstanding."""
+        for (resource, ptr), nbytes in sorted(self.outstanding().items()):
+            warn(f"{resource} of {nbytes} bytes at {ptr:#x} was never undone")
+
+
+def records(raw: Iterable[tuple]) -> list[CallRecord]:
+    """Raw call tuples -> CallRecords."""
+    make = CallRecord._make
+    return [make(t) for t in raw]
+
+
+def _per_call_ns(fn: Callable, loops: int, rounds: int) -> list[float]:
+    out = []
+    for _ in range(rounds):
+        t0 = _now()
+        for _ in range(loops):
+            fn()
+        out.append((_now() - t0) / loops)
+    return out
+
+
+def measure_harness(null_call: Callable[[], object], recorder: Recorder | None = None,
+                    *, loops: int = 2000, rounds: int = 15) -> dict[str, float]:
+    """Measure the harness itself: clock cost and resolution, a null runtime call, the recorder.
+
+    Returns medians in ns: ``clock_ns`` (one perf_counter_ns), ``resolution_ns`` (the
+    smallest non-zero step seen, and the clock's declared resolution),
+    ``null_call_ns`` (the runtime's cheapest call, unrecorded), ``trace_overhead_ns``
+    (what recording one call adds) and ``trace_overhead_spread_ns`` (p95 - p5 of that).
+    """
+    rec = recorder or Recorder()
+    clock = _per_call_ns(_now, loops, rounds)
+    steps = []
+    for _ in range(loops):
+        a = _now()
+        b = _now()
+        while b == a:
+            b = _now()
+        steps.append(b - a)
+    plain = _per_call_ns(lambda: null_call(), loops, rounds)   # same wrapper as below
+    probe = Recorder()
+    recorded = _per_call_ns(lambda: probe.call("null", null_call), loops, rounds)
+    diffs = sorted(r - p for r, p in zip(recorded, plain))
+    del probe
+    return {
+        "clock_ns": statistics.median(clock),
+        "resolution_ns": float(min(steps)),
+        "declared_resolution_ns": time.get_clock_info("perf_counter").resolution * 1e9,
+        "null_call_ns": statistics.median(plain),
+        "null_call_recorded_ns": statistics.median(recorded),
+        "trace_overhead_ns": statistics.median(diffs),
+        "trace_overhead_spread_ns": diffs[int(0.95 * (len(diffs) - 1))] - diffs[int(0.05 * (len(diffs) - 1))],
+    }
+
+
+def hsa_stats(calls: Iterable[CallRecord]) -> list[tuple[str, int, int, int, float]]:
+    """Rows in rocprof's ``hsa_stats.csv`` layout, sorted by total duration, largest first.
+
+    AverageNs is truncated to a whole number as rocprof's SQLite query does;
+    Percentage is 100 x the row's share of the summed durations.
+    """
+    totals: dict[str, list[int]] = {}
+    for c in calls:
+        t = totals.setdefault(c.call, [0, 0])
+        t[0] += 1
+        t[1] += c.end_ns - c.start_ns
+    grand = sum(t[1] for t in totals.values()) or 1
+    rows = [(name, n, total, total // n, 100.0 * total / grand) for name, (n, total) in totals.items()]
+    rows.sort(key=lambda r: r[2], reverse=True)
+    return rows
+
+
+def write_hsa_stats(rows, path) -> None:
+    """Write rows as rocprof does: quoted header and names, bare numbers."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
+        w.writerow(HSA_STATS_HEADER)
+        for name, n, total, avg, pct in rows:
+            w.writerow((name, int(n), int(total), int(avg), float(pct)))

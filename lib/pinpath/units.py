@@ -1,0 +1,77 @@
+"""Bytes and nanoseconds: parse once, format only for people."""
+
+from __future__ import annotations
+
+import re
+
+from .errors import BadParameter
+
+__all__ = ["KiB", "MiB", "GiB", "parse_nbytes", "fmt_nbytes", "fmt_ns", "gb_per_s", "PAGE_NBYTES"]
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+_UNITS = {"": 1, "b": 1, "kib": KiB, "mib": MiB, "gib": GiB, "tib": 1 << 40,
+          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "k": KiB, "m": MiB, "g": GiB}
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?(?:e[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+
+
+def _page_nbytes() -> int:
+    import mmap
+    return mmap.PAGESIZE
+
+
+PAGE_NBYTES = _page_nbytes()
+
+
+def parse_nbytes(value, *, name: str = "size") -> int:
+    """Turn ``4096``, ``"4KiB"``, ``"1e8"`` or ``"800MB"`` into a whole number of bytes.
+
+    Raises BadParameter naming ``name`` for anything that is not a positive size.
+    """
+    if isinstance(value, bool):
+        raise BadParameter(f"{name}: {value!r} is not a size in bytes")
+    if isinstance(value, int):
+        nbytes = value
+    elif isinstance(value, float) and value.is_integer():
+        nbytes = int(value)
+    elif isinstance(value, str) and (m := _SIZE.match(value)) and m.group(2).lower() in _UNITS:
+        amount = float(m.group(1)) * _UNITS[m.group(2).lower()]
+        if not amount.is_integer():
+            raise BadParameter(f"{name}: {value!r} is not a whole number of bytes")
+        nbytes = int(amount)
+    else:
+        raise BadParameter(f"{name}: {value!r} is not a size (write e.g. 4096, '4KiB', '1MiB', '800MB')")
+    if nbytes <= 0:
+        raise BadParameter(f"{name}: {value!r} must be a positive number of bytes")
+    return nbytes
+
+
+def fmt_nbytes(nbytes: int) -> str:
+    """``4096`` -> ``'4 KiB'``; decimal sizes like 800000000 -> ``'800 MB'``."""
+    nbytes = int(nbytes)
+    exact = [(nbytes // scale, unit) for unit, scale in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB), ("GB", 10**9),
+                                                         ("MB", 10**6), ("kB", 10**3))
+             if nbytes >= scale and nbytes % scale == 0]
+    if exact:
+        amount, unit = min(exact)
+        return f"{amount} {unit}"
+    if nbytes >= MiB:
+        return f"{nbytes / MiB:.1f} MiB"
+    if nbytes >= KiB:
+        return f"{nbytes / KiB:.1f} KiB"
+    return f"{nbytes} B"
+
+
+def fmt_ns(ns: float) -> str:
+    """``62000`` -> ``'62.0 us'``."""
+    ns = float(ns)
+    if ns != ns:
+        return "n/a"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+def gb_per_s(nbytes: float, ns: float) -> float:
+    """Decimal GB/s of moving ``nbytes`` in ``ns`` nanoseconds."""
+    return float(nbytes) / float(ns) if ns > 0 else float("nan")

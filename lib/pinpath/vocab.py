@@ -1,0 +1,102 @@
+"""Every word of CATALOGUE.md, once, as a string enum; data keeps the plain value."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = ["Platform", "Policy", "TransferPath", "MapOutcome", "MemoryKind", "Direction", "Phase",
+           "PageableCopy", "choose"]
+
+
+class Platform(StrEnum):
+    AUTO = "auto"      #: the best runtime that starts: cuda, hsa, hip, then host
+    CUDA = "cuda"      #: NVIDIA GPUs through cuda-python (cuda.bindings)
+    HSA = "hsa"        #: AMD GPUs through ctypes over libhsa-runtime64
+    HIP = "hip"        #: AMD GPUs through hip-python
+    HOST = "host"      #: no GPU: mlock/munlock and host copies (the OS's share of pinning)
+
+
+class Policy(StrEnum):
+    STAGE_PER_COPY = "stage_per_copy"            #: fresh pinned staging buffer per copy (ATMI, 2020)
+    LOCK_ALWAYS = "lock_always"                  #: lock, copy, unlock; stage if the lock fails (PR #174)
+    QUERY_THEN_LOCK = "query_then_lock"          #: query first, skip lock if locked (2021-22 plugin)
+    NEXTGEN = "nextgen"                          #: today's LLVM AMDGPU plugin decision order
+    NEXTGEN_LOCK_MAPPED = "nextgen_lock_mapped"  #: nextgen with LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=on
+    STAGE_POOLED = "stage_pooled"                #: staging through reused buffers for every size (C2)
+    PREPINNED = "prepinned"                      #: the application pinned the buffer beforehand
+    DRIVER_PAGEABLE = "driver_pageable"          #: hand the pageable pointer to the runtime's copy
+
+
+class TransferPath(StrEnum):
+    """What the runtime observably did with one transfer."""
+    PINNED_DIRECT = "pinned_direct"            #: one DMA from memory pinned before the transfer
+    ALREADY_LOCKED = "already_locked"          #: the query said locked: one DMA, no lock
+    LOCKED = "locked"                          #: lock succeeded, DMA from the locked alias, unlock
+    STAGED_FRESH = "staged_fresh"              #: through a staging buffer allocated for this copy
+    STAGED_POOLED_HIT = "staged_pooled_hit"    #: through a reused staging buffer
+    STAGED_POOLED_MISS = "staged_pooled_miss"  #: the pool allocated a new staging buffer
+    LOCK_FAILED_STAGED = "lock_failed_staged"  #: lock refused, staged through a fresh buffer
+    LOCK_FAILED_ERROR = "lock_failed_error"    #: lock refused and the policy has no fallback
+    MAP_HIT = "map_hit"                        #: found in the map of ranges locked at map time
+    EXTERNAL_PINNED = "external_pinned"        #: found in the map, pinned by someone else
+    DRIVER_STAGED = "driver_staged"            #: pageable pointer handed to a runtime that stages it
+    PAGEABLE_DIRECT = "pageable_direct"        #: pageable pointer copied directly (host platform)
+    COPY_FAILED = "copy_failed"                #: the runtime refused the copy itself
+
+
+class MapOutcome(StrEnum):
+    """What a policy's map (target enter data) or unmap (target exit data) did."""
+    UNTRACKED = "untracked"            #: nothing: the policy keeps no state for mapped buffers
+    LOCKED = "locked"                  #: locked now and entered in the map
+    EXTERNAL = "external"              #: already pinned by someone else: entered, never unlocked
+    REFCOUNTED = "refcounted"          #: already in the map: its reference count went up
+    LOCK_FAILED = "lock_failed"        #: the lock was refused; transfers will not find it
+    OVERLAP_REFUSED = "overlap_refused"  #: partly overlaps an entry (LLVM refuses that)
+    UNLOCKED = "unlocked"              #: last user gone: unlocked and removed
+    RELEASED = "released"              #: a reference dropped; still in the map or external
+
+
+class MemoryKind(StrEnum):
+    HEAP = "heap"                  #: numpy (malloc or glibc's mmap) memory
+    STACK = "stack"                #: a real pthread stack
+    READ_ONLY = "read_only"        #: a private anonymous mapping made read-only (like rodata)
+    FILE_BACKED = "file_backed"    #: a shared mapping of a file
+    HUGE_PAGES = "huge_pages"      #: hugetlbfs or THP backed, whichever the OS grants
+    PINNED = "pinned"              #: memory the runtime allocated page-locked
+    UNALIGNED = "unaligned"        #: a buffer that starts inside a page
+    PAGE_SHARING = "page_sharing"  #: one of two buffers that share a page
+
+
+class Direction(StrEnum):
+    H2D = "h2d"
+    D2H = "d2h"
+
+
+class Phase(StrEnum):
+    """Phases of a transfer; each becomes a ``<phase>_ns`` column."""
+    QUERY = "query"
+    LOCK = "lock"
+    ALLOC = "alloc"
+    GRANT = "grant"
+    COPY_IN = "copy_in"
+    DMA = "dma"
+    WAIT = "wait"
+    COPY_OUT = "copy_out"
+    UNLOCK = "unlock"
+    FREE = "free"
+
+
+class PageableCopy(StrEnum):
+    """What a runtime's copy does when handed pageable host memory."""
+    STAGED = "staged"            #: the driver stages it (CUDA, HIP)
+    DIRECT = "direct"            #: copied as is (host platform)
+    UNSUPPORTED = "unsupported"  #: refused (HSA needs locked or pool memory)
+
+
+def choose(enum: type[StrEnum], name: str, what: str) -> StrEnum:
+    """Return the member of ``enum`` named ``name`` or raise UnknownName listing the known ones."""
+    from .errors import UnknownName
+    try:
+        return enum(name)
+    except ValueError:
+        raise UnknownName(what, name, [m.value for m in enum]) from None

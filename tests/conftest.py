@@ -1,0 +1,52 @@
+"""Shared fixtures. After every test: locked bytes (VmLck) back to baseline, and every
+runtime a test opened has undone each lock and allocation it made."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from pinpath import osinfo
+from pinpath.runtimes import open_runtime
+from pinpath.errors import RuntimeUnavailable
+
+
+@pytest.fixture(autouse=True)
+def vmlck_baseline():
+    before = osinfo.vmlck_nbytes()
+    yield
+    gc.collect()
+    after = osinfo.vmlck_nbytes()
+    assert after == before, f"VmLck went from {before} to {after} bytes during the test"
+
+
+def _checked(rt):
+    yield rt
+    held = rt.recorder.outstanding()
+    rt.close()
+    assert not held, f"{rt.name}: locks or allocations left outstanding: {held}"
+    assert rt.recorder.acquired == rt.recorder.released, (rt.recorder.acquired, rt.recorder.released)
+
+
+@pytest.fixture
+def host_rt():
+    yield from _checked(open_runtime("host"))
+
+
+@pytest.fixture
+def cuda_rt():
+    try:
+        rt = open_runtime("cuda")
+    except RuntimeUnavailable as e:
+        pytest.skip(str(e))
+    yield from _checked(rt)
+
+
+@pytest.fixture(params=["host", "cuda", "hsa", "hip"])
+def any_rt(request):
+    try:
+        rt = open_runtime(request.param)
+    except RuntimeUnavailable as e:
+        pytest.skip(str(e))
+    yield from _checked(rt)

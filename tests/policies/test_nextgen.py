@@ -1,0 +1,133 @@
+"""nextgen's decision order and its refcounted map of pinned ranges."""
+
+import random
+import threading
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from pinpath.errors import LockFailed
+from pinpath.experiments.sweep import DeviceBuffers
+from pinpath.memkinds import host_buffer
+from pinpath.policies import PinnedEntry, PinnedMap, make_policy
+from pinpath.policies.nextgen import OverlapRefused
+from pinpath.units import MiB
+
+
+def test_threshold_splits_locking_from_pooled_staging(host_rt):
+    with make_policy("nextgen", host_rt, threshold_nbytes=1 * MiB) as pol, DeviceBuffers(host_rt) as dev:
+        with host_buffer("heap", 2 * MiB) as big, host_buffer("heap", MiB - 1) as small:
+            d_big, d_small = dev.get(big.nbytes), dev.get(small.nbytes)
+            assert pol.map(big).path == "untracked"
+            assert pol.transfer(big, d_big, "h2d").path == "locked"
+            assert pol.transfer(small, d_small, "h2d").path == "staged_pooled_miss"
+            assert pol.transfer(small, d_small, "d2h").path == "staged_pooled_hit"
+            # exact-size reuse only: one byte less is a new buffer
+            assert pol.transfer(small, d_small, "h2d", nbytes=small.nbytes - 1).path == "staged_pooled_miss"
+            pol.unmap(big)
+
+
+class _RefusingLock:
+    """Wraps a runtime so that every lock is refused: exercises control flow only."""
+
+    def __init__(self, rt):
+        self._rt = rt
+
+    def __getattr__(self, name):
+        return getattr(self._rt, name)
+
+    def lock(self, ptr, nbytes, *, read_only=False):
+        raise LockFailed("fake", "lock", 1, "REFUSED", nbytes, ptr)
+
+
+def test_refused_lock_above_threshold_is_an_error_not_a_fallback(host_rt):
+    rt = _RefusingLock(host_rt)
+    with make_policy("nextgen", rt) as pol, make_policy("lock_always", rt) as la, DeviceBuffers(host_rt) as dev, \
+            host_buffer("heap", 2 * MiB) as buf:
+        d = dev.get(buf.nbytes)
+        r = pol.transfer(buf, d, "h2d")
+        assert r.path == "lock_failed_error" and not r.moved and r.error == "REFUSED (1)"
+        assert la.transfer(buf, d, "h2d").path == "lock_failed_staged"
+    with make_policy("nextgen_lock_mapped", rt) as pol, host_buffer("heap", 4096) as buf:
+        m = pol.map(buf)
+        assert m.path == "lock_failed" and m.error
+        assert pol.unmap(buf).path == "untracked"
+
+
+def test_lock_mapped_refcounts_and_unlocks_at_last_unmap(host_rt):
+    with make_policy("nextgen_lock_mapped", host_rt) as pol, host_buffer("heap", 64 << 10) as buf:
+        assert pol.map(buf).path == "locked"
+        assert pol.map(buf).path == "refcounted"
+        assert host_rt.query(buf.ptr).locked
+        assert pol.unmap(buf).path == "released"
+        assert host_rt.query(buf.ptr).locked
+        u = pol.unmap(buf)
+        assert u.path == "unlocked" and [c.call for c in u.calls] == ["munlock"]
+        assert not host_rt.query(buf.ptr).locked and len(pol.pinned) == 0
+
+
+def test_externally_pinned_is_never_unlocked(host_rt):
+    with make_policy("nextgen", host_rt) as pol, host_buffer("pinned", 8192, rt=host_rt) as buf:
+        assert pol.map(buf).path == "external"
+        u = pol.unmap(buf)
+        assert u.path == "released" and not [c for c in u.calls if c.call == "munlock"]
+        assert host_rt.query(buf.ptr).locked
+
+
+def test_map_refuses_partial_overlap():
+    m = PinnedMap()
+    m.insert(PinnedEntry(1000, 1000, 100, external=False))
+    with pytest.raises(OverlapRefused):
+        m.insert(PinnedEntry(1050, 1050, 100, external=False))
+    with pytest.raises(OverlapRefused):
+        m.insert(PinnedEntry(950, 950, 100, external=False))
+    with pytest.raises(OverlapRefused):
+        m.use(1090, 20)
+    assert m.lookup(1010, 10).host_ptr == 1000 and m.lookup(1100, 1) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 63), st.integers(1, 8)), min_size=1, max_size=40))
+def test_map_invariants(ops):
+    """Entries never overlap and stay sorted; refs >= 1; everything inserted can be released."""
+    m = PinnedMap()
+    inserted = []
+    for start, length in ops:
+        try:
+            m.insert(PinnedEntry(start * 16, start * 16, length * 16, external=False))
+            inserted.append(start * 16)
+        except OverlapRefused:
+            pass
+        es = m.entries()
+        assert all(a.host_ptr + a.nbytes <= b.host_ptr for a, b in zip(es, es[1:]))
+        assert all(e.refs >= 1 for e in es)
+    for p in inserted:
+        assert m.release(p).host_ptr == p
+    assert len(m) == 0
+
+
+def test_map_under_threads():
+    """Several threads use and release disjoint and shared entries; counts come back to zero."""
+    m = PinnedMap()
+    for i in range(16):
+        m.insert(PinnedEntry(i * 100, i * 100, 50, external=False))
+    errors = []
+
+    def worker(seed):
+        rng = random.Random(seed)
+        try:
+            for _ in range(2000):
+                i = rng.randrange(16)
+                e = m.use(i * 100 + rng.randrange(50), 1)
+                assert e is not None and e.refs >= 2
+                assert m.release(i * 100) is None
+        except Exception as e:   # collected and asserted below
+            errors.append(e)
+
+    ts = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+    assert all(e.refs == 1 for e in m.entries())

@@ -20,7 +20,7 @@ RUNS       ?=
 
 PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--no-index --find-links $(WHEELHOUSE),)
 ifeq ($(ENV),system)
-  PY    := PYTHONPATH=$(CURDIR)/.site:$(CURDIR)/lib $(PYTHON)
+  PY    := PYTHONPATH=$(CURDIR)/.site:$(CURDIR)/lib JUPYTER_PATH=$(CURDIR)/.site/share/jupyter $(PYTHON)
   STAMP := .site/.stamp
 else
   PY    := $(VENV)/bin/python

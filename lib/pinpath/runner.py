@@ -147,7 +147,12 @@ def execute(p: Plan, *, out_dir: Path = OUTPUTS_DIR, progress: Callable[[str], N
                 entry["status"], entry["error"] = "failed", _error_of(e)
             entry["duration_s"] = round(time.monotonic() - t0, 2)
             if out_nb.exists():
-                render_notebook(out_nb, run_dir / "report" / f"{stem}.html")
+                try:
+                    render_notebook(out_nb, run_dir / "report" / f"{stem}.html")
+                except Exception as e:   # the executed notebook is kept; say why its HTML is missing
+                    entry["status"] = "failed"
+                    entry["error"] = (entry.get("error", "") + f"; HTML not rendered: {type(e).__name__}: "
+                                      f"{str(e).splitlines()[0] if str(e) else ''}").lstrip("; ")
             say(f"[{i}/{len(p.notebooks)}] {stem}: {entry['status']} in {entry['duration_s']:.1f} s"
                 + (f" - {entry['error']}" if entry.get("error") else ""))
             mf.write(run_dir / "manifest.json", man)

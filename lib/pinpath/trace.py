@@ -22,16 +22,11 @@ _now = time.perf_counter_ns
 _tid = threading.get_native_id
 
 
-def _no_rc(_out) -> int:
-    return -1
-
-
 class _ThreadState(threading.local):
     """Per-thread state, initialised on a thread's first use (attribute reads stay cheap)."""
 
     def __init__(self) -> None:
-        self.tid = _tid()
-        self.spans: list[list] = []
+        self.info: tuple[int, list[list]] = (_tid(), [])   # (native thread id, open spans)
 
 
 class Recorder:
@@ -53,17 +48,28 @@ class Recorder:
         self.acquired: dict[str, int] = {}
         self.released: dict[str, int] = {}
 
-    def call(self, name: str, fn: Callable, *args, rc_of: Callable = _no_rc):
-        """Run ``fn(*args)``, record it under ``name`` and return what it returned."""
+    def call(self, name: str, fn: Callable, *args, rc_of: Callable | None = None):
+        """Run ``fn(*args)``, record it under ``name`` and return what it returned.
+
+        ``rc_of(result)`` gives the return code; without it the code is -1 (none).
+        Kept lean: this runs around every native call (its cost is measured, see
+        ``measure_harness``).
+        """
         t0 = _now()
         out = fn(*args)
         t1 = _now()
-        st = self._state
-        rec = (name, t0, t1, rc_of(out), st.tid)
+        tid, spans = self._state.info
+        rec = (name, t0, t1, -1 if rc_of is None else rc_of(out), tid)
         self._raw.append(rec)
-        for s in st.spans:
-            s.append(rec)
+        if spans:
+            for s in spans:
+                s.append(rec)
         return out
+
+    @property
+    def thread_id(self) -> int:
+        """The calling thread's native id (cached per thread)."""
+        return self._state.info[0]
 
     @property
     def calls(self) -> list[CallRecord]:
@@ -73,7 +79,7 @@ class Recorder:
     def span(self) -> Iterator[list[tuple]]:
         """Collect the calls this thread records inside the block into the yielded list
         (raw tuples; ``records()`` turns them into CallRecords)."""
-        spans = self._state.spans
+        spans = self._state.info[1]
         mine: list[tuple] = []
         spans.append(mine)
         try:

@@ -156,7 +156,7 @@ class PolicyBase:
     def _record(self, event, path, buf, direction, nbytes, t0, t1, ph, calls) -> TransferRecord:
         return TransferRecord(
             event=event, policy=self.policy, path=str(path), kind=str(buf.kind), direction=str(direction),
-            nbytes=nbytes, thread_id=self.rt.recorder._state.tid, start_ns=t0, end_ns=t1,
+            nbytes=nbytes, thread_id=self.rt.recorder.thread_id, start_ns=t0, end_ns=t1,
             dma_event_ns=ph.dma_event_ns, error=ph.error, calls=tuple(records(calls)),
             **{f"{k}_ns": v for k, v in ph.ns.items()})
 

@@ -111,8 +111,9 @@ def test_smoke_run_every_notebook_ok(smoke_run):
     assert all(v["status"] == "ok" for v in man["notebooks"].values()), man["notebooks"]
     for i, stem in enumerate(stems, 1):
         assert f"[{i}/{len(stems)}] {stem}: ok in" in stderr
-    for key in ("git", "runtime", "machine", "packages", "parameters", "start", "end"):
+    for key in ("git", "runtime", "machine", "packages", "parameters", "start", "end", "harness_ns"):
         assert man[key], key
+    assert man["harness_ns"]["trace_overhead_ns"] > 0
     assert man["machine"]["thp_mode"] and "rlimit_memlock_soft_nbytes" in man["machine"]
     assert man["runtime"]["platform"] == "host"
 

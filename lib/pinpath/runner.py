@@ -25,6 +25,7 @@ from .params import RESERVED, load_preset, notebook_parameters, resolve
 from .paths import NOTEBOOKS_DIR, OUTPUTS_DIR, PARAMS_DIR, PROJECT_ROOT
 from .report.html import render_index, render_notebook
 from .runtimes import open_runtime
+from .trace import measure_harness
 from .vocab import Platform, choose
 
 __all__ = ["Plan", "plan", "execute", "run", "list_runs", "available_notebooks", "KERNEL_NAME"]
@@ -35,11 +36,12 @@ KERNEL_NAME = "pinpath"
 class Plan:
     """A validated run: which notebooks with which parameters on which runtime."""
 
-    def __init__(self, preset, platform, notebooks, parameters, runtime_info, selection):
+    def __init__(self, preset, platform, notebooks, parameters, runtime_info, selection, harness):
         self.preset, self.platform = preset, platform
         self.notebooks: list[Path] = notebooks
         self.parameters: dict[str, dict] = parameters
         self.runtime_info, self.selection = runtime_info, selection
+        self.harness: dict[str, float] = harness   #: the recorder's own cost, clock, null call
 
 
 def available_notebooks(nb_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
@@ -73,9 +75,10 @@ def plan(preset: str, platform: str, *, only: list[str] | None = None,
     rt = open_runtime(platform)       # raises RuntimeUnavailable in one sentence
     try:
         info, selection = rt.describe(), getattr(rt, "selection", [(rt.name, "started")])
+        harness = measure_harness(rt.null_native, loops=1000, rounds=10)
     finally:
         rt.close()
-    return Plan(preset, rt.name, [found[s] for s in stems], parameters, info, selection)
+    return Plan(preset, rt.name, [found[s] for s in stems], parameters, info, selection, harness)
 
 
 def _run_id(platform: str, out_dir: Path) -> str:
@@ -120,7 +123,8 @@ def execute(p: Plan, *, out_dir: Path = OUTPUTS_DIR, progress: Callable[[str], N
     man = {
         "run_id": rid, "preset": p.preset, "platform": p.platform, "status": "running",
         "start": mf.utc_now(), "end": None, "git": mf.git_state(PROJECT_ROOT),
-        "runtime": p.runtime_info, "runtime_selection": p.selection, "machine": mf.machine(),
+        "runtime": p.runtime_info, "runtime_selection": p.selection, "harness_ns": p.harness,
+        "machine": mf.machine(),
         "packages": mf.packages(), "parameters": p.parameters,
         "notebooks": {nb.stem: {"status": "pending"} for nb in p.notebooks},
     }

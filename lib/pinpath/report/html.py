@@ -94,7 +94,7 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: list[tuple[str, 
 def _manifest_table(manifest: dict) -> str:
     rows = []
     for key in ("run_id", "preset", "platform", "start", "end", "duration_s", "status", "git", "runtime",
-                "runtime_selection", "machine", "packages"):
+                "runtime_selection", "harness_ns", "machine", "packages"):
         if key in manifest:
             value = manifest[key]
             text = json.dumps(value, indent=1, default=str) if isinstance(value, (dict, list)) else str(value)

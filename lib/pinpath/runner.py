@@ -141,7 +141,9 @@ def execute(p: Plan, *, out_dir: Path = OUTPUTS_DIR, progress: Callable[[str], N
             mf.write(run_dir / "manifest.json", man)
             t0 = time.monotonic()
             out_nb = run_dir / "notebooks" / nb.name
-            params = {**p.parameters[stem], "PLATFORM": p.platform, "RUN_DIR": str(run_dir), "NOTEBOOK": stem}
+            # relative to the notebook's folder (the kernel's cwd): no path of this machine in the outputs
+            params = {**p.parameters[stem], "PLATFORM": p.platform, "RUN_DIR": os.path.relpath(run_dir, nb.parent),
+                      "NOTEBOOK": stem}
             try:
                 papermill.execute_notebook(str(nb), str(out_nb), parameters=params, kernel_name=KERNEL_NAME,
                                            language="python", progress_bar=False, cwd=str(nb.parent),
@@ -151,6 +153,7 @@ def execute(p: Plan, *, out_dir: Path = OUTPUTS_DIR, progress: Callable[[str], N
                 entry["status"], entry["error"] = "failed", _error_of(e)
             entry["duration_s"] = round(time.monotonic() - t0, 2)
             if out_nb.exists():
+                _relative_paths(out_nb, nb.parent)
                 try:
                     render_notebook(out_nb, run_dir / "report" / f"{stem}.html")
                 except Exception as e:   # the executed notebook is kept; say why its HTML is missing
@@ -187,6 +190,17 @@ def list_runs(out_dir: Path = OUTPUTS_DIR) -> list[tuple[str, dict]]:
         except (OSError, json.JSONDecodeError):
             runs.append((man_path.parent.name, {"status": "unreadable"}))
     return runs
+
+
+def _relative_paths(out_nb: Path, base: Path) -> None:
+    """papermill writes absolute input and output paths into the notebook's metadata."""
+    import nbformat
+    nb = nbformat.read(out_nb, as_version=4)
+    meta = nb.metadata.get("papermill", {})
+    for key in ("input_path", "output_path"):
+        if meta.get(key):
+            meta[key] = os.path.relpath(meta[key], base)
+    nbformat.write(nb, out_nb)
 
 
 def _point_latest(out_dir: Path, rid: str) -> None:

@@ -15,7 +15,8 @@ import pandas as pd
 from .errors import SchemaMismatch
 from .records import PHASE_FIELDS, TransferRecord
 
-__all__ = ["TRANSFERS", "CALLS", "STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "NATIVE", "TABLES",
+__all__ = ["TRANSFERS", "CALLS", "STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "NATIVE", "LOCK_OUTCOMES",
+           "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "OVERLAP", "TABLES",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame", "DOC"]
 
 TRANSFERS = {
@@ -37,8 +38,9 @@ TRANSFERS = {
     "n_calls": "int",
     "platform": "str",
 }
-CALLS = {"transfer_id": "int", "call": "str", "start_ns": "int", "end_ns": "int",
-         "duration_ns": "int", "rc": "int", "thread_id": "int"}
+CALLS = {"transfer_id": "int",   # row of the TRANSFERS frame the call belongs to
+         "call": "str", "category": "str",   # native name; lock, unlock, query, alloc, grant, free, copy, wait, ...
+         "start_ns": "int", "end_ns": "int", "duration_ns": "int", "rc": "int", "thread_id": "int"}
 STATS = {"Name": "str", "Calls": "int", "TotalDurationNs": "int", "AverageNs": "int", "Percentage": "float"}
 LOCK_COST = {
     "op": "str",        # lock, unlock, relock, unlock_after_relock, query
@@ -80,10 +82,35 @@ BANDWIDTH = {
     "verified": "bool?",
     "platform": "str",
 }
+LOCK_OUTCOMES = {"kind": "str", "nbytes": "int", "backing": "str", "read_only_flag": "bool?", "call": "str",
+                 "ns": "int", "rc": "int", "error": "str", "granted": "bool?", "platform": "str"}
+SEMANTICS = {
+    "probe": "str",        # lock_twice_unlock_once, overlapping, sub_range, shared_page, unlock_never_locked
+    "step": "int",
+    "action": "str",       # what the step did, e.g. "lock A", "unlock B", "query A's last page"
+    "call": "str",
+    "rc": "int",
+    "error": "str",
+    "locked": "bool?",     # for query steps: what the runtime said
+    "platform": "str",
+}
+HAZARD = {"iteration": "int", "b_lock_error": "str", "b_unlock_error": "str", "a_locked_after": "bool?",
+          "copy_verified": "bool?", "platform": "str"}
+LIMITS = {"limit_nbytes": "int", "op": "str", "nbytes": "int", "call": "str", "rc": "int", "error": "str",
+          "granted": "bool?", "vmlck_nbytes": "int", "platform": "str"}
+THREADS = {"policy": "str", "threads": "int", "thread": "int", "transfers": "int", "nbytes": "int",
+           "overhead_ns": "int",   # median per transfer of everything but moving bytes: total - dma - wait
+           "total_ns": "int",      # median per transfer
+           "wall_ns": "int",       # the whole run of all threads
+           "aggregate_gb_per_s": "float", "platform": "str"}
+OVERLAP = {"queues": "int", "chains": "int", "nbytes": "int", "repeat": "int", "wall_ns": "int",
+           "verified": "bool?", "platform": "str"}
 NATIVE = {"op": "str", "state": "str", "nbytes": "int", "repeat": "int", "ns": "int", "rc": "int",
           "source": "str", "platform": "str"}
 TABLES = {"transfers": TRANSFERS, "calls": CALLS, "stats": STATS, "lock_cost": LOCK_COST,
-          "c12": C12, "harness": HARNESS, "bandwidth": BANDWIDTH, "native": NATIVE}
+          "c12": C12, "harness": HARNESS, "bandwidth": BANDWIDTH, "native": NATIVE,
+          "lock_outcomes": LOCK_OUTCOMES, "semantics": SEMANTICS, "hazard": HAZARD, "limits": LIMITS,
+          "threads": THREADS, "overlap": OVERLAP}
 DOC = __doc__
 
 _CAST = {"int": "int64", "Int": "Int64", "float": "float64", "bool?": "boolean"}
@@ -128,10 +155,12 @@ def transfer_row(rec: TransferRecord, **context) -> dict:
     return row
 
 
-def calls_frame(recs: Iterable[TransferRecord]) -> pd.DataFrame:
-    """One CALLS row per native call of each record; transfer_id is the record's index."""
-    rows = [{"transfer_id": i, "call": c.call, "start_ns": c.start_ns, "end_ns": c.end_ns,
-             "duration_ns": c.end_ns - c.start_ns, "rc": c.rc, "thread_id": c.thread_id}
+def calls_frame(recs: Iterable[TransferRecord], categories: dict[str, str] | None = None) -> pd.DataFrame:
+    """One CALLS row per native call of each record; transfer_id is the record's index;
+    ``categories`` (a runtime's ``call_categories``) names what each call does."""
+    cat = categories or {}
+    rows = [{"transfer_id": i, "call": c.call, "category": cat.get(c.call, "other"), "start_ns": c.start_ns,
+             "end_ns": c.end_ns, "duration_ns": c.end_ns - c.start_ns, "rc": c.rc, "thread_id": c.thread_id}
             for i, rec in enumerate(recs) for c in rec.calls]
     return frame(rows, CALLS)
 

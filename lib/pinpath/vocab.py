@@ -25,6 +25,7 @@ class Policy(StrEnum):
     STAGE_POOLED = "stage_pooled"                #: staging through reused buffers for every size (C2)
     PREPINNED = "prepinned"                      #: the application pinned the buffer beforehand
     DRIVER_PAGEABLE = "driver_pageable"          #: hand the pageable pointer to the runtime's copy
+    PINNED_ALLOCATOR = "pinned_allocator"        #: hand out locked memory and track it (C11's idea)
 
 
 class TransferPath(StrEnum):

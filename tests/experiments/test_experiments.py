@@ -46,8 +46,8 @@ def test_c12_cases(any_rt):
 
 
 @pytest.mark.parametrize("direction", ["h2d", "d2h"])
-def test_staging_cost(any_rt, direction):
-    df = check_frame(ex.staging_cost(any_rt, sizes_nbytes=[4096, 1 << 18], directions=[direction], repeats=3),
+def test_policy_sweep_staging(any_rt, direction):
+    df = check_frame(ex.policy_sweep(any_rt, sizes_nbytes=[4096, 1 << 18], directions=[direction], repeats=3),
                      TRANSFERS)
     fresh, pooled = df[df.policy == "stage_per_copy"], df[df.policy == "stage_pooled"]
     assert (fresh.alloc_ns > 0).all() and (fresh.free_ns > 0).all()

@@ -2,9 +2,15 @@
 
 from .bandwidth import bandwidth
 from .harness import harness
+from .limits import lock_limits, page_sharing_hazard
 from .lock_cost import c12_cases, lock_cost
-from .staging import staging_cost
+from .policy_sweep import lock_outcomes, policy_sweep
+from .replica import replica
+from .overlap import overlap
+from .semantics import semantics
+from .threads import concurrency
 from .sweep import DeviceBuffers, grid, repeat_transfers, transfer, transfers_frame
 
-__all__ = ["bandwidth", "harness", "c12_cases", "lock_cost", "staging_cost", "DeviceBuffers", "grid",
-           "repeat_transfers", "transfer", "transfers_frame"]
+__all__ = ["bandwidth", "harness", "c12_cases", "lock_cost", "policy_sweep", "lock_outcomes", "replica",
+           "semantics", "page_sharing_hazard", "concurrency", "overlap", "lock_limits", "DeviceBuffers", "grid", "repeat_transfers",
+           "transfer", "transfers_frame"]

@@ -1,4 +1,5 @@
-"""The 8 transfer policies of CATALOGUE.md, each written once against the runtime interface."""
+"""The 8 transfer policies of CATALOGUE.md and C11's pinned allocator, each written once
+against the runtime interface."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from ..vocab import Policy, choose
 from .base import DEFAULT_THRESHOLD_NBYTES, PolicyBase, StagingPool
 from .direct import DriverPageable, Prepinned
 from .locking import LockAlways, QueryThenLock
-from .nextgen import Nextgen, NextgenLockMapped, PinnedEntry, PinnedMap
+from .nextgen import Nextgen, NextgenLockMapped, PinnedAllocator, PinnedEntry, PinnedMap
 from .staging import StagePerCopy, StagePooled
 
 __all__ = ["POLICIES", "make_policy", "PolicyBase", "PinnedMap", "PinnedEntry", "StagingPool",
@@ -21,6 +22,7 @@ POLICIES: dict[Policy, type[PolicyBase]] = {
     Policy.STAGE_POOLED: StagePooled,
     Policy.PREPINNED: Prepinned,
     Policy.DRIVER_PAGEABLE: DriverPageable,
+    Policy.PINNED_ALLOCATOR: PinnedAllocator,
 }
 
 

@@ -6,11 +6,12 @@ looks at which runtime it is.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 from ..errors import RuntimeCallFailed
-from ..memkinds import HostBuffer
+from ..memkinds import HostBuffer, host_buffer
 from ..records import TransferRecord
 from ..runtimes.base import Runtime
 from ..trace import records
@@ -57,6 +58,7 @@ class StagingPool:
         self.rt, self.exact = rt, exact
         self._free: dict[int, list[int]] = {}
         self._all: list[tuple[int, int]] = []
+        self._lock = threading.Lock()
 
     def _class_nbytes(self, nbytes: int) -> int:
         return nbytes if self.exact else max(4096, 1 << (nbytes - 1).bit_length())
@@ -64,22 +66,26 @@ class StagingPool:
     def get(self, nbytes: int, ph: Phases) -> tuple[int, int, bool]:
         """(ptr, class_nbytes, hit); a miss allocates (alloc and grant phases)."""
         cls = self._class_nbytes(nbytes)
-        free = self._free.get(cls)
-        if free:
-            return free.pop(), cls, True
+        with self._lock:
+            free = self._free.get(cls)
+            if free:
+                return free.pop(), cls, True
         ptr = ph.run(Phase.ALLOC, self.rt.alloc_pinned, cls)
-        self._all.append((ptr, cls))
+        with self._lock:
+            self._all.append((ptr, cls))
         if self.rt.needs_grant:
             ph.run(Phase.GRANT, self.rt.grant, ptr, cls)
         return ptr, cls, False
 
     def put(self, ptr: int, cls: int) -> None:
-        self._free.setdefault(cls, []).append(ptr)
+        with self._lock:
+            self._free.setdefault(cls, []).append(ptr)
 
     def close(self) -> None:
-        for ptr, cls in self._all:
+        with self._lock:
+            held, self._all, self._free = self._all, [], {}
+        for ptr, cls in held:
             self.rt.free_pinned(ptr, cls)
-        self._all, self._free = [], {}
 
 
 class PolicyBase:
@@ -91,19 +97,45 @@ class PolicyBase:
     q : the queue transfers go on (the policy makes its own if None)
     threshold_nbytes : the size at and above which nextgen locks instead of staging
     events : time each DMA with device events too, where the runtime has them
+    per_thread_queues : give each calling thread its own queue (libomptarget's per-thread
+        async info), for transfers from several threads at once
     """
 
     policy: str = ""
 
     def __init__(self, rt: Runtime, *, q: Any = None, threshold_nbytes: int = DEFAULT_THRESHOLD_NBYTES,
-                 events: bool = False) -> None:
+                 events: bool = False, per_thread_queues: bool = False) -> None:
         self.rt = rt
-        self._own_q = q is None
-        self.q = rt.new_queue() if q is None else q
         self.threshold_nbytes = threshold_nbytes
+        self._own: list[Any] = []                 # queues this policy made and must free
+        self._own_lock = threading.Lock()
+        self._tls = threading.local()
+        self._per_thread = per_thread_queues
+        self._q = q if q is not None or per_thread_queues else self._new_queue()
         self._events = None
         if events and rt.has_events:
             self._events = (rt.new_event(), rt.new_event())
+
+    def _new_queue(self) -> Any:
+        q = self.rt.new_queue()
+        with self._own_lock:
+            self._own.append(q)
+        return q
+
+    @property
+    def q(self) -> Any:
+        """The queue of the calling thread."""
+        if not self._per_thread:
+            return self._q
+        q = getattr(self._tls, "q", None)
+        if q is None:
+            q = self._tls.q = self._new_queue()
+        return q
+
+    def host_buffer(self, kind, nbytes: int, *, seed: int = 0):
+        """Host memory for the application's arrays (``omp_alloc``); most policies take it
+        from the memory kind's maker, a pinned allocator hands out its own."""
+        return host_buffer(kind, nbytes, rt=self.rt, seed=seed)
 
     # -- the three events of an offload runtime ----------------------------------------------
     def map(self, buf: HostBuffer) -> TransferRecord:
@@ -130,9 +162,11 @@ class PolicyBase:
             for ev in self._events:
                 self.rt.free_event(ev)
             self._events = None
-        if self._own_q and self.q is not None:
-            self.rt.free_queue(self.q)
-        self.q = None
+        with self._own_lock:
+            own, self._own = self._own, []
+        for q in own:
+            self.rt.free_queue(q)
+        self._q = None
 
     def __enter__(self):
         return self
@@ -163,13 +197,13 @@ class PolicyBase:
     def _dma(self, ph: Phases, host_side: int, dev_ptr: int, nbytes: int, direction: Direction) -> None:
         """One asynchronous copy between a device-visible host pointer and device memory, then wait."""
         dst, src = (dev_ptr, host_side) if direction == Direction.H2D else (host_side, dev_ptr)
-        ev = self._events
+        ev, q = self._events, self.q
         if ev:
-            self.rt.record_event(ev[0], self.q)
-        ph.run(Phase.DMA, self.rt.copy_async, dst, src, nbytes, direction, self.q)
+            self.rt.record_event(ev[0], q)
+        ph.run(Phase.DMA, self.rt.copy_async, dst, src, nbytes, direction, q)
         if ev:
-            self.rt.record_event(ev[1], self.q)
-        ph.run(Phase.WAIT, self.rt.wait, self.q)
+            self.rt.record_event(ev[1], q)
+        ph.run(Phase.WAIT, self.rt.wait, q)
         if ev:
             ph.dma_event_ns = self.rt.elapsed_ns(ev[0], ev[1])
 

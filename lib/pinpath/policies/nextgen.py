@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import bisect
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import LockFailed, PinpathError
-from ..memkinds import HostBuffer
-from ..vocab import Direction, MapOutcome, Phase, Policy, TransferPath
+from ..memkinds import HostBuffer, host_buffer
+from ..vocab import Direction, MapOutcome, MemoryKind, Phase, Policy, TransferPath
 from .base import Phases, PolicyBase, StagingPool
 
-__all__ = ["PinnedMap", "PinnedEntry", "Nextgen", "NextgenLockMapped", "OverlapRefused"]
+__all__ = ["PinnedMap", "PinnedEntry", "Nextgen", "NextgenLockMapped", "PinnedAllocator", "OverlapRefused"]
 
 
 class OverlapRefused(PinpathError):
@@ -201,3 +202,28 @@ class NextgenLockMapped(Nextgen):
 
     policy = Policy.NEXTGEN_LOCK_MAPPED
     lock_mapped = True
+
+
+class PinnedAllocator(Nextgen):
+    """JonChesterfield's idea in the thread (C11): "hand out locked memory in omp allocate
+    and keep track of the pointers thus handed out". Memory the application takes from
+    ``host_buffer`` is runtime-pinned and entered in the map, so its transfers are one
+    DMA with no lock and no query; anything else goes as in ``nextgen``.
+    """
+
+    policy = Policy.PINNED_ALLOCATOR
+
+    @contextmanager
+    def host_buffer(self, kind, nbytes: int, *, seed: int = 0):
+        with host_buffer(MemoryKind.PINNED, nbytes, rt=self.rt, seed=seed) as buf:
+            entry = PinnedEntry(buf.ptr, buf.ptr, buf.nbytes, external=True)   # freed by its maker, never unlocked
+            self.pinned.insert(entry)
+            try:
+                yield buf
+            finally:
+                while True:   # drop every reference maps left behind
+                    try:
+                        if self.pinned.release(buf.ptr) is not None:
+                            break
+                    except KeyError:
+                        break

@@ -26,6 +26,9 @@ class Runtime(Protocol):
     has_events: bool             #: device events time the DMA
     needs_grant: bool            #: pinned allocations need an explicit device-access grant
     pageable_copy: PageableCopy  #: what the copy does with pageable host memory
+    has_kernels: bool            #: can launch the replica kernel (``launch_replica``)
+    has_latch: bool              #: can hold a queue until released (``new_latch``/``hold``/``release``)
+    call_categories: dict[str, str]   #: native call name -> lock, unlock, query, alloc, grant, free, copy, wait, ...
 
     def describe(self) -> dict[str, Any]:
         """Device, driver and runtime versions, for the manifest."""
@@ -58,6 +61,17 @@ class Runtime(Protocol):
     def free_event(self, ev: Any) -> None: ...
     def record_event(self, ev: Any, q: Any) -> None: ...
     def elapsed_ns(self, ev0: Any, ev1: Any) -> int: ...
+
+    # device work (where has_kernels / has_latch)
+    def prepare_kernels(self) -> None:
+        """Compile and load the kernels now, outside any timed region."""
+    def launch_replica(self, q: Any, pos_ptr: int, out_ptr: int, nw: int, nsplines: int) -> None:
+        """Enqueue the replica kernel (``pinpath.kernels``) on ``q``."""
+    def new_latch(self) -> Any: ...
+    def hold(self, latch: Any, q: Any) -> None:
+        """Make ``q`` wait until ``release(latch)``."""
+    def release(self, latch: Any) -> None: ...
+    def free_latch(self, latch: Any) -> None: ...
 
     # untimed helpers (verification, harness)
     def null_native(self) -> Any:

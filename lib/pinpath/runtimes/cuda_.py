@@ -30,7 +30,14 @@ class CudaRuntime:
     name = "cuda"
     has_events = True
     needs_grant = False
+    has_latch = True
+    has_kernels = True           #: NVRTC-compiled at first use (``prepare_kernels``)
     pageable_copy = PageableCopy.STAGED
+    call_categories = {"cudaHostRegister": "lock", "cudaHostUnregister": "unlock",
+                       "cudaPointerGetAttributes": "query", "cudaMallocHost": "alloc", "cudaFreeHost": "free",
+                       "cudaMalloc": "device_alloc", "cudaFree": "device_free", "cudaMemcpyAsync": "copy",
+                       "cudaStreamSynchronize": "wait", "memcpy": "host_copy", "cuLaunchKernel": "kernel",
+                       "cudaEventRecord": "event", "cudaEventElapsedTime": "event", "cudaGetDevice": "null"}
 
     def __init__(self, recorder: Recorder | None = None, device: int = 0) -> None:
         try:
@@ -55,6 +62,7 @@ class CudaRuntime:
         err, ro = cudart.cudaDeviceGetAttribute(
             cudart.cudaDeviceAttr.cudaDevAttrHostRegisterReadOnlySupported, device)
         self.read_only_register = int(err) == 0 and bool(ro)
+        self._functions: dict[str, object] = {}
 
     # -- helpers -----------------------------------------------------------------------
     def _name(self, err) -> str:
@@ -160,6 +168,74 @@ class CudaRuntime:
     def elapsed_ns(self, ev0, ev1) -> int:
         ms = self._do("cudaEventElapsedTime", self._rt.cudaEventElapsedTime, ev0, ev1)
         return int(round(ms * 1e6))
+
+    # -- kernels and latches -----------------------------------------------------------
+    def prepare_kernels(self) -> None:
+        """Compile the kernels with NVRTC for this device and load them (once; untimed)."""
+        if self._functions:
+            return
+        from cuda.bindings import driver, nvrtc
+        from ..kernels import KERNEL_SOURCE, REPLICA_KERNEL, SPIN_KERNEL
+        rt = self._rt
+        attr = rt.cudaDeviceAttr
+        major = self._check("cudaDeviceGetAttribute", rt.cudaDeviceGetAttribute(attr.cudaDevAttrComputeCapabilityMajor, self.device))
+        minor = self._check("cudaDeviceGetAttribute", rt.cudaDeviceGetAttribute(attr.cudaDevAttrComputeCapabilityMinor, self.device))
+
+        def check_nvrtc(call, out):
+            if int(out[0]) != 0:
+                raise RuntimeCallFailed("cuda", call, int(out[0]), nvrtc.nvrtcGetErrorString(out[0])[1].decode())
+            return out[1] if len(out) > 1 else None
+
+        prog = check_nvrtc("nvrtcCreateProgram", nvrtc.nvrtcCreateProgram(KERNEL_SOURCE.encode(), b"pinpath.cu", 0, [], []))
+        opts = [f"--gpu-architecture=sm_{major}{minor}".encode()]
+        err, = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        if int(err) != 0:
+            size = check_nvrtc("nvrtcGetProgramLogSize", nvrtc.nvrtcGetProgramLogSize(prog))
+            log = b" " * size
+            nvrtc.nvrtcGetProgramLog(prog, log)
+            raise RuntimeCallFailed("cuda", "nvrtcCompileProgram", int(err), log.decode(errors="replace").strip().splitlines()[0])
+        size = check_nvrtc("nvrtcGetCUBINSize", nvrtc.nvrtcGetCUBINSize(prog))
+        cubin = b" " * size
+        check_nvrtc("nvrtcGetCUBIN", nvrtc.nvrtcGetCUBIN(prog, cubin))
+        nvrtc.nvrtcDestroyProgram(prog)
+        mod = self._check("cuModuleLoadData", driver.cuModuleLoadData(cubin))
+        for name in (REPLICA_KERNEL, SPIN_KERNEL):
+            self._functions[name] = self._check("cuModuleGetFunction", driver.cuModuleGetFunction(mod, name.encode()))
+        self._driver = driver
+
+    def _launch(self, name: str, q, grid: int, block: int, *args: np.ndarray) -> None:
+        self.prepare_kernels()
+        params = np.array([a.ctypes.data for a in args], dtype=np.uint64)
+        stream = self._driver.CUstream(int(q))
+        self._do("cuLaunchKernel", self._driver.cuLaunchKernel, self._functions[name], grid, 1, 1, block, 1, 1, 0,
+                 stream, params.ctypes.data, 0)
+
+    def launch_replica(self, q, pos_ptr: int, out_ptr: int, nw: int, nsplines: int) -> None:
+        from ..kernels import REPLICA_KERNEL
+        self._launch(REPLICA_KERNEL, q, nw, nsplines, np.array([pos_ptr], np.uint64), np.array([out_ptr], np.uint64),
+                     np.array([nw], np.int32), np.array([nsplines], np.int32))
+
+    def new_latch(self):
+        """A flag in mapped pinned memory that a spin kernel polls."""
+        ptr = int(self._check("cudaHostAlloc", self._rt.cudaHostAlloc(4, self._rt.cudaHostAllocMapped)))
+        import ctypes
+        ctypes.c_int.from_address(ptr).value = 0
+        return ptr
+
+    def hold(self, latch: int, q) -> None:
+        """Enqueue a spin kernel that holds ``q`` until the latch is released (at most 10 s)."""
+        from ..kernels import SPIN_KERNEL, SPIN_TIMEOUT_NS
+        dev = int(self._check("cudaHostGetDevicePointer", self._rt.cudaHostGetDevicePointer(latch, 0)))
+        self._launch(SPIN_KERNEL, q, 1, 1, np.array([dev], np.uint64), np.array([SPIN_TIMEOUT_NS], np.uint64))
+
+    def release(self, latch: int) -> None:
+        import ctypes
+        ctypes.c_int.from_address(latch).value = 1
+
+    def free_latch(self, latch: int) -> None:
+        self.release(latch)
+        self._check("cudaDeviceSynchronize", self._rt.cudaDeviceSynchronize())
+        self._check("cudaFreeHost", self._rt.cudaFreeHost(latch))
 
     # -- untimed helpers ---------------------------------------------------------------
     def null_native(self):

@@ -72,7 +72,14 @@ class HipRuntime:
     name = "hip"
     has_events = True
     needs_grant = False
+    has_kernels = False          #: hiprtc kernels are not written yet: the replica runs its transfers only
+    has_latch = False
     pageable_copy = PageableCopy.STAGED
+    call_categories = {"hipHostRegister": "lock", "hipHostUnregister": "unlock",
+                       "hipPointerGetAttributes": "query", "hipHostMalloc": "alloc", "hipHostFree": "free",
+                       "hipMalloc": "device_alloc", "hipFree": "device_free", "hipMemcpyAsync": "copy",
+                       "hipStreamSynchronize": "wait", "memcpy": "host_copy", "hipEventRecord": "event",
+                       "hipEventElapsedTime": "event"}
 
     def __init__(self, recorder: Recorder | None = None, device: int = 0) -> None:
         try:

@@ -44,8 +44,14 @@ class _Worker:
         while (task := self._tasks.get()) is not None:
             if isinstance(task, threading.Event):
                 task.set()
+            elif callable(task):
+                task()
             else:
                 libc.memmove(*task)
+
+    def submit_call(self, fn) -> int:
+        self._tasks.put(fn)
+        return 0
 
     def submit(self, dst: int, src: int, nbytes: int) -> int:
         self._tasks.put((dst, src, nbytes))
@@ -68,7 +74,12 @@ class HostRuntime:
     name = "host"
     has_events = False
     needs_grant = False
+    has_latch = True
+    has_kernels = True           #: the replica's kernel is numpy on the worker thread
     pageable_copy = PageableCopy.DIRECT
+    call_categories = {"mlock": "lock", "munlock": "unlock", "smaps_lookup": "query", "mmap": "alloc",
+                       "munmap": "free", "memmove@worker": "copy", "worker_wait": "wait", "memcpy": "host_copy",
+                       "kernel@worker": "kernel", "latch@worker": "latch", "getppid": "null"}
 
     def __init__(self, recorder: Recorder | None = None) -> None:
         self.recorder = recorder or Recorder()
@@ -162,6 +173,33 @@ class HostRuntime:
 
     def host_copy(self, dst: int, src: int, nbytes: int) -> None:
         self.recorder.call("memcpy", libc.memmove, dst, src, nbytes)
+
+    # -- kernels and latches -----------------------------------------------------------
+    def prepare_kernels(self) -> None:
+        return None
+
+    def launch_replica(self, q: _Worker, pos_ptr: int, out_ptr: int, nw: int, nsplines: int) -> None:
+        from ..kernels import VGH_DIM, replica_expected
+
+        def kernel():
+            pos = np.ctypeslib.as_array((ctypes.c_double * (3 * nw)).from_address(pos_ptr))
+            out = np.ctypeslib.as_array((ctypes.c_double * (nw * VGH_DIM * nsplines)).from_address(out_ptr))
+            out[:] = replica_expected(pos, nw, nsplines).ravel()
+        self.recorder.call("kernel@worker", q.submit_call, kernel, rc_of=int)
+
+    def new_latch(self) -> threading.Event:
+        return threading.Event()
+
+    def hold(self, latch: threading.Event, q: _Worker) -> None:
+        """Make ``q`` wait for the latch before its next task (at most 10 s)."""
+        from ..kernels import SPIN_TIMEOUT_NS
+        self.recorder.call("latch@worker", q.submit_call, lambda: latch.wait(SPIN_TIMEOUT_NS / 1e9), rc_of=int)
+
+    def release(self, latch: threading.Event) -> None:
+        latch.set()
+
+    def free_latch(self, latch) -> None:
+        latch.set()
 
     def new_event(self):
         raise NotImplementedError("host has no device events")

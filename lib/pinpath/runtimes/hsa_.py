@@ -442,7 +442,14 @@ class HsaRuntime:
     name = "hsa"
     has_events = True      # through copy profiling; see new_event
     needs_grant = True     # pool memory is reachable only by agents given access
+    has_kernels = False    # launching needs a code object, which needs the ROCm compiler: transfers only
+    has_latch = False
     pageable_copy = PageableCopy.UNSUPPORTED
+    call_categories = {"hsa_amd_memory_lock": "lock", "hsa_amd_memory_lock_to_pool": "lock",
+                       "hsa_amd_memory_unlock": "unlock", "hsa_amd_pointer_info": "query",
+                       "hsa_amd_memory_pool_allocate": "alloc", "hsa_amd_agents_allow_access": "grant",
+                       "hsa_amd_memory_pool_free": "free", "hsa_amd_memory_async_copy": "copy",
+                       "hsa_signal_wait_scacquire": "wait", "memcpy": "host_copy"}
 
     def __init__(self, recorder: Recorder | None = None, device: int = 0,
                  library: str = LIBRARY) -> None:

@@ -27,7 +27,7 @@ else
   STAMP := $(VENV)/.stamp
 endif
 
-.PHONY: help setup test reproduce validate report lab wheelhouse clean
+.PHONY: help setup test reproduce validate report compare lab wheelhouse clean
 
 ## COMMANDS
 help:  ## list the targets
@@ -58,6 +58,10 @@ validate: setup  ## check PRESET's parameter files and notebooks; run nothing
 
 report: setup  ## list the runs under outputs/ with their status
 	$(PY) -m pinpath runs
+
+compare: setup  ## render the claims of RUNS="outputs/A outputs/B" side by side into outputs/compare.html
+	@[ -n "$(RUNS)" ] || { echo 'make compare needs RUNS="outputs/A outputs/B"'; exit 2; }
+	$(PY) -m pinpath compare $(RUNS) --out outputs/compare.html
 
 lab: setup  ## JupyterLab on 127.0.0.1 (token) with the pinpath kernel registered
 	$(VENV)/bin/python -m pip install -q $(PIP_FROM) -e '.[$(EXTRAS),lab]'

@@ -138,3 +138,28 @@ def test_runs_listing(smoke_run):
     run_dir, man, _ = smoke_run
     r = _cli("runs", "--outputs", str(run_dir.parent))
     assert r.returncode == 0 and run_dir.name in r.stdout and "ok" in r.stdout
+
+
+def test_smoke_report_has_the_claims_table(smoke_run):
+    run_dir, man, _ = smoke_run
+    claims = pd.read_csv(run_dir / "report" / "claims.csv")
+    assert list(claims.id) == [f"C{i}" for i in range(1, 16)]
+    assert set(claims.verdict) <= {"holds", "does not hold", "not applicable here"}
+    assert not claims.why.str.contains("the data do not allow|not measured").any(), claims[["id", "why"]]
+    assert (claims.measured != "-").sum() >= 14      # only C15 may lack a figure, where no latch exists
+    index = (run_dir / "report" / "index.html").read_text()
+    assert index.count("<tr>") >= 16 + len(man["notebooks"]) and "<h2>Claims</h2>" in index
+    assert index.count("data:image/png;base64") >= len(man["notebooks"]) - 2
+    for stem in man["notebooks"]:
+        assert f"href='{stem}.html'" in index
+
+
+def test_compare_two_runs(smoke_run, tmp_path):
+    run_dir, _, _ = smoke_run
+    out = tmp_path / "cmp.html"
+    r = _cli("compare", str(run_dir), str(run_dir), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    page = out.read_text()
+    assert page.count("<tr>") == 16 and external_scripts(page) == []
+    r = _cli("compare", str(tmp_path), "--out", str(out))
+    assert r.returncode == 2 and "not a pinpath run" in r.stderr

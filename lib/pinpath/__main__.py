@@ -25,6 +25,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
         p.add_argument("--cell-timeout", type=int, default=None, help="seconds a cell may run (default: no limit)")
     sub.add_parser("list", help="list the notebooks and presets")
+    p = sub.add_parser("compare", help="render the claims of two or more runs side by side")
+    p.add_argument("runs", nargs="+", type=Path, help="run folders (outputs/<run-id>)")
+    p.add_argument("--out", type=Path, default=Path("outputs/compare.html"), help="HTML file to write")
     p = sub.add_parser("runs", help="list the runs under outputs/ with their status")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
     return ap
@@ -38,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
             for nb in runner.available_notebooks():
                 print(nb.stem)
             print("presets:", ", ".join(PRESETS))
+            return 0
+        if args.cmd == "compare":
+            print(runner.compare(args.runs, args.out))
             return 0
         if args.cmd == "runs":
             for rid, man in runner.list_runs(args.outputs or runner.OUTPUTS_DIR):

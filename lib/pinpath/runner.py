@@ -23,12 +23,13 @@ from . import manifest as mf
 from .errors import BadParameter, UnknownName
 from .params import RESERVED, load_preset, notebook_parameters, resolve
 from .paths import NOTEBOOKS_DIR, OUTPUTS_DIR, PARAMS_DIR, PROJECT_ROOT
-from .report.html import render_index, render_notebook
+from .report import claims
+from .report.html import claims_section, figures_section, render_compare, render_index, render_notebook
 from .runtimes import open_runtime
 from .trace import measure_harness
 from .vocab import Platform, choose
 
-__all__ = ["Plan", "plan", "execute", "run", "list_runs", "available_notebooks", "KERNEL_NAME"]
+__all__ = ["Plan", "plan", "execute", "run", "compare", "list_runs", "available_notebooks", "KERNEL_NAME"]
 
 KERNEL_NAME = "pinpath"
 
@@ -174,7 +175,9 @@ def execute(p: Plan, *, out_dir: Path = OUTPUTS_DIR, progress: Callable[[str], N
         ok = all(v.get("status") == "ok" for v in man["notebooks"].values())
         man["status"] = "ok" if ok else "failed"
         mf.write(run_dir / "manifest.json", man)
-        render_index(run_dir, man)
+        judged = claims.evaluate(run_dir, p.platform, man["notebooks"])
+        judged.to_csv(run_dir / "report" / "claims.csv", index=False)
+        render_index(run_dir, man, [("Claims", claims_section(judged)), ("Headline figures", figures_section(run_dir))])
         _point_latest(out_dir, rid)
     return run_dir, man
 
@@ -201,6 +204,20 @@ def _relative_paths(out_nb: Path, base: Path) -> None:
         if meta.get(key):
             meta[key] = os.path.relpath(meta[key], base)
     nbformat.write(nb, out_nb)
+
+
+def compare(run_dirs: list[Path], out_path: Path) -> Path:
+    """Render the claims of several runs side by side into ``out_path`` (an HTML file)."""
+    runs = []
+    for d in run_dirs:
+        man_path = Path(d) / "manifest.json"
+        if not man_path.is_file():
+            raise BadParameter(f"{d}: not a pinpath run (no manifest.json)")
+        man = json.loads(man_path.read_text())
+        runs.append((man, claims.evaluate(Path(d), man["platform"], man.get("notebooks"))))
+    if len(runs) < 2:
+        raise BadParameter("compare needs at least two runs")
+    return render_compare(out_path, runs)
 
 
 def _point_latest(out_dir: Path, rid: str) -> None:

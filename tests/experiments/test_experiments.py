@@ -3,7 +3,7 @@
 import pytest
 
 from pinpath import experiments as ex
-from pinpath.report import claims
+from pinpath.report import tables as claims
 from pinpath.schema import BANDWIDTH, C12, HARNESS, LOCK_COST, TRANSFERS, check_frame
 
 
@@ -54,3 +54,69 @@ def test_policy_sweep_staging(any_rt, direction):
     assert (pooled.alloc_ns == 0).all() and set(pooled.path) == {"staged_pooled_hit"}
     assert df.verified.sum() == 4    # the first timed transfer of each point
     assert len(claims.c2_table(df)) == 2
+
+
+def test_replica_counts_and_threshold(any_rt):
+    from pinpath.experiments.replica import out_nbytes
+    tr, calls = ex.replica(any_rt, policies=["stage_per_copy", "nextgen", "nextgen_lock_mapped"], nw_values=[2, 69],
+                           steps=1, invocations_per_step=3, verify="all")
+    check_frame(tr, TRANSFERS)
+    moved = tr[(tr.event == "transfer")]
+    assert moved.verified.all()
+    assert (tr.event == "kernel").sum() == (6 * 3 if any_rt.has_kernels else 0)
+    counts = claims.call_counts(tr, calls).set_index("policy")
+    assert counts.loc["stage_per_copy", "alloc"] == 1 and counts.loc["stage_per_copy", "free"] == 1
+    assert counts.loc["nextgen_lock_mapped", "lock"] == 0 and counts.loc["nextgen_lock_mapped", "alloc"] == 0
+    big = moved[(moved.policy == "nextgen") & (moved.array == "out") & (moved.nw == 69)]
+    assert out_nbytes(69) > 1 << 20 and set(big.path) == {"locked"}
+    small = moved[(moved.policy == "nextgen") & (moved.array == "out") & (moved.nw == 2)]
+    assert set(small.path) <= {"staged_pooled_hit", "staged_pooled_miss"}
+
+
+def test_api_stats_in_rocprof_columns(any_rt):
+    tr, calls = ex.replica(any_rt, policies=["lock_always"], nw_values=[2], steps=1, invocations_per_step=4,
+                           user_pinned=[False, True])
+    st = ex.api_stats(tr, calls)
+    assert list(st.columns[:5]) == ["Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage"]
+    for _, g in st.groupby("user_pinned"):
+        assert abs(g.Percentage.sum() - 100) < 1e-6
+        assert (g.AverageNs == g.TotalDurationNs // g.Calls).all()
+    assert "lock" in set(st.category)
+
+
+@pytest.mark.unbalanced   # the probes lock twice and unlock what was never locked, on purpose
+def test_semantics_probes(any_rt):
+    from pinpath.schema import SEMANTICS
+    from pinpath.experiments.semantics import PROBES
+    df = check_frame(ex.semantics(any_rt), SEMANTICS)
+    assert set(df.probe) == set(PROBES)
+    assert df[df.action.str.startswith("query")].locked.notna().all()
+    assert (df[df.error != ""].rc != 0).all()
+
+
+def test_hazard_and_limits(any_rt):
+    from pinpath.schema import HAZARD, LIMITS
+    hz = check_frame(ex.page_sharing_hazard(any_rt, nbytes=1 << 20, iterations=2), HAZARD)
+    assert hz.copy_verified.all() and len(hz) == 2
+    here, lim = ex.lock_limits(any_rt, limit_nbytes=8 << 20)
+    check_frame(lim, LIMITS)
+    assert set(lim.op) == {"lock", "alloc_pinned"} and len(lim) == 6
+    assert "rlimit_memlock_soft_nbytes" in here
+    if any_rt.name == "host":   # mlock obeys the lowered limit once CAP_IPC_LOCK is gone
+        assert not lim[(lim.op == "lock") & (lim.nbytes == 16 << 20)].granted.any()
+        assert lim[(lim.op == "lock") & (lim.nbytes == 4 << 20)].granted.all()
+
+
+def test_concurrency(any_rt):
+    from pinpath.schema import THREADS
+    df = check_frame(ex.concurrency(any_rt, policies=["lock_always", "nextgen_lock_mapped"], threads=[1, 3],
+                                    transfers=5), THREADS)
+    assert len(df) == 2 * (1 + 3) and (df.overhead_ns > 0).all() and (df.aggregate_gb_per_s > 0).all()
+
+
+def test_overlap(any_rt):
+    df = ex.overlap_or_reason(any_rt, nbytes=1 << 20, chains=2, queues=[1, 2], repeats=1)
+    if "not_applicable" in df:
+        assert any_rt.name in df.not_applicable.iloc[0]
+        return
+    assert set(df.queues) == {1, 2} and df[df.repeat == 0].verified.all() and (df.wall_ns > 0).all()

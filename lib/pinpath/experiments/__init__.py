@@ -5,12 +5,12 @@ from .harness import harness
 from .limits import lock_limits, page_sharing_hazard
 from .lock_cost import c12_cases, lock_cost
 from .policy_sweep import lock_outcomes, policy_sweep
-from .replica import replica
-from .overlap import overlap
+from .replica import api_stats, replica
+from .overlap import overlap, overlap_or_reason
 from .semantics import semantics
 from .threads import concurrency
 from .sweep import DeviceBuffers, grid, repeat_transfers, transfer, transfers_frame
 
-__all__ = ["bandwidth", "harness", "c12_cases", "lock_cost", "policy_sweep", "lock_outcomes", "replica",
-           "semantics", "page_sharing_hazard", "concurrency", "overlap", "lock_limits", "DeviceBuffers", "grid", "repeat_transfers",
+__all__ = ["bandwidth", "harness", "c12_cases", "lock_cost", "policy_sweep", "lock_outcomes", "replica", "api_stats",
+           "semantics", "page_sharing_hazard", "concurrency", "overlap", "overlap_or_reason", "lock_limits", "DeviceBuffers", "grid", "repeat_transfers",
            "transfer", "transfers_frame"]

@@ -21,7 +21,7 @@ from ..trace import records
 from ..vocab import Direction, MemoryKind
 from .sweep import DeviceBuffers, grid, transfers_frame
 
-__all__ = ["replica", "INVOCATIONS_PER_STEP", "pos_nbytes", "out_nbytes"]
+__all__ = ["replica", "api_stats", "INVOCATIONS_PER_STEP", "pos_nbytes", "out_nbytes"]
 
 INVOCATIONS_PER_STEP = 384   #: one region per electron move: 32 atoms x 12 electrons (NiO cell)
 _now = time.perf_counter_ns
@@ -120,3 +120,20 @@ def _verified(rec: TransferRecord, ok: bool) -> TransferRecord:
         raise VerificationFailed(f"replica: {rec.policy} {rec.direction} of {rec.nbytes} bytes (path {rec.path}) "
                                  "did not deliver the expected bytes")
     return dataclasses.replace(rec, verified=ok if rec.moved else None)
+
+
+def api_stats(transfers: pd.DataFrame, calls: pd.DataFrame, *, by: str = "user_pinned") -> pd.DataFrame:
+    """rocprof's ``hsa_stats.csv`` table of every native call the replica made (map and unmap
+    included, as a tracer sees them), one table per value of ``by``, with the call's category."""
+    from ..records import CallRecord
+    from ..schema import stats_frame
+    from ..trace import hsa_stats
+    frames = []
+    merged = calls.merge(transfers[["transfer_id", by]], on="transfer_id")
+    for value, g in merged.groupby(by):
+        recs = [CallRecord(r.call, r.start_ns, r.end_ns, r.rc, r.thread_id) for r in g.itertuples()]
+        st = stats_frame(hsa_stats(recs))
+        st[by] = value
+        st["category"] = st.Name.map(dict(zip(g.call, g.category)))
+        frames.append(st)
+    return pd.concat(frames, ignore_index=True)

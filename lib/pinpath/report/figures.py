@@ -6,12 +6,14 @@ import matplotlib
 
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
+import numpy as np
 import pandas as pd
 import seaborn as sns
 
 from ..units import fmt_nbytes, fmt_ns
 
-__all__ = ["theme", "vs_size", "phase_bars", "case_bars"]
+__all__ = ["theme", "vs_size", "phase_bars", "case_bars", "timeline", "vs_threads", "overlap_bars",
+           "answers_grid", "stats_bars"]
 
 
 def theme() -> None:
@@ -69,7 +71,7 @@ def phase_bars(df: pd.DataFrame, phases: list[str], *, row: str, col: str | None
         _ns_axis(ax, log=False, axis="x")
         ax.set_title(str(c) if c is not None else "")
         ax.invert_yaxis()
-    axes[0][-1].legend(loc="lower right", fontsize="small")
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -84,5 +86,94 @@ def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, title
     ax.set_title(title)
     for label in ax.get_xticklabels():
         label.set_rotation(15)
+    fig.tight_layout()
+    return fig
+
+
+def timeline(transfers: pd.DataFrame, calls: pd.DataFrame, *, invocations: int = 1, title: str = ""):
+    """The native calls of the first ``invocations`` region invocations of each policy as a
+    timeline: one row per policy, one bar per call, coloured by category."""
+    t = transfers[(transfers.event.isin(["transfer", "kernel"])) & (transfers.step == 0)
+                  & (transfers.invocation < invocations)]
+    c = calls.merge(t[["transfer_id", "policy"]], on="transfer_id")
+    policies = list(dict.fromkeys(t.policy))
+    cats = sorted(set(c.category))
+    colors = dict(zip(cats, sns.color_palette("tab10", len(cats))))
+    fig, ax = plt.subplots(figsize=(10, 0.5 * len(policies) + 1.5))
+    for y, pol in enumerate(policies):
+        pc = c[c.policy == pol]
+        t0 = pc.start_ns.min()
+        for cat, g in pc.groupby("category"):
+            ax.broken_barh(list(zip((g.start_ns - t0) / 1e3, np.maximum(g.duration_ns / 1e3, 0.3))), (y - 0.35, 0.7),
+                           color=colors[cat], label=cat)
+    handles, labels = ax.get_legend_handles_labels()
+    uniq = dict(zip(labels, handles))
+    ax.legend(uniq.values(), uniq.keys(), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    ax.set_yticks(range(len(policies)), policies)
+    ax.invert_yaxis()
+    ax.set_xlabel("time since the invocation's first call (us)")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def vs_threads(df: pd.DataFrame, y: str, *, hue: str = "policy", title: str = "", ns: bool = True):
+    """Per-thread values against the thread count, one line per ``hue`` with a 5-95 % band."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    sns.lineplot(data=df, x="threads", y=y, hue=hue, marker="o", estimator="median", errorbar=("pi", 90), ax=ax)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{int(v)}"))
+    if ns:
+        _ns_axis(ax, True)
+    ax.set_title(title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def overlap_bars(ov: pd.DataFrame):
+    """Wall time of all chains per queue count; a frame that says why the test could not run
+    becomes a figure that says so."""
+    if "not_applicable" in ov.columns:
+        fig, ax = plt.subplots(figsize=(7, 1.2))
+        ax.axis("off")
+        ax.text(0, 0.5, "not applicable here: " + str(ov.not_applicable.iloc[0]), va="center", wrap=True)
+        return fig
+    return case_bars(ov, "queues", "wall_ns", title="wall time of all chains, by number of queues", logy=False)
+
+
+def answers_grid(probes: pd.DataFrame, title: str = ""):
+    """Each probe's steps as coloured cells: granted, refused, or what a query answered."""
+    def word(r):
+        if r.action.startswith("query"):
+            return "locked" if r.locked else "not locked"
+        return "ok" if not r.error else "refused"
+    d = probes.assign(answer=[word(r) for r in probes.itertuples()])
+    codes = {"ok": 0, "locked": 1, "refused": 2, "not locked": 3}
+    grid = d.pivot(index="probe", columns="step", values="answer")
+    fig, ax = plt.subplots(figsize=(2.2 * grid.shape[1] + 2, 0.6 * grid.shape[0] + 1.2))
+    sns.heatmap(grid.apply(lambda col: col.map(codes)), annot=grid.fillna(""), fmt="", cbar=False, ax=ax,
+                cmap=sns.color_palette(["#8fd18f", "#b5dcf2", "#f2a3a3", "#f2d7a3"], as_cmap=True),
+                vmin=-0.5, vmax=3.5, linewidths=1, linecolor="white")
+    ax.set_xlabel("step")
+    ax.set_ylabel("")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def stats_bars(ours: pd.DataFrame, thread: pd.DataFrame, *, names=None, title: str = ""):
+    """AverageNs per call name: our trace (by ``user_pinned``) beside the thread's rocprof tables."""
+    parts = [ours.assign(source=ours.user_pinned.map({False: "ours, no user pinning", True: "ours, user pinning"}))]
+    parts.append(thread.assign(source=thread.get("source", "thread")))
+    d = pd.concat(parts, ignore_index=True)
+    if names is not None:
+        d = d[d.Name.isin(list(names))]
+    fig, ax = plt.subplots(figsize=(8, 0.45 * d.Name.nunique() * max(d.source.nunique(), 1) / 2 + 2))
+    sns.barplot(data=d, y="Name", x="AverageNs", hue="source", ax=ax)
+    _ns_axis(ax, log=True, axis="x")
+    ax.set_xlabel("average per call")
+    ax.set_title(title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     fig.tight_layout()
     return fig

@@ -7,7 +7,8 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["render_notebook", "render_index", "external_scripts"]
+__all__ = ["render_notebook", "render_index", "external_scripts", "claims_section", "figures_section",
+           "render_compare"]
 
 _SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.IGNORECASE | re.DOTALL)
 _NET = re.compile(r"(src|href)=[\"']?(https?:)?//|import\([\"']https?://|[\"']https?://[^\"']*\.m?js[\"']",
@@ -42,7 +43,10 @@ def _strip_empty_scripts(body: str) -> str:
     return _SCRIPT.sub(lambda m: "" if _NET.search(m.group(0)) else m.group(0), body)
 
 
-_STYLE = """body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;color:#222}
+_VERDICT_CLASS = {"holds": "holds", "does not hold": "nothold", "not applicable here": "na"}
+_STYLE = """.holds{background:#e3f4e3}.nothold{background:#fbe3e3}.na{background:#eeeeee}
+img.fig{max-width:48%;margin:.3em;border:1px solid #ddd}
+body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
 th{background:#f3f3f3}.ok{color:#176117}.failed{color:#a40000;font-weight:bold}.banner{background:#fde8e8;border:1px solid #a40000;padding:.6em}
 code,pre{font-size:90%}pre{background:#f7f7f7;padding:.6em;overflow-x:auto}"""
@@ -101,3 +105,53 @@ def _manifest_table(manifest: dict) -> str:
             rows.append((f"<b>{html.escape(key)}</b>", f"<pre>{html.escape(text)}</pre>"))
     rows.append(("<b>parameters</b>", f"<pre>{html.escape(json.dumps(manifest.get('parameters', {}), indent=1))}</pre>"))
     return _table(rows)
+
+
+def claims_section(claims_df) -> str:
+    """The claims table as HTML: one row per claim, the verdict coloured, the rule beneath."""
+    esc = html.escape
+    rows = []
+    for r in claims_df.itertuples():
+        cls = _VERDICT_CLASS.get(r.verdict, "na")
+        rows.append((f"<b>{esc(r.id)}</b>", esc(r.who), esc(r.claim), esc(r.thread),
+                     f"{esc(r.measured)}", esc(r.platform), f"<span class='{cls}'>{esc(r.verdict)}</span>",
+                     f"{esc(r.why)}<br><small>rule: {esc(r.rule)}; <a href='{esc(r.notebook)}.html'>{esc(r.notebook)}</a></small>"))
+    return _table(rows, ("id", "who", "claim", "thread's figure", "measured", "platform", "verdict", "why"))
+
+
+def figures_section(run_dir: Path, per_notebook: int = 1) -> str:
+    """The first figure(s) of each notebook, embedded (the page needs no other file)."""
+    import base64
+    out = []
+    by_stem: dict[str, list[Path]] = {}
+    for p in sorted((run_dir / "figures").glob("*.png")):
+        by_stem.setdefault(p.name.split("-", 1)[0], []).append(p)
+    for stem, paths in by_stem.items():
+        for p in paths[:per_notebook]:
+            data = base64.b64encode(p.read_bytes()).decode()
+            out.append(f"<a href='{html.escape(stem)}.html'><img class='fig' alt='{html.escape(p.stem)}' "
+                       f"title='{html.escape(p.stem)}' src='data:image/png;base64,{data}'></a>")
+    return "\n".join(out) or "<p>No figures in this run.</p>"
+
+
+def render_compare(path: Path, runs: list[tuple[dict, object]]) -> Path:
+    """Claims of several runs side by side (e.g. host against H200): one verdict and measured
+    figure per run and claim."""
+    esc = html.escape
+    head = ["id", "claim"] + [f"{m['run_id']}<br>({m['platform']}, {m['preset']})" for m, _ in runs]
+    ids = list(runs[0][1].id)
+    rows = []
+    for cid in ids:
+        cells = [f"<b>{esc(cid)}</b>", esc(runs[0][1].set_index("id").loc[cid, "claim"])]
+        for _, df in runs:
+            r = df.set_index("id").loc[cid]
+            cls = _VERDICT_CLASS.get(r.verdict, "na")
+            cells.append(f"<span class='{cls}'>{esc(r.verdict)}</span><br>{esc(r.measured)}")
+        rows.append(cells)
+    body = "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(
+        "<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>pinpath comparison</title><style>{_STYLE}</style>"
+            f"</head><body><h1>pinpath: {len(runs)} runs side by side</h1><table>{body}</table></body></html>")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page)
+    return path

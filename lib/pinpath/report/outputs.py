@@ -16,11 +16,14 @@ class NotebookOutputs:
     def __init__(self, run_dir: str, stem: str) -> None:
         self.run_dir = Path(run_dir) if run_dir else None
         self.stem = stem
+        self.saved: dict[str, pd.DataFrame] = {}   #: name -> frame, as the claims' rules look them up
 
     def data(self, df: pd.DataFrame, table: str = "") -> Path | None:
+        name = f"{self.stem}{'-' + table if table else ''}"
+        self.saved[name] = df
         if self.run_dir is None:
             return None
-        path = self.run_dir / "data" / f"{self.stem}{'-' + table if table else ''}.parquet"
+        path = self.run_dir / "data" / f"{name}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
         df.to_parquet(path, index=False)
         return path

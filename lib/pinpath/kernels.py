@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["VGH_DIM", "NSPLINES", "replica_expected", "REPLICA_KERNEL", "SPIN_KERNEL", "KERNEL_SOURCE",
-           "SPIN_TIMEOUT_NS"]
+           "SPIN_TIMEOUT_NS", "HIP_KERNEL_SOURCE", "HIP_WALL_CLOCK_HZ_MACRO", "HIP_WALL_CLOCK_HZ_ASSUMED"]
 
 VGH_DIM = 10          #: value, 3 gradient and 6 hessian components per spline (miniqmc vgh)
 NSPLINES = 192        #: padded splines per walker for the NiO 32-atom cell (getAlignedSize(192))
@@ -34,6 +34,32 @@ extern "C" __global__ void pinpath_spin(volatile int* flag, unsigned long long t
     do {
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     } while (*flag == 0 && t - t0 < timeout_ns);
+}
+"""
+
+#: KERNEL_SOURCE up to the spin kernel: pinpath_vgh, character for character (HIP compiles it as is)
+_VGH_SOURCE = KERNEL_SOURCE[:KERNEL_SOURCE.index('extern "C" __global__ void pinpath_spin')]
+
+HIP_WALL_CLOCK_HZ_MACRO = "PINPATH_WALL_CLOCK_HZ"   #: the HIP backend sets it (-D) where the runtime reports the rate
+#: the rate assumed where it does not: what Instinct GPUs report (hipDeviceAttributeWallClockRate);
+#: a GPU whose counter runs slower only waits longer than SPIN_TIMEOUT_NS before letting go
+HIP_WALL_CLOCK_HZ_ASSUMED = 100_000_000
+
+# The spin kernel for AMD GPUs (HIP rejects the PTX above): wall_clock64() is a constant-rate counter
+# (s_memrealtime on gfx9), unlike clock64(), which follows the shader clock and its power states. The
+# parameters stay those of the CUDA kernel: the timeout arrives in ns and becomes ticks once per launch.
+HIP_KERNEL_SOURCE = _VGH_SOURCE + r"""#ifndef PINPATH_WALL_CLOCK_HZ
+#define PINPATH_WALL_CLOCK_HZ 100000000ull
+#endif
+
+extern "C" __global__ void pinpath_spin(volatile int* flag, unsigned long long timeout_ns) {
+    const unsigned long long hz = PINPATH_WALL_CLOCK_HZ;
+    const unsigned long long limit = timeout_ns / 1000000000ull * hz + timeout_ns % 1000000000ull * hz / 1000000000ull;
+    unsigned long long t0, t;
+    t0 = (unsigned long long)wall_clock64();
+    do {
+        t = (unsigned long long)wall_clock64();
+    } while (*flag == 0 && t - t0 < limit);
 }
 """
 

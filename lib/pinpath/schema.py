@@ -104,7 +104,7 @@ THREADS = {"policy": "str", "threads": "int", "thread": "int", "transfers": "int
            "wall_ns": "int",       # the whole run of all threads
            "aggregate_gb_per_s": "float", "platform": "str"}
 OVERLAP = {"queues": "int", "chains": "int", "nbytes": "int", "repeat": "int", "wall_ns": "int",
-           "verified": "bool?", "platform": "str"}
+           "verified": "bool?", "kernel": "bool?", "platform": "str"}
 NATIVE = {"op": "str", "state": "str", "nbytes": "int", "repeat": "int", "ns": "int", "rc": "int",
           "source": "str", "platform": "str"}
 TABLES = {"transfers": TRANSFERS, "calls": CALLS, "stats": STATS, "lock_cost": LOCK_COST,

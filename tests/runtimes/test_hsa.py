@@ -310,7 +310,7 @@ class _FakeSignals:
         return 0
 
     def copy(self, dst, dst_agent, src, src_agent, nbytes, ndeps, deps, sig):
-        dep = deps._obj.handle if deps is not None else None
+        dep = deps[0].handle if deps is not None else None
         self.copies.append((dst_agent.handle, src_agent.handle, ndeps, dep, sig.handle))
         return 0
 

@@ -1,4 +1,5 @@
-"""The same chains of H2D, kernel and D2H run on one queue and spread over several (C15)."""
+"""The same chains of H2D, kernel and D2H run on one queue and spread over several (C15);
+H2D and D2H only where the runtime launches no kernels."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ..runtimes.base import device_alloc, queue
 from ..schema import OVERLAP, frame
 from ..vocab import Direction, MemoryKind
 
-__all__ = ["overlap"]
+__all__ = ["overlap", "overlap_or_reason"]
 _now = time.perf_counter_ns
 
 
@@ -25,20 +26,24 @@ def overlap(rt, *, nbytes: int = 16 << 20, chains: int = 8, queues=(1, 2, 4), re
     everything is enqueued, so enqueue time stays out; the wall time runs from the latch's
     release to the last queue's completion. Outputs are checked on the first repeat.
 
-    A runtime without a latch or kernels cannot run this; it raises NotImplementedError
-    with the reason, which the notebook reports as not applicable."""
-    if not (rt.has_latch and rt.has_kernels):
-        raise NotImplementedError(f"{rt.name}: the overlap test needs a queue latch and kernels, "
+    Where ``rt.has_kernels`` is False a chain is the H2D and a D2H of the same device
+    buffer back (``nbytes``), checked against the H2D's input; the ``kernel`` column says
+    which. A runtime without a latch cannot run this; it raises NotImplementedError with
+    the reason, which the notebook reports as not applicable."""
+    if not rt.has_latch:
+        raise NotImplementedError(f"{rt.name}: the overlap test needs a queue latch, "
                                   f"which the {rt.name} backend does not have")
-    rt.prepare_kernels()
+    kernel = bool(rt.has_kernels)
+    if kernel:
+        rt.prepare_kernels()
     nw = max(1, nbytes // (VGH_DIM * 8 * NSPLINES))
-    out_nbytes = nw * VGH_DIM * 8 * NSPLINES
+    out_nbytes = nw * VGH_DIM * 8 * NSPLINES if kernel else nbytes
     rows = []
     with ExitStack() as stack:
         ins = [stack.enter_context(host_buffer(MemoryKind.PINNED, nbytes, rt=rt, seed=i)) for i in range(chains)]
         outs = [stack.enter_context(host_buffer(MemoryKind.PINNED, out_nbytes, rt=rt, seed=50 + i)) for i in range(chains)]
         d_in = [stack.enter_context(device_alloc(rt, nbytes)) for _ in range(chains)]
-        d_out = [stack.enter_context(device_alloc(rt, out_nbytes)) for _ in range(chains)]
+        d_out = [stack.enter_context(device_alloc(rt, out_nbytes)) for _ in range(chains)] if kernel else d_in
         for b in ins:   # positions in a range the kernel's arithmetic keeps exact
             b.array.view(np.float64)[: 3 * nw] = np.linspace(-1, 1, 3 * nw)
         for n_queues in queues:
@@ -53,7 +58,8 @@ def overlap(rt, *, nbytes: int = 16 << 20, chains: int = 8, queues=(1, 2, 4), re
                     for c in range(chains):
                         q = qs[c % n_queues]
                         rt.copy_async(d_in[c], ins[c].ptr, nbytes, Direction.H2D, q)
-                        rt.launch_replica(q, d_in[c], d_out[c], nw, NSPLINES)
+                        if kernel:
+                            rt.launch_replica(q, d_in[c], d_out[c], nw, NSPLINES)
                         rt.copy_async(outs[c].ptr, d_out[c], out_nbytes, Direction.D2H, q)
                     t0 = _now()
                     rt.release(latch)
@@ -64,9 +70,24 @@ def overlap(rt, *, nbytes: int = 16 << 20, chains: int = 8, queues=(1, 2, 4), re
                     rt.free_latch(latch)
                 ok = None
                 if rep == 0:
-                    ok = all(np.array_equal(o.array, replica_expected(i.array.view(np.float64)[: 3 * nw], nw)
-                                            .view(np.uint8).ravel()) for i, o in zip(ins, outs))
+                    ok = all(np.array_equal(o.array, _expected(i, nw, kernel)) for i, o in zip(ins, outs))
                 if rep >= 0:
                     rows.append({"queues": n_queues, "chains": chains, "nbytes": nbytes, "repeat": rep,
-                                 "wall_ns": wall, "verified": ok, "platform": rt.name})
+                                 "wall_ns": wall, "verified": ok, "kernel": kernel, "platform": rt.name})
     return frame(rows, OVERLAP)
+
+
+def _expected(inp, nw: int, kernel: bool) -> np.ndarray:
+    """The bytes a chain's D2H must deliver: the kernel's output, or the H2D's input."""
+    if not kernel:
+        return inp.array
+    return replica_expected(inp.array.view(np.float64)[: 3 * nw], nw).view(np.uint8).ravel()
+
+
+def overlap_or_reason(rt, **kw) -> pd.DataFrame:
+    """``overlap``, or where the runtime cannot run it a one-row frame whose
+    ``not_applicable`` column says why (the claims table shows it as not applicable)."""
+    try:
+        return overlap(rt, **kw)
+    except NotImplementedError as e:
+        return pd.DataFrame([{"not_applicable": str(e), "platform": rt.name}])

@@ -13,7 +13,7 @@ import seaborn as sns
 from ..units import fmt_nbytes, fmt_ns
 
 __all__ = ["theme", "vs_size", "phase_bars", "case_bars", "timeline", "vs_threads", "overlap_bars",
-           "answers_grid", "stats_bars"]
+           "answers_grid", "stats_bars", "limits_bars"]
 
 
 def theme() -> None:
@@ -85,7 +85,8 @@ def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, title
     _ns_axis(ax, logy)
     ax.set_title(title)
     for label in ax.get_xticklabels():
-        label.set_rotation(15)
+        label.set_rotation(30)
+        label.set_horizontalalignment("right")
     fig.tight_layout()
     return fig
 
@@ -173,6 +174,23 @@ def stats_bars(ours: pd.DataFrame, thread: pd.DataFrame, *, names=None, title: s
     sns.barplot(data=d, y="Name", x="AverageNs", hue="source", ax=ax)
     _ns_axis(ax, log=True, axis="x")
     ax.set_xlabel("average per call")
+    ax.set_title(title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def limits_bars(limits: pd.DataFrame, title: str = ""):
+    """Each request of the lock-limit probe: its size against the limit, granted or refused."""
+    d = limits.assign(request=limits.op + " " + limits.nbytes.map(fmt_nbytes),
+                      answer=limits.granted.map({True: "granted", False: "refused"}))
+    fig, ax = plt.subplots(figsize=(7, 0.4 * len(d) + 1.2))
+    sns.barplot(data=d, y="request", x="nbytes", hue="answer", dodge=False, ax=ax,
+                palette={"granted": "#5aa55a", "refused": "#c94c4c"})
+    ax.axvline(float(limits.limit_nbytes.iloc[0]), color="k", ls="--", lw=1)
+    ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: fmt_nbytes(int(v)) if v >= 1 else "0"))
+    ax.set_xlabel("bytes asked for (dashed: RLIMIT_MEMLOCK of the probe)")
+    ax.set_ylabel("")
     ax.set_title(title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     fig.tight_layout()

@@ -46,7 +46,7 @@ def _strip_empty_scripts(body: str) -> str:
 _VERDICT_CLASS = {"holds": "holds", "does not hold": "nothold", "not applicable here": "na"}
 _STYLE = """.holds{background:#e3f4e3}.nothold{background:#fbe3e3}.na{background:#eeeeee}
 img.fig{max-width:48%;margin:.3em;border:1px solid #ddd}
-body{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;color:#222}
+body{font-family:system-ui,sans-serif;max-width:96em;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
 th{background:#f3f3f3}.ok{color:#176117}.failed{color:#a40000;font-weight:bold}.banner{background:#fde8e8;border:1px solid #a40000;padding:.6em}
 code,pre{font-size:90%}pre{background:#f7f7f7;padding:.6em;overflow-x:auto}"""
@@ -79,14 +79,14 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: list[tuple[str, 
         parts.append("<div class='banner'><b>Notebooks failed:</b><ul>" + "".join(
             f"<li><a href='{esc(k)}.html'>{esc(k)}</a>: {esc(str(v.get('error', '')))}</li>" for k, v in failed.items())
             + "</ul></div>")
+    for title, body in extra_sections:
+        parts.append(f"<h2>{esc(title)}</h2>{body}")
     rows = []
     for stem, v in nbs.items():
         cls = "ok" if v.get("status") == "ok" else "failed"
         rows.append((f"<a href='{esc(stem)}.html'>{esc(stem)}</a>", f"<span class='{cls}'>{esc(v.get('status', ''))}</span>",
                      f"{v.get('duration_s', 0):.1f} s", esc(str(v.get("error", "")))))
     parts.append("<h2>Notebooks</h2>" + _table(rows, ("notebook", "status", "wall time", "error")))
-    for title, body in extra_sections:
-        parts.append(f"<h2>{esc(title)}</h2>{body}")
     parts.append("<h2>Manifest</h2>" + _manifest_table(manifest))
     parts.append("</body></html>")
     path = run_dir / "report" / "index.html"

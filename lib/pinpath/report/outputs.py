@@ -18,7 +18,7 @@ class NotebookOutputs:
         self.stem = stem
         self.saved: dict[str, pd.DataFrame] = {}   #: name -> frame, as the claims' rules look them up
 
-    def data(self, df: pd.DataFrame, table: str = "") -> Path | None:
+    def data(self, df: pd.DataFrame, table: str = "") -> None:
         name = f"{self.stem}{'-' + table if table else ''}"
         self.saved[name] = df
         if self.run_dir is None:
@@ -26,12 +26,11 @@ class NotebookOutputs:
         path = self.run_dir / "data" / f"{name}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
         df.to_parquet(path, index=False)
-        return path
 
-    def figure(self, fig, name: str) -> Path | None:
+    def figure(self, fig, name: str) -> None:
+        """Save the figure (it is shown by the notebook as the cell's figure, not returned)."""
         if self.run_dir is None:
             return None
         path = self.run_dir / "figures" / f"{self.stem}-{name}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=110, bbox_inches="tight")
-        return path

@@ -187,7 +187,8 @@ class CudaRuntime:
             return out[1] if len(out) > 1 else None
 
         prog = check_nvrtc("nvrtcCreateProgram", nvrtc.nvrtcCreateProgram(KERNEL_SOURCE.encode(), b"pinpath.cu", 0, [], []))
-        opts = [f"--gpu-architecture=sm_{major}{minor}".encode()]
+        # no fused multiply-add: the kernel must round as numpy's reference does (kernels.replica_expected)
+        opts = [f"--gpu-architecture=sm_{major}{minor}".encode(), b"--fmad=false"]
         err, = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         if int(err) != 0:
             size = check_nvrtc("nvrtcGetProgramLogSize", nvrtc.nvrtcGetProgramLogSize(prog))
@@ -236,6 +237,15 @@ class CudaRuntime:
         self.release(latch)
         self._check("cudaDeviceSynchronize", self._rt.cudaDeviceSynchronize())
         self._check("cudaFreeHost", self._rt.cudaFreeHost(latch))
+
+    def native_build(self, src: str, exe: str) -> list[str]:
+        """How to compile the native twin: nvcc where the toolkit is, else cc against its headers."""
+        import os
+        import shutil
+        nvcc = shutil.which("nvcc") or next((p for p in ("/usr/local/cuda/bin/nvcc",) if os.path.exists(p)), None)
+        if nvcc is None:
+            raise NotImplementedError("cuda: no nvcc for the native twin")
+        return [nvcc, "-O2", "-DPINPATH_CUDA", "-x", "c", src, "-o", exe, "-lcudart"]
 
     # -- untimed helpers ---------------------------------------------------------------
     def null_native(self):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,12 +21,16 @@ from ..records import PointerInfo
 from ..trace import Recorder
 from ..vocab import Direction, PageableCopy
 
-__all__ = ["HipRuntime", "parse_hip_version", "memory_type_names", "PointerAttributes"]
+__all__ = ["HipRuntime", "parse_hip_version", "memory_type_names", "PointerAttributes", "load_hiprtc",
+           "compile_kernels", "HipLatch"]
 
 HIP_SUCCESS = 0
 HIP_ERROR_INVALID_VALUE = 1     # also what HIP before 6.x answers for a pointer it does not know
 HIP_ERROR_NO_DEVICE = 100
 _NAME_NBYTES = 256
+#: offset of gcnArchName (char[256]) in hipDeviceProp_t before the ROCm 6.0 ABI (792 bytes in 5.2)
+GCN_ARCH_NAME_OFFSET_BEFORE_6_0 = 396
+_PROP_NBYTES_BEFORE_6_0 = 4096   # room beyond the 5.x struct: a larger one is never overrun
 
 #: hipMemoryType after the ROCm 6.1 ABI break (Unregistered added at 0, the rest renumbered)
 MEMORY_TYPES_6_1 = {0: "hipMemoryTypeUnregistered", 1: "hipMemoryTypeHost", 2: "hipMemoryTypeDevice",
@@ -65,6 +70,79 @@ def _rc(out) -> int:
     return int(out[0]) if isinstance(out, tuple) else int(out)
 
 
+def load_hiprtc():
+    """hip-python's hiprtc module, loaded. It opens ``libhiprtc.so``, which ROCm before 5.3
+    does not have (hiprtc lived inside libamdhip64 then, as Debian's 5.2 ships it): where
+    that open fails, hiprtc is pointed at the library hip-python's HIP module opens."""
+    from hip import hiprtc
+    try:
+        hiprtc.hiprtcVersion()
+    except RuntimeError:   # dlopen failed; chiprtc retries the open at its next call
+        import hip.chip
+        import hip.chiprtc
+        hip.chiprtc.DLL = hip.chip.DLL
+        try:
+            hiprtc.hiprtcVersion()
+        except RuntimeError as e:
+            raise RuntimeUnavailable(f"hip kernels unavailable: neither libhiprtc.so nor "
+                                     f"{hip.chip.DLL.decode()} provides hiprtc ({e})") from None
+    return hiprtc
+
+
+def _hiprtc_failed(hiprtc, call: str, err) -> RuntimeCallFailed:
+    name = hiprtc.hiprtcGetErrorString(err)[0]
+    return RuntimeCallFailed("hip", call, int(err), name.decode() if isinstance(name, bytes) else str(name))
+
+
+def compile_kernels(source: str, arch: str | None, wall_clock_hz: int | None, *, recorder: Recorder | None = None,
+                    hiprtc=None) -> bytes:
+    """Compile ``source`` with hiprtc into a code object for ``arch`` (a gcnArchName such as
+    ``gfx90a:sramecc+:xnack-``; None: hiprtc's own choice, the current device). Floating-point
+    contraction is off so that ``a * b + c`` rounds twice, as numpy does. Needs no device
+    when ``arch`` is given. A failed compile raises RuntimeCallFailed with the first line
+    of the log."""
+    from ..kernels import HIP_WALL_CLOCK_HZ_MACRO
+    hiprtc = hiprtc or load_hiprtc()
+    opts = [b"-ffp-contract=off"]
+    if arch:
+        opts.append(f"--offload-arch={arch}".encode())
+    if wall_clock_hz:
+        opts.append(f"-D{HIP_WALL_CLOCK_HZ_MACRO}={int(wall_clock_hz)}ull".encode())
+    err, prog = hiprtc.hiprtcCreateProgram(source.encode(), b"pinpath.hip", 0, [], [])
+    if int(err) != 0:
+        raise _hiprtc_failed(hiprtc, "hiprtcCreateProgram", err)
+    try:
+        compile_ = hiprtc.hiprtcCompileProgram
+        out = recorder.call("hiprtcCompileProgram", compile_, prog, len(opts), opts, rc_of=_rc) \
+            if recorder is not None else compile_(prog, len(opts), opts)
+        err = out[0]
+        if int(err) != 0:
+            e, size = hiprtc.hiprtcGetProgramLogSize(prog)
+            log = bytearray(size if int(e) == 0 else 0)
+            if log:
+                hiprtc.hiprtcGetProgramLog(prog, log)
+            lines = [ln.strip() for ln in bytes(log).rstrip(b"\0").decode(errors="replace").splitlines() if ln.strip()]
+            failed = _hiprtc_failed(hiprtc, "hiprtcCompileProgram", err)
+            raise RuntimeCallFailed("hip", "hiprtcCompileProgram", int(err),
+                                    f"{failed.rc_name}: {lines[0]}" if lines else failed.rc_name)
+        err, size = hiprtc.hiprtcGetCodeSize(prog)
+        if int(err) != 0:
+            raise _hiprtc_failed(hiprtc, "hiprtcGetCodeSize", err)
+        code = bytearray(size)
+        err, = hiprtc.hiprtcGetCode(prog, code)
+        if int(err) != 0:
+            raise _hiprtc_failed(hiprtc, "hiprtcGetCode", err)
+        return bytes(code)
+    finally:
+        hiprtc.hiprtcDestroyProgram(prog.createRef())   # takes hiprtcProgram*, hence the reference
+
+
+class HipLatch(NamedTuple):
+    """A flag in mapped, coherent pinned memory: host address and the address kernels use."""
+    host: int
+    device: int
+
+
 class HipRuntime:
     """hipHostRegister/Unregister, hipPointerGetAttributes, hipHostMalloc, hipMalloc,
     streams, hipMemcpyAsync and events on device ``device``."""
@@ -72,14 +150,15 @@ class HipRuntime:
     name = "hip"
     has_events = True
     needs_grant = False
-    has_kernels = False          #: hiprtc kernels are not written yet: the replica runs its transfers only
-    has_latch = False
+    has_kernels = True           #: hiprtc-compiled at first use (``prepare_kernels``)
+    has_latch = True             #: a spin kernel on a mapped flag, as in the CUDA backend
     pageable_copy = PageableCopy.STAGED
     call_categories = {"hipHostRegister": "lock", "hipHostUnregister": "unlock",
                        "hipPointerGetAttributes": "query", "hipHostMalloc": "alloc", "hipHostFree": "free",
                        "hipMalloc": "device_alloc", "hipFree": "device_free", "hipMemcpyAsync": "copy",
                        "hipStreamSynchronize": "wait", "memcpy": "host_copy", "hipEventRecord": "event",
-                       "hipEventElapsedTime": "event"}
+                       "hipEventElapsedTime": "event", "hipModuleLaunchKernel": "kernel",
+                       "hiprtcCompileProgram": "kernel"}
 
     def __init__(self, recorder: Recorder | None = None, device: int = 0) -> None:
         try:
@@ -107,6 +186,9 @@ class HipRuntime:
         self._check("hipFree", hip.hipFree(0))   # creates the context now, not in a timed call
         self._H2D = hip.hipMemcpyKind.hipMemcpyHostToDevice
         self._D2H = hip.hipMemcpyKind.hipMemcpyDeviceToHost
+        self._module = None
+        self._functions: dict[str, object] = {}
+        self.kernel_build: dict | None = None   #: target, clock rate and size of the compiled code object
 
     # -- helpers -----------------------------------------------------------------------
     def _name(self, err) -> str:
@@ -221,6 +303,87 @@ class HipRuntime:
         ms = self._do("hipEventElapsedTime", self._hip.hipEventElapsedTime, ev0, ev1)
         return int(round(ms * 1e6))
 
+    # -- kernels and latches -----------------------------------------------------------
+    def gcn_arch_name(self) -> str | None:
+        """The device's gcnArchName (``gfx90a:sramecc+:xnack-``), None where it cannot be read.
+        hip-python's hipGetDeviceProperties is the 6.0 ABI (hipGetDevicePropertiesR0600);
+        an older runtime fills the old struct, read raw at the header's offset."""
+        hip = self._hip
+        if self.runtime_version[:2] >= (6, 0):
+            props = hip.hipDeviceProp_t()
+            err, = hip.hipGetDeviceProperties(props, self.device)
+            raw = props.gcnArchName if int(err) == HIP_SUCCESS else b""
+        else:
+            from hip import chip   # the library hip-python opened, for its pre-6.0 symbol
+            fn = ctypes.CDLL(chip.DLL.decode()).hipGetDeviceProperties
+            fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_int], ctypes.c_int
+            buf = ctypes.create_string_buffer(_PROP_NBYTES_BEFORE_6_0)
+            ok = fn(buf, self.device) == HIP_SUCCESS
+            start = GCN_ARCH_NAME_OFFSET_BEFORE_6_0
+            raw = buf.raw[start:start + _NAME_NBYTES] if ok else b""
+        name = bytes(raw).split(b"\0", 1)[0].decode(errors="replace")
+        return name if name.startswith("gfx") else None
+
+    def wall_clock_hz(self) -> int | None:
+        """wall_clock64()'s rate (hipDeviceAttributeWallClockRate, kHz); None where the runtime
+        has no such attribute (it was appended after ROCm 5.2, which answers an error)."""
+        attr = self._hip.hipDeviceAttribute_t.hipDeviceAttributeWallClockRate
+        err, khz = self._hip.hipDeviceGetAttribute(attr, self.device)
+        return int(khz) * 1000 if int(err) == HIP_SUCCESS and khz > 0 else None
+
+    def prepare_kernels(self) -> None:
+        """Compile the kernels with hiprtc for this device and load them (once; untimed)."""
+        if self._functions:
+            return
+        from ..kernels import HIP_KERNEL_SOURCE, HIP_WALL_CLOCK_HZ_ASSUMED, REPLICA_KERNEL, SPIN_KERNEL
+        arch, hz = self.gcn_arch_name(), self.wall_clock_hz()
+        code = compile_kernels(HIP_KERNEL_SOURCE, arch, hz, recorder=self.recorder)
+        module = self._check("hipModuleLoadData", self._hip.hipModuleLoadData(code))
+        functions = {name: self._check("hipModuleGetFunction", self._hip.hipModuleGetFunction(module, name.encode()))
+                     for name in (REPLICA_KERNEL, SPIN_KERNEL)}
+        self._module, self._functions = module, functions
+        self.kernel_build = {"compiler": "hiprtc", "target": arch or "hiprtc default (current device)",
+                             "wall_clock_hz": hz or HIP_WALL_CLOCK_HZ_ASSUMED, "wall_clock_hz_assumed": hz is None,
+                             "code_nbytes": len(code)}
+
+    def _launch(self, name: str, q, grid: int, block: int, *args: np.ndarray) -> None:
+        self.prepare_kernels()
+        params = np.array([a.ctypes.data for a in args], dtype=np.uint64)   # void*[]: one address per argument
+        self._do("hipModuleLaunchKernel", self._hip.hipModuleLaunchKernel, self._functions[name],
+                 grid, 1, 1, block, 1, 1, 0, q, params.ctypes.data, None)
+
+    def launch_replica(self, q, pos_ptr: int, out_ptr: int, nw: int, nsplines: int) -> None:
+        from ..kernels import REPLICA_KERNEL
+        self._launch(REPLICA_KERNEL, q, nw, nsplines, np.array([pos_ptr], np.uint64), np.array([out_ptr], np.uint64),
+                     np.array([nw], np.int32), np.array([nsplines], np.int32))
+
+    def new_latch(self) -> HipLatch:
+        """A flag in pinned memory, mapped and coherent: hipHostMalloc's default coherence
+        follows HIP_HOST_COHERENT (0: GPU-cached), and a cached flag would not be seen to change."""
+        hip = self._hip
+        ptr = int(self._check("hipHostMalloc", hip.hipHostMalloc(4, hip.hipHostMallocMapped | hip.hipHostMallocCoherent)))
+        ctypes.c_int.from_address(ptr).value = 0
+        try:
+            dev = int(self._check("hipHostGetDevicePointer", hip.hipHostGetDevicePointer(ptr, 0)))
+        except RuntimeCallFailed:
+            hip.hipHostFree(ptr)
+            raise
+        return HipLatch(ptr, dev)
+
+    def hold(self, latch: HipLatch, q) -> None:
+        """Enqueue a spin kernel that holds ``q`` until the latch is released (at most
+        SPIN_TIMEOUT_NS by wall_clock64, whose rate is assumed where unknown: kernels.py)."""
+        from ..kernels import SPIN_KERNEL, SPIN_TIMEOUT_NS
+        self._launch(SPIN_KERNEL, q, 1, 1, np.array([latch.device], np.uint64), np.array([SPIN_TIMEOUT_NS], np.uint64))
+
+    def release(self, latch: HipLatch) -> None:
+        ctypes.c_int.from_address(latch.host).value = 1
+
+    def free_latch(self, latch: HipLatch) -> None:
+        self.release(latch)
+        self._check("hipDeviceSynchronize", self._hip.hipDeviceSynchronize())   # no spin kernel reads it any more
+        self._check("hipHostFree", self._hip.hipHostFree(latch.host))
+
     # -- untimed helpers ---------------------------------------------------------------
     def null_native(self):
         """The cheapest real runtime call, unrecorded."""
@@ -261,7 +424,12 @@ class HipRuntime:
         return out
 
     def close(self) -> None:
-        self.recorder.close()
+        try:
+            if self._module is not None:
+                module, self._module, self._functions = self._module, None, {}
+                self._check("hipModuleUnload", self._hip.hipModuleUnload(module))
+        finally:
+            self.recorder.close()
 
     def __enter__(self):
         return self

@@ -201,6 +201,14 @@ class HostRuntime:
     def free_latch(self, latch) -> None:
         latch.set()
 
+    def native_build(self, src: str, exe: str) -> list[str]:
+        """How to compile the native twin for this runtime."""
+        import shutil
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if cc is None:
+            raise NotImplementedError("host: no C compiler (cc) for the native twin")
+        return [cc, "-O2", "-DPINPATH_HOST", src, "-o", exe]
+
     def new_event(self):
         raise NotImplementedError("host has no device events")
 

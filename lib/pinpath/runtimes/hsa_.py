@@ -15,7 +15,7 @@ import ctypes
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import NamedTuple
 
@@ -26,7 +26,7 @@ from ..records import PointerInfo
 from ..trace import Recorder
 from ..vocab import Direction, PageableCopy
 
-__all__ = ["HsaRuntime", "HSA_CONSTANTS", "STATUS_NAMES", "STRUCTS", "PROTOTYPES", "CTYPES",
+__all__ = ["HsaRuntime", "HsaLatch", "HSA_CONSTANTS", "STATUS_NAMES", "STRUCTS", "PROTOTYPES", "CTYPES",
            "status_name", "LIBRARY"]
 
 LIBRARY = "libhsa-runtime64.so.1"
@@ -359,9 +359,20 @@ class SignalQueue:
     pending: list            # [(copy index, Signal)], oldest first
     submitted: int = 0       # copies issued so far
     times: list | None = None
+    holds: list = field(default_factory=list)   # HsaLatch objects the next copy also waits on
 
     def last_signal(self):
         return self.pending[-1][1] if self.pending else None
+
+
+@dataclass(eq=False)
+class HsaLatch:
+    """A signal at 1 that held copies list among their dependencies; 0 releases them.
+    ``users``: (queue, copy index) of each copy that depends on it; ``held``: queues
+    whose next copy will."""
+    signal: Signal
+    users: list = field(default_factory=list)
+    held: list = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -443,13 +454,14 @@ class HsaRuntime:
     has_events = True      # through copy profiling; see new_event
     needs_grant = True     # pool memory is reachable only by agents given access
     has_kernels = False    # launching needs a code object, which needs the ROCm compiler: transfers only
-    has_latch = False
+    has_latch = True       # a signal the next copy depends on (see hold)
     pageable_copy = PageableCopy.UNSUPPORTED
     call_categories = {"hsa_amd_memory_lock": "lock", "hsa_amd_memory_lock_to_pool": "lock",
                        "hsa_amd_memory_unlock": "unlock", "hsa_amd_pointer_info": "query",
                        "hsa_amd_memory_pool_allocate": "alloc", "hsa_amd_agents_allow_access": "grant",
                        "hsa_amd_memory_pool_free": "free", "hsa_amd_memory_async_copy": "copy",
-                       "hsa_signal_wait_scacquire": "wait", "memcpy": "host_copy"}
+                       "hsa_signal_wait_scacquire": "wait", "memcpy": "host_copy",
+                       "hsa_signal_store_screlease": "latch"}
 
     def __init__(self, recorder: Recorder | None = None, device: int = 0,
                  library: str = LIBRARY) -> None:
@@ -678,17 +690,23 @@ class HsaRuntime:
         return (self._gpu, self._cpu) if direction == Direction.H2D else (self._cpu, self._gpu)
 
     def copy_async(self, dst: int, src: int, nbytes: int, direction: Direction, q: SignalQueue) -> None:
+        """Issue the copy after the queue's previous copy and after every latch held on
+        the queue since (the copy engine starts once each dependency reads 0)."""
         sig = Signal()
         self._do("hsa_amd_signal_create", 1, 0, None, 0, ctypes.byref(sig))
         prev = q.last_signal()
+        deps = ([prev] if prev is not None else []) + [latch.signal for latch in q.holds]
+        dep_array = (Signal * len(deps))(*deps) if deps else None
         dst_agent, src_agent = self._agents_for(direction)
         try:
             self._do("hsa_amd_memory_async_copy", dst, dst_agent, src, src_agent, nbytes,
-                     1 if prev is not None else 0, ctypes.byref(prev) if prev is not None else None,
-                     sig, nbytes=nbytes, ptr=src)
+                     len(deps), dep_array, sig, nbytes=nbytes, ptr=src)
         except RuntimeCallFailed:
             self._do("hsa_signal_destroy", sig)
-            raise
+            raise   # the holds stay for the next copy
+        for latch in q.holds:
+            latch.users.append((q, q.submitted))
+        q.holds.clear()
         q.pending.append((q.submitted, sig))
         q.submitted += 1
 
@@ -718,6 +736,46 @@ class HsaRuntime:
 
     def host_copy(self, dst: int, src: int, nbytes: int) -> None:
         self.recorder.call("memcpy", ctypes.memmove, dst, src, nbytes)
+
+    # -- kernels and latches -----------------------------------------------------------
+    def prepare_kernels(self) -> None:
+        raise NotImplementedError("hsa: launching a kernel needs a code object, which this backend does not build")
+
+    def launch_replica(self, q: SignalQueue, pos_ptr: int, out_ptr: int, nw: int, nsplines: int) -> None:
+        self.prepare_kernels()
+
+    def new_latch(self) -> HsaLatch:
+        sig = Signal()
+        self._do("hsa_amd_signal_create", 1, 0, None, 0, ctypes.byref(sig))
+        return HsaLatch(sig)
+
+    def hold(self, latch: HsaLatch, q: SignalQueue) -> None:
+        """Make the next copy on ``q`` wait for the latch as well. No native call: the
+        dependency goes into that copy. Unlike the CUDA spin kernel it has no timeout;
+        ``free_latch`` releases first, so only a wait before the release can block."""
+        if latch not in q.holds:
+            q.holds.append(latch)
+            latch.held.append(q)
+
+    def release(self, latch: HsaLatch) -> None:
+        self.recorder.call("hsa_signal_store_screlease", self._f.hsa_signal_store_screlease, latch.signal, 0)
+
+    def free_latch(self, latch: HsaLatch) -> None:
+        """Release, drop holds not yet taken by a copy, wait for every copy that depends on
+        the signal still pending (the copy engine reads it until the copy starts), destroy."""
+        self.release(latch)
+        for q in latch.held:
+            if latch in q.holds:
+                q.holds.remove(latch)
+        for q, index in latch.users:
+            for i, sig in q.pending:
+                if i == index:   # completion, not consumption: the queue's own wait still collects it
+                    self.recorder.call("hsa_signal_wait_scacquire", self._f.hsa_signal_wait_scacquire, sig,
+                                       _K.HSA_SIGNAL_CONDITION_LT, 1, _U64_MAX, _K.HSA_WAIT_STATE_BLOCKED,
+                                       rc_of=_rc_signal)
+        latch.users.clear()
+        latch.held.clear()
+        self._do("hsa_signal_destroy", latch.signal)
 
     def new_event(self) -> CopyEvent:
         """An event is a position in a queue; its time comes from the profiling times of the

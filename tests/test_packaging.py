@@ -69,3 +69,19 @@ def test_no_machine_paths_or_registry_hosts():
             text = p.read_text(errors="replace")
             assert machine_path not in text, rel
             assert registry not in text, rel
+
+
+def test_no_policy_experiment_or_notebook_branches_on_the_platform():
+    """Policies, experiments and notebooks look at capabilities, never at which runtime it is."""
+    pattern = re.compile(r"""(\.name\s*[!=]=|==\s*["'](cuda|hsa|hip|host)["']|["'](cuda|hsa|hip|host)["']\s*[!=]=|"""
+                         r"""isinstance\([^)]*Runtime)""")
+    files = sorted((ROOT / "lib" / "pinpath" / "policies").glob("*.py"))
+    files += sorted((ROOT / "lib" / "pinpath" / "experiments").glob("*.py"))
+    for p in files:
+        for i, line in enumerate(p.read_text().splitlines(), 1):
+            assert not pattern.search(line), f"{p.relative_to(ROOT)}:{i}: {line.strip()}"
+    for p in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for c in json.loads(p.read_text())["cells"]:
+            if c["cell_type"] == "code" and "parameters" not in c["metadata"].get("tags", []):
+                src = "".join(c["source"])
+                assert not pattern.search(src) and "PLATFORM ==" not in src, f"{p.name}: {src[:80]}"

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from pinpath import runner
-from pinpath.errors import BadParameter, RuntimeUnavailable, UnknownName
+from pinpath.errors import BadParameter, UnknownName
 from pinpath.report.html import external_scripts
 
 HERE = Path(__file__).parent

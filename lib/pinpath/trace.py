@@ -129,8 +129,7 @@ def _per_call_ns(fn: Callable, loops: int, rounds: int) -> list[float]:
     return out
 
 
-def measure_harness(null_call: Callable[[], object], recorder: Recorder | None = None,
-                    *, loops: int = 2000, rounds: int = 15) -> dict[str, float]:
+def measure_harness(null_call: Callable[[], object], *, loops: int = 2000, rounds: int = 15) -> dict[str, float]:
     """Measure the harness itself: clock cost and resolution, a null runtime call, the recorder.
 
     Returns medians in ns: ``clock_ns`` (one perf_counter_ns), ``resolution_ns`` (the
@@ -138,7 +137,6 @@ def measure_harness(null_call: Callable[[], object], recorder: Recorder | None =
     ``null_call_ns`` (the runtime's cheapest call, unrecorded), ``trace_overhead_ns``
     (what recording one call adds) and ``trace_overhead_spread_ns`` (p95 - p5 of that).
     """
-    rec = recorder or Recorder()
     clock = _per_call_ns(_now, loops, rounds)
     steps = []
     for _ in range(loops):
@@ -151,7 +149,6 @@ def measure_harness(null_call: Callable[[], object], recorder: Recorder | None =
     probe = Recorder()
     recorded = _per_call_ns(lambda: probe.call("null", null_call), loops, rounds)
     diffs = sorted(r - p for r, p in zip(recorded, plain))
-    del probe
     return {
         "clock_ns": statistics.median(clock),
         "resolution_ns": float(min(steps)),

@@ -1,12 +1,10 @@
 """The host runtime: every answer is what Linux did, checked through /proc."""
 
-import ctypes
-
 import numpy as np
 import pytest
 
 from pinpath import libc, osinfo
-from pinpath.errors import LockFailed, RuntimeCallFailed
+from pinpath.errors import LockFailed
 from pinpath.memkinds import host_buffer
 from pinpath.units import PAGE_NBYTES
 

@@ -10,7 +10,11 @@ from ..schema import BANDWIDTH, frame
 from ..vocab import MemoryKind, Policy
 from .sweep import DeviceBuffers, grid, repeat_transfers
 
-__all__ = ["bandwidth"]
+__all__ = ["bandwidth", "link_peak", "PCIE_LANE_GB_PER_S"]
+
+#: raw data rate of one PCIe lane per direction, decimal GB/s, after line coding
+#: (8b/10b up to Gen2, 128b/130b from Gen3): 2.5, 5, 8, 16, 32 GT/s
+PCIE_LANE_GB_PER_S = {1: 0.25, 2: 0.5, 3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 / 8, 5: 32 * 128 / 130 / 8}
 
 _CASES = {"pinned": (Policy.PREPINNED, MemoryKind.PINNED), "pageable": (Policy.DRIVER_PAGEABLE, MemoryKind.HEAP)}
 
@@ -43,3 +47,13 @@ def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10,
         r["gb_per_s"] = r["nbytes"] / r["total_ns"]
         r["platform"] = rt.name
     return frame(rows, BANDWIDTH)
+
+
+def link_peak(rt) -> pd.DataFrame:
+    """One row: the host link the runtime reports (PCIe generation and width, where it tells)
+    and its raw peak per direction; NaN where the runtime says nothing (the host platform)."""
+    d = rt.describe()
+    gen, width = d.get("pcie_gen"), d.get("pcie_width")
+    peak = PCIE_LANE_GB_PER_S.get(gen, float("nan")) * width if isinstance(width, int) else float("nan")
+    return pd.DataFrame([{"link": f"PCIe Gen{gen} x{width}" if gen else "unknown", "peak_gb_per_s": peak,
+                          "platform": rt.name}])

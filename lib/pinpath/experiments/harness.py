@@ -12,5 +12,5 @@ __all__ = ["harness"]
 
 def harness(rt, *, loops: int = 2000, rounds: int = 15) -> pd.DataFrame:
     """One row per metric of ``trace.measure_harness`` on ``rt``'s cheapest native call."""
-    metrics = measure_harness(rt.null_native, rt.recorder, loops=loops, rounds=rounds)
+    metrics = measure_harness(rt.null_native, loops=loops, rounds=rounds)
     return frame(({"metric": k, "ns": v, "platform": rt.name} for k, v in metrics.items()), HARNESS)

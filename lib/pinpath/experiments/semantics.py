@@ -27,29 +27,28 @@ class _Probe:
                           "action": action, "call": call[0], "rc": call[3], "error": err, "locked": locked,
                           "platform": self.rt.name})
 
-    def lock(self, action, ptr, nbytes) -> bool:
+    def _attempt(self, action, fn, ptr, nbytes) -> bool:
+        """Run one lock or unlock, record the runtime's answer; True if it succeeded."""
         with self.rt.recorder.span() as calls:
             try:
-                self.rt.lock(ptr, nbytes)
+                fn(ptr, nbytes)
                 err = ""
             except RuntimeCallFailed as e:
                 err = f"{e.rc_name} ({e.rc})"
         self._row(action, calls, err)
-        if not err:
-            self.held.append((ptr, nbytes))
         return not err
 
+    def lock(self, action, ptr, nbytes) -> bool:
+        ok = self._attempt(action, self.rt.lock, ptr, nbytes)
+        if ok:
+            self.held.append((ptr, nbytes))
+        return ok
+
     def unlock(self, action, ptr, nbytes) -> bool:
-        with self.rt.recorder.span() as calls:
-            try:
-                self.rt.unlock(ptr, nbytes)
-                err = ""
-            except RuntimeCallFailed as e:
-                err = f"{e.rc_name} ({e.rc})"
-        self._row(action, calls, err)
-        if not err and (ptr, nbytes) in self.held:
+        ok = self._attempt(action, self.rt.unlock, ptr, nbytes)
+        if ok and (ptr, nbytes) in self.held:
             self.held.remove((ptr, nbytes))
-        return not err
+        return ok
 
     def query(self, action, ptr) -> bool:
         with self.rt.recorder.span() as calls:

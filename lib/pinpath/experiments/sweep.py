@@ -11,6 +11,7 @@ from typing import Iterable, Iterator
 import numpy as np
 import pandas as pd
 
+from ..closing import Closing
 from ..errors import VerificationFailed
 from ..memkinds import HostBuffer, fill_random
 from ..records import TransferRecord
@@ -71,7 +72,7 @@ def transfer(policy, buf: HostBuffer, dev_ptr: int, direction: Direction, *, ver
     return rec
 
 
-class DeviceBuffers:
+class DeviceBuffers(Closing):
     """Device allocations filled with a known random pattern (the source of D2H transfers).
 
     The pattern is kept on the host so that a D2H destination can be compared with it.
@@ -97,12 +98,6 @@ class DeviceBuffers:
 
     def close(self) -> None:
         self._stack.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def repeat_transfers(policy, buf: HostBuffer, dev: DeviceBuffers, dev_ptr: int, direction: Direction, *,

@@ -10,6 +10,7 @@ import threading
 import time
 from typing import Any
 
+from ..closing import Closing
 from ..errors import RuntimeCallFailed
 from ..memkinds import HostBuffer, host_buffer
 from ..records import TransferRecord
@@ -88,7 +89,7 @@ class StagingPool:
             self.rt.free_pinned(ptr, cls)
 
 
-class PolicyBase:
+class PolicyBase(Closing):
     """The shared shape of a policy: ``map``, ``transfer``, ``unmap``, ``close``.
 
     Parameters
@@ -168,12 +169,6 @@ class PolicyBase:
             self.rt.free_queue(q)
         self._q = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
     # -- for subclasses ------------------------------------------------------------------
     def _transfer(self, ph: Phases, buf: HostBuffer, hptr: int, dev_ptr: int, nbytes: int,
                   direction: Direction) -> TransferPath:
@@ -226,6 +221,25 @@ class PolicyBase:
             self._staged_through(ph, staging, hptr, dev_ptr, nbytes, direction)
         finally:
             ph.run(Phase.FREE, self.rt.free_pinned, staging, nbytes)
+
+    def _stage_pooled(self, ph: Phases, pool: StagingPool, hptr: int, dev_ptr: int, nbytes: int,
+                      direction: Direction) -> TransferPath:
+        """Stage through a buffer of ``pool``; the path says whether the pool had one."""
+        staging, cls, hit = pool.get(nbytes, ph)
+        try:
+            self._staged_through(ph, staging, hptr, dev_ptr, nbytes, direction)
+        finally:
+            pool.put(staging, cls)
+        return TransferPath.STAGED_POOLED_HIT if hit else TransferPath.STAGED_POOLED_MISS
+
+    def _lock_dma_unlock(self, ph: Phases, buf: HostBuffer, hptr: int, dev_ptr: int, nbytes: int,
+                         direction: Direction) -> None:
+        """Lock the user range, DMA from the locked alias, unlock; LockFailed propagates."""
+        alias = ph.run(Phase.LOCK, self.rt.lock, hptr, nbytes, read_only=not buf.writable)
+        try:
+            self._dma(ph, alias, dev_ptr, nbytes, direction)
+        finally:
+            ph.run(Phase.UNLOCK, self.rt.unlock, hptr, nbytes)
 
     def _pageable(self, ph: Phases, hptr: int, dev_ptr: int, nbytes: int, direction: Direction) -> TransferPath:
         """Hand the pageable pointer to the runtime's copy; the runtime decides what happens."""

@@ -18,8 +18,12 @@ class _MapTimeState(PolicyBase):
         self._pinned: dict[int, bool] = {}
         self._ours: dict[int, int] = {}      # ptr -> nbytes we locked at map time
 
-    def _is_pinned(self, buf: HostBuffer) -> bool:
-        return self._pinned.get(buf.ptr, False)
+    def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
+        """One DMA if the buffer was pinned at map time, else the runtime's pageable copy."""
+        if self._pinned.get(buf.ptr, False):
+            self._dma(ph, hptr, dev_ptr, nbytes, direction)
+            return TransferPath.PINNED_DIRECT
+        return self._pageable(ph, hptr, dev_ptr, nbytes, direction)
 
     def unmap(self, buf: HostBuffer):
         def body(ph: Phases) -> MapOutcome:
@@ -60,12 +64,6 @@ class Prepinned(_MapTimeState):
             return MapOutcome.LOCKED
         return self._event("map", buf, body)
 
-    def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
-        if self._is_pinned(buf):
-            self._dma(ph, hptr, dev_ptr, nbytes, direction)
-            return TransferPath.PINNED_DIRECT
-        return self._pageable(ph, hptr, dev_ptr, nbytes, direction)
-
 
 class DriverPageable(_MapTimeState):
     """Hand the pointer to the runtime's copy as it is and let the driver stage it
@@ -78,9 +76,3 @@ class DriverPageable(_MapTimeState):
             self._pinned[buf.ptr] = ph.run(Phase.QUERY, self.rt.query, buf.ptr).locked
             return MapOutcome.EXTERNAL if self._pinned[buf.ptr] else MapOutcome.UNTRACKED
         return self._event("map", buf, body)
-
-    def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
-        if self._is_pinned(buf):
-            self._dma(ph, hptr, dev_ptr, nbytes, direction)
-            return TransferPath.PINNED_DIRECT
-        return self._pageable(ph, hptr, dev_ptr, nbytes, direction)

@@ -20,15 +20,11 @@ class LockAlways(PolicyBase):
 
     def _lock_copy_unlock(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction) -> TransferPath:
         try:
-            alias = ph.run(Phase.LOCK, self.rt.lock, hptr, nbytes, read_only=not buf.writable)
-        except LockFailed as e:
+            self._lock_dma_unlock(ph, buf, hptr, dev_ptr, nbytes, direction)
+        except LockFailed as e:   # rodata and the like: stage through a fresh buffer instead
             ph.error = f"{e.rc_name} ({e.rc})"
             self._stage_fresh(ph, hptr, dev_ptr, nbytes, direction)
             return TransferPath.LOCK_FAILED_STAGED
-        try:
-            self._dma(ph, alias, dev_ptr, nbytes, direction)
-        finally:
-            ph.run(Phase.UNLOCK, self.rt.unlock, hptr, nbytes)
         return TransferPath.LOCKED
 
     def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:

@@ -56,8 +56,9 @@ class PinnedMap:
             return i
         return -1
 
-    def lookup(self, ptr: int, nbytes: int) -> PinnedEntry | None:
-        """The entry holding ``[ptr, ptr+nbytes)``; None if no entry holds ``ptr``."""
+    def lookup(self, ptr: int, nbytes: int, *, add_ref: bool = False) -> PinnedEntry | None:
+        """The entry holding ``[ptr, ptr+nbytes)`` (one more reference with ``add_ref``);
+        None if no entry holds ``ptr``; OverlapRefused if the range runs past the entry."""
         with self._lock:
             i = self._find(ptr)
             if i < 0:
@@ -65,19 +66,12 @@ class PinnedMap:
             e = self._entries[i]
             if not e.contains(ptr, nbytes):
                 raise OverlapRefused(f"[{ptr:#x}, +{nbytes}) runs past the pinned entry [{e.host_ptr:#x}, +{e.nbytes})")
+            e.refs += add_ref
             return e
 
     def use(self, ptr: int, nbytes: int) -> PinnedEntry | None:
-        """Add one reference to the entry holding the range; None if no entry holds ``ptr``."""
-        with self._lock:
-            i = self._find(ptr)
-            if i < 0:
-                return None
-            e = self._entries[i]
-            if not e.contains(ptr, nbytes):
-                raise OverlapRefused(f"[{ptr:#x}, +{nbytes}) partly overlaps the pinned entry [{e.host_ptr:#x}, +{e.nbytes})")
-            e.refs += 1
-            return e
+        """Add one reference to the entry holding the range (LLVM's ``registerEntryUse``)."""
+        return self.lookup(ptr, nbytes, add_ref=True)
 
     def insert(self, entry: PinnedEntry) -> None:
         """Insert a new entry; refuse one that intersects a neighbour."""
@@ -169,21 +163,12 @@ class Nextgen(PolicyBase):
             return TransferPath.EXTERNAL_PINNED if entry.external else TransferPath.MAP_HIT
         if nbytes >= self.threshold_nbytes:
             try:
-                alias = ph.run(Phase.LOCK, self.rt.lock, hptr, nbytes, read_only=not buf.writable)
-            except LockFailed as e:
+                self._lock_dma_unlock(ph, buf, hptr, dev_ptr, nbytes, direction)
+            except LockFailed as e:   # no fallback on this path: the transfer is an error
                 ph.error = f"{e.rc_name} ({e.rc})"
                 return TransferPath.LOCK_FAILED_ERROR
-            try:
-                self._dma(ph, alias, dev_ptr, nbytes, direction)
-            finally:
-                ph.run(Phase.UNLOCK, self.rt.unlock, hptr, nbytes)
             return TransferPath.LOCKED
-        staging, cls, hit = self.pool.get(nbytes, ph)
-        try:
-            self._staged_through(ph, staging, hptr, dev_ptr, nbytes, direction)
-        finally:
-            self.pool.put(staging, cls)
-        return TransferPath.STAGED_POOLED_HIT if hit else TransferPath.STAGED_POOLED_MISS
+        return self._stage_pooled(ph, self.pool, hptr, dev_ptr, nbytes, direction)
 
     def close(self) -> None:
         for e in self.pinned.entries():   # buffers still mapped at close: undo our locks

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..vocab import Direction, Phase, Policy, TransferPath
+from ..vocab import Direction, Policy, TransferPath
 from .base import Phases, PolicyBase, StagingPool
 
 __all__ = ["StagePerCopy", "StagePooled"]
@@ -35,12 +35,7 @@ class StagePooled(PolicyBase):
         self.pool = StagingPool(rt, exact=False)
 
     def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
-        staging, cls, hit = self.pool.get(nbytes, ph)
-        try:
-            self._staged_through(ph, staging, hptr, dev_ptr, nbytes, direction)
-        finally:
-            self.pool.put(staging, cls)
-        return TransferPath.STAGED_POOLED_HIT if hit else TransferPath.STAGED_POOLED_MISS
+        return self._stage_pooled(ph, self.pool, hptr, dev_ptr, nbytes, direction)
 
     def close(self) -> None:
         self.pool.close()

@@ -261,9 +261,16 @@ def _c14(data, platform):
     if bw is not None and len(bw):
         big = bw[bw.nbytes == bw.nbytes.max()]
         a = big[big.case == "pinned"].gb_per_s.median()
-        copy = f"; async pinned copy {a:.1f} GB/s at {fmt_nbytes(int(big.nbytes.iloc[0]))}"
+        bare = big[big.case == "plain_loop"].gb_per_s.median()
+        pageable = big[big.case == "pageable"].gb_per_s.median()
+        copy = (f"; async pinned copy {a:.1f} GB/s at {fmt_nbytes(int(big.nbytes.iloc[0]))} "
+                f"(bare native loop {bare:.1f}, pageable {pageable:.1f}")
+        link = data.get("11_c14_tracked_locking-link")
+        if link is not None and len(link) and link.peak_gb_per_s.notna().all():
+            copy += f"; {100 * a / link.peak_gb_per_s.iloc[0]:.0f} % of the {link.link.iloc[0]} raw peak"
+        copy += ")"
     ok = best == "nextgen_lock_mapped" and locks == 0
-    measured = (f"median per transfer: " + ", ".join(f"{p} {fmt_ns(med[p])}" for p in locking)
+    measured = ("median per transfer: " + ", ".join(f"{p} {fmt_ns(med[p])}" for p in locking)
                 + f"; tracked transfers made {locks} lock calls{copy}")
     why = ("tracking locked memory makes the mapped arrays' transfers the cheapest, with no lock per transfer"
            if ok else f"{best} was cheaper than the tracked policy")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import matplotlib
-
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
 import numpy as np

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from ..closing import Closing
 from ..errors import LockFailed, RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
@@ -23,7 +24,7 @@ def _rc(out) -> int:
     return int(out[0]) if isinstance(out, tuple) else int(out)
 
 
-class CudaRuntime:
+class CudaRuntime(Closing):
     """cudaHostRegister/Unregister, cudaPointerGetAttributes, cudaMallocHost, cudaMalloc,
     streams, cudaMemcpyAsync and events on device ``device``."""
 
@@ -93,7 +94,23 @@ class CudaRuntime:
             "runtime_version": f"{rtv // 1000}.{rtv % 1000 // 10}",
             "cuda_bindings_version": cuda.bindings.__version__,
             "read_only_register_supported": self.read_only_register,
+            **self._pcie_link(),
         }
+
+    def _pcie_link(self) -> dict:
+        """The PCIe link as nvidia-smi reports it (generation and width, current and max), if it can."""
+        import subprocess
+        fields = ("pcie.link.gen.current", "pcie.link.width.current", "pcie.link.gen.max", "pcie.link.width.max")
+        try:
+            r = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits",
+                                "-i", str(self.device)], capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        values = [v.strip() for v in r.stdout.strip().split(",")]
+        if r.returncode != 0 or len(values) != len(fields):
+            return {}
+        keys = ("pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max")
+        return {k: int(v) if v.isdigit() else v for k, v in zip(keys, values)}
 
     # -- locking -----------------------------------------------------------------------
     def lock(self, ptr: int, nbytes: int, *, read_only: bool = False) -> int:
@@ -287,9 +304,3 @@ class CudaRuntime:
 
     def close(self) -> None:
         self.recorder.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

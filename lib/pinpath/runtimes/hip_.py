@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..closing import Closing
 from ..errors import LockFailed, RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
@@ -143,7 +144,7 @@ class HipLatch(NamedTuple):
     device: int
 
 
-class HipRuntime:
+class HipRuntime(Closing):
     """hipHostRegister/Unregister, hipPointerGetAttributes, hipHostMalloc, hipMalloc,
     streams, hipMemcpyAsync and events on device ``device``."""
 
@@ -430,12 +431,6 @@ class HipRuntime:
                 self._check("hipModuleUnload", self._hip.hipModuleUnload(module))
         finally:
             self.recorder.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def pointer_answer(ptr: int, attrs: PointerAttributes, memory_types: dict[int, str]) -> PointerInfo:

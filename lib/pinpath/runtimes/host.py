@@ -6,7 +6,6 @@ share of pinning and runs on any Linux machine.
 from __future__ import annotations
 
 import ctypes
-import os
 import platform
 import queue as _queue
 import threading
@@ -14,6 +13,7 @@ import threading
 import numpy as np
 
 from .. import libc, osinfo
+from ..closing import Closing
 from ..errors import LockFailed, RuntimeCallFailed
 from ..records import PointerInfo
 from ..trace import Recorder
@@ -68,7 +68,7 @@ class _Worker:
         self._thread.join()
 
 
-class HostRuntime:
+class HostRuntime(Closing):
     """mlock/munlock, mmap'd staging and "device" memory, copies on a worker thread."""
 
     name = "host"
@@ -240,9 +240,3 @@ class HostRuntime:
 
     def close(self) -> None:
         self.recorder.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..closing import Closing
 from ..errors import LockFailed, RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
@@ -445,7 +446,7 @@ def missing_symbol_sentence(library: str, path: str | None, sym: str) -> str:
             f"({path or 'path unknown'}) has no {sym}, which pinpath calls")
 
 
-class HsaRuntime:
+class HsaRuntime(Closing):
     """hsa_amd_memory_lock/unlock, hsa_amd_pointer_info, fine-grained CPU pool allocations
     granted to the GPU, coarse-grained GPU pool allocations and hsa_amd_memory_async_copy
     with completion signals, on GPU agent number ``device``."""
@@ -896,9 +897,3 @@ class HsaRuntime:
                 self._do("hsa_shut_down")
         finally:
             self.recorder.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -66,7 +66,7 @@ compare: setup  ## render the claims of RUNS="outputs/A outputs/B" side by side 
 lab: setup  ## JupyterLab on 127.0.0.1 (token) with the pinpath kernel registered
 	$(VENV)/bin/python -m pip install -q $(PIP_FROM) -e '.[$(EXTRAS),lab]'
 	$(VENV)/bin/python -m ipykernel install --sys-prefix --name pinpath --display-name "Python (pinpath)"
-	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --no-browser --ServerApp.root_dir=$(CURDIR)
+	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --no-browser --ServerApp.root_dir=$(CURDIR) $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 wheelhouse:  ## download wheels for an offline node into wheelhouse/ (PYVER=3.12, SKIP="numpy pandas ...")
 	mkdir -p $(WHEELHOUSE)

@@ -71,7 +71,7 @@ C12 = {
 }
 HARNESS = {"metric": "str", "ns": "float", "platform": "str"}
 BANDWIDTH = {
-    "case": "str",      # "pinned" (prepinned policy), "pageable" (driver_pageable), "plain_loop"
+    "case": "str",      # "pinned" (prepinned policy), "pageable" (driver_pageable), "plain_loop", "sync_loop"
     "path": "str",      # the path the transfer took ("" for the bare loop)
     "direction": "str",
     "nbytes": "int",

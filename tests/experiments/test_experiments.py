@@ -15,7 +15,7 @@ def test_harness(any_rt):
 
 def test_bandwidth(any_rt):
     df = check_frame(ex.bandwidth(any_rt, sizes_nbytes=[1 << 16, 1 << 20], repeats=2, warmup=1, verify="all"), BANDWIDTH)
-    assert set(df.case) == {"pinned", "pageable", "plain_loop"}
+    assert {"pinned", "pageable", "plain_loop"} <= set(df.case) <= {"pinned", "pageable", "plain_loop", "sync_loop"}
     assert df[df.case != "plain_loop"].verified.all()
     assert (df.gb_per_s > 0).all()
     assert set(df[df.case == "pinned"].path) == {"pinned_direct"}
@@ -120,3 +120,12 @@ def test_overlap(any_rt):
         assert any_rt.name in df.not_applicable.iloc[0]
         return
     assert set(df.queues) == {1, 2} and df[df.repeat == 0].verified.all() and (df.wall_ns > 0).all()
+
+
+def test_limits_stay_under_a_hard_limit_that_cannot_be_raised(host_rt):
+    from pinpath.osinfo import memlock_limit_nbytes
+    soft, hard = memlock_limit_nbytes()
+    if hard < 0 or hard > 64 << 20:
+        pytest.skip(f"RLIMIT_MEMLOCK hard limit is {hard}: too large to probe past it here")
+    _, lim = ex.lock_limits(host_rt, limit_nbytes=4 * hard)
+    assert (lim.limit_nbytes <= hard).all() and len(lim) == 6

@@ -22,8 +22,9 @@ _CASES = {"pinned": (Policy.PREPINNED, MemoryKind.PINNED), "pageable": (Policy.D
 def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10, warmup: int = 2,
               verify: str = "first") -> pd.DataFrame:
     """Copy bandwidth per size and direction of: pinned memory through the ``prepinned``
-    policy, pageable memory through ``driver_pageable``, and a bare native loop over the
-    same pinned buffer that bypasses pinpath (``rt.plain_copy_ns``), all in one run."""
+    policy, pageable memory through ``driver_pageable``, and two bare native loops over the
+    same pinned buffer that bypass pinpath: the async copy + wait (``plain_loop``) and the
+    runtime's synchronous copy (``sync_loop``, where it has one), all in one run."""
     rows = []
     with DeviceBuffers(rt) as dev:
         for pt in grid(nbytes=sizes_nbytes, direction=directions):
@@ -40,9 +41,14 @@ def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10,
                     pol.unmap(buf)
                     if case == "pinned":
                         src, dst = (buf.ptr, dptr) if d == "h2d" else (dptr, buf.ptr)
-                        ns = rt.plain_copy_ns(dst, src, n, d, repeats + warmup)[warmup:]
-                        rows += [{"case": "plain_loop", "path": "", "direction": d, "nbytes": n, "repeat": i,
-                                  "total_ns": t, "dma_event_ns": None, "verified": None} for i, t in enumerate(ns)]
+                        for loop, fn in (("plain_loop", rt.plain_copy_ns), ("sync_loop", rt.sync_copy_ns)):
+                            try:
+                                ns = fn(dst, src, n, d, repeats + warmup)[warmup:]
+                            except NotImplementedError:   # the runtime has no such copy: no rows
+                                continue
+                            rows += [{"case": loop, "path": "", "direction": d, "nbytes": n, "repeat": i,
+                                      "total_ns": t, "dma_event_ns": None, "verified": None}
+                                     for i, t in enumerate(ns)]
     for r in rows:
         r["gb_per_s"] = r["nbytes"] / r["total_ns"]
         r["platform"] = rt.name

@@ -62,8 +62,13 @@ def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 5) -> pd
 
 _CHILD = r"""
 import ctypes, json, os, resource, sys
-limit, sizes, platform = int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
-resource.setrlimit(resource.RLIMIT_MEMLOCK, (limit, limit))
+limit, factors, platform = int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+if hard != resource.RLIM_INFINITY and limit > hard:
+    limit = hard                     # raising the hard limit needs CAP_SYS_RESOURCE: stay under it
+resource.setrlimit(resource.RLIMIT_MEMLOCK, (limit, hard))
+sizes = [int(limit * f) for f in factors]
+print(json.dumps({"limit": limit}), flush=True)
 # CAP_IPC_LOCK (bit 14) lets mlock ignore RLIMIT_MEMLOCK: drop it from the effective and
 # permitted sets (capget/capset, version 3 header), so the limit applies even to root
 hdr = (ctypes.c_uint32 * 2)(0x20080522, 0)
@@ -91,29 +96,30 @@ for op in ("lock", "alloc_pinned"):
                 err, vm = f"{e.rc_name} ({e.rc})", vmlck_nbytes()
         c = [c for c in calls if c[0] not in ("munlock", "munmap", "cudaHostUnregister", "cudaFreeHost")][-1]
         print(json.dumps({"op": op, "nbytes": n, "call": c[0], "rc": c[3], "error": err, "granted": not err,
-                          "vmlck_nbytes": vm}), flush=True)
+                          "vmlck_nbytes": vm, "limit_nbytes": limit}), flush=True)
 rt.close()
 """
 
 
 def lock_limits(rt, *, limit_nbytes: int = 64 << 20, factors=(0.5, 1.0, 2.0)) -> tuple[dict, pd.DataFrame]:
     """RLIMIT_MEMLOCK as this process has it, and what the runtime does around a limit:
-    a child process lowers its RLIMIT_MEMLOCK to ``limit_nbytes`` and drops CAP_IPC_LOCK
-    (with which root would ignore the limit), then locks heap buffers and allocates
-    pinned memory of ``factors`` x the limit, reporting each answer.
+    a child process lowers its RLIMIT_MEMLOCK to ``limit_nbytes`` (or to its hard limit, if
+    that is lower and cannot be raised) and drops CAP_IPC_LOCK (with which root would ignore
+    the limit), then locks heap buffers and allocates pinned memory of ``factors`` x that
+    limit, reporting each answer.
 
     Returns (limits of this process, LIMITS rows of the child)."""
     soft, hard = memlock_limit_nbytes()
     here = {"rlimit_memlock_soft_nbytes": soft, "rlimit_memlock_hard_nbytes": hard, "vmlck_nbytes": vmlck_nbytes(),
             "euid": os.geteuid()}
-    sizes = [int(limit_nbytes * f) for f in factors]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    r = subprocess.run([sys.executable, "-c", _CHILD, str(limit_nbytes), json.dumps(sizes), rt.name],
+    r = subprocess.run([sys.executable, "-c", _CHILD, str(limit_nbytes), json.dumps(list(factors)), rt.name],
                        capture_output=True, text=True, env=env, timeout=300)
-    rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    rows = [row for row in (json.loads(line) for line in r.stdout.splitlines() if line.startswith("{"))
+            if "op" in row]
     if r.returncode != 0 and not rows:
         raise RuntimeCallFailed(rt.name, "lock limit probe", r.returncode,
                                 (r.stderr.strip().splitlines() or ["no output"])[-1])
     for row in rows:
-        row.update(limit_nbytes=limit_nbytes, platform=rt.name)
+        row["platform"] = rt.name
     return here, frame(rows, LIMITS)

@@ -135,5 +135,6 @@ def api_stats(transfers: pd.DataFrame, calls: pd.DataFrame, *, by: str = "user_p
         st = stats_frame(hsa_stats(recs))
         st[by] = value
         st["category"] = st.Name.map(dict(zip(g.call, g.category)))
+        st["refused"] = st.Name.map((g.rc > 0).groupby(g.call).sum()).astype("int64")   # calls with an error code
         frames.append(st)
     return pd.concat(frames, ignore_index=True)

@@ -136,7 +136,9 @@ def _c5(data, platform):
         return measured, Verdict.HOLDS, "read-only memory cannot be locked here and the fallback carried the copy"
     ro = o[o.kind == "read_only"]
     call = f" ({ro.call.iloc[0]})" if len(ro) else ""
-    return measured, Verdict.DOES_NOT_HOLD, f"this runtime granted the lock of read-only memory{call}: no fallback was needed for it"
+    others = f"; the fallback was needed for {', '.join(refused)} instead" if refused else ""
+    return measured, Verdict.DOES_NOT_HOLD, (f"this runtime granted the lock of read-only memory{call}: no fallback "
+                                             f"was needed for it{others}")
 
 
 def _lock_median(lc, op, state):
@@ -202,9 +204,15 @@ def _c10(data, platform):
         return "no lock calls in one of the runs", Verdict.NOT_APPLICABLE, "the replica made no lock calls to compare"
     without, with_ = float(by.loc[False]), float(by.loc[True])
     ok = with_ < without
-    measured = f"average lock call {fmt_ns(without)} without user pinning, {fmt_ns(with_)} with"
-    return measured, _yes(ok), ("user pinning makes the runtime's lock calls cheaper, as in the thread's tables"
-                                if ok else "user pinning does not make the lock calls cheaper")
+    pinned = lock[lock.user_pinned.astype(bool)]
+    refused = int(pinned.refused.sum()) if "refused" in pinned else 0
+    measured = (f"average lock call {fmt_ns(without)} without user pinning, {fmt_ns(with_)} with"
+                + (f" ({refused} of {int(pinned.Calls.sum())} refused)" if refused else ""))
+    why = ("user pinning makes the runtime's lock calls cheaper, as in the thread's tables" if ok else
+           "user pinning does not make the lock calls cheaper")
+    if ok and refused:
+        why += ", here because the runtime refuses a lock of memory the application already pinned"
+    return measured, _yes(ok), why
 
 
 def _c11(data, platform):
@@ -262,9 +270,10 @@ def _c14(data, platform):
         big = bw[bw.nbytes == bw.nbytes.max()]
         a = big[big.case == "pinned"].gb_per_s.median()
         bare = big[big.case == "plain_loop"].gb_per_s.median()
+        sync = big[big.case == "sync_loop"].gb_per_s.median()
         pageable = big[big.case == "pageable"].gb_per_s.median()
         copy = (f"; async pinned copy {a:.1f} GB/s at {fmt_nbytes(int(big.nbytes.iloc[0]))} "
-                f"(bare native loop {bare:.1f}, pageable {pageable:.1f}")
+                f"(bare native async loop {bare:.1f}, synchronous copy {sync:.1f}, pageable {pageable:.1f}")
         link = data.get("11_c14_tracked_locking-link")
         if link is not None and len(link) and link.peak_gb_per_s.notna().all():
             copy += f"; {100 * a / link.peak_gb_per_s.iloc[0]:.0f} % of the {link.link.iloc[0]} raw peak"

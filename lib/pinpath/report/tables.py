@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..units import fmt_nbytes, fmt_ns
 
-__all__ = ["spread", "median_of", "call_counts", "paths_by", "beside", "c12_table", "c2_table", "lock_table", "bandwidth_table",
+__all__ = ["spread", "median_of", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table", "lock_table", "bandwidth_table",
            "harness_table"]
 
 
@@ -84,6 +84,7 @@ def bandwidth_table(df: pd.DataFrame) -> pd.DataFrame:
     """Median GB/s per case, direction and size; pinpath's pinned copy against the bare loop."""
     med = df.groupby(["direction", "nbytes", "case"]).gb_per_s.median().unstack("case")
     out = med.reset_index()
+    out.columns.name = None
     out["size"] = out.nbytes.map(fmt_nbytes)
     if {"pinned", "plain_loop"} <= set(med.columns):
         out["pinned / plain loop"] = (med["pinned"] / med["plain_loop"]).round(3).values
@@ -118,3 +119,19 @@ def paths_by(transfers: pd.DataFrame, by) -> pd.DataFrame:
 def beside(judged: pd.DataFrame) -> pd.DataFrame:
     """The claims judged in a notebook: the thread's figure beside the measured one, and the verdict."""
     return judged[["id", "who", "thread", "measured", "verdict", "why"]]
+
+
+def contention(conc: pd.DataFrame) -> pd.DataFrame:
+    """Per policy: median overhead per transfer with the fewest and the most threads, the
+    contention slope (least-squares ns per added thread over the per-thread medians) and the
+    aggregate throughput at both ends."""
+    rows = []
+    for policy, g in conc.groupby("policy", sort=False):
+        med = g.groupby("threads").overhead_ns.median()
+        agg = g.groupby("threads").aggregate_gb_per_s.first()
+        lo, hi = med.index.min(), med.index.max()
+        slope = np.polyfit(g.threads.astype(float), g.overhead_ns.astype(float), 1)[0] if g.threads.nunique() > 1 else 0.0
+        rows.append({"policy": policy, f"overhead, {lo} thread(s)": fmt_ns(med[lo]), f"overhead, {hi} threads": fmt_ns(med[hi]),
+                     "slope per added thread": fmt_ns(slope), f"GB/s, {lo}": round(float(agg[lo]), 3),
+                     f"GB/s, {hi}": round(float(agg[hi]), 3)})
+    return pd.DataFrame(rows)

@@ -84,6 +84,9 @@ class Runtime(Protocol):
     def plain_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction,
                       repeats: int) -> list[int]:
         """A bare native copy loop that bypasses pinpath (reference for its own overhead)."""
+    def sync_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction,
+                     repeats: int) -> list[int]:
+        """The runtime's synchronous copy in a bare loop (NotImplementedError where it has none)."""
     def close(self) -> None: ...
 
 

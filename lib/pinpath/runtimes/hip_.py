@@ -424,6 +424,17 @@ class HipRuntime(Closing):
             hip.hipStreamDestroy(q)
         return out
 
+    def sync_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
+        """hipMemcpy (synchronous) in a bare loop, host-timed, unrecorded."""
+        kind = self._H2D if direction == Direction.H2D else self._D2H
+        out = []
+        for _ in range(repeats):
+            t0 = time.perf_counter_ns()
+            err, = self._hip.hipMemcpy(dst, src, nbytes, kind)
+            out.append(time.perf_counter_ns() - t0)
+            self._check("hipMemcpy", err)
+        return out
+
     def close(self) -> None:
         try:
             if self._module is not None:

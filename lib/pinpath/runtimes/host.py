@@ -230,6 +230,7 @@ class HostRuntime(Closing):
         libc.memmove(ptr, src.ctypes.data, src.nbytes)
 
     def plain_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
+        """memmove in a bare loop (the host's copy is synchronous: ``sync_copy_ns`` is the same loop)."""
         import time
         out = []
         for _ in range(repeats):
@@ -237,6 +238,8 @@ class HostRuntime(Closing):
             libc.memmove(dst, src, nbytes)
             out.append(time.perf_counter_ns() - t0)
         return out
+
+    sync_copy_ns = plain_copy_ns
 
     def close(self) -> None:
         self.recorder.close()

@@ -863,6 +863,9 @@ class HsaRuntime(Closing):
             self._sync_copy(ptr, stage, src.nbytes, Direction.H2D)
         self._staged(src.nbytes, body)
 
+    def sync_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
+        raise NotImplementedError("hsa: pinpath binds no synchronous copy (hsa_memory_copy), only the async one")
+
     def plain_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
         """hsa_amd_memory_async_copy + hsa_signal_wait_scacquire on one reused signal in a
         bare loop, host-timed, unrecorded."""

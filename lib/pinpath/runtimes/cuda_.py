@@ -7,24 +7,19 @@ error name.
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
-from ..closing import Closing
 from ..errors import LockFailed, RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
-from ..vocab import Direction, PageableCopy
+from ..vocab import PageableCopy
+from .streams import StreamRuntime
 
 __all__ = ["CudaRuntime"]
 
 
-def _rc(out) -> int:
-    return int(out[0]) if isinstance(out, tuple) else int(out)
-
-
-class CudaRuntime(Closing):
+class CudaRuntime(StreamRuntime):
     """cudaHostRegister/Unregister, cudaPointerGetAttributes, cudaMallocHost, cudaMalloc,
     streams, cudaMemcpyAsync and events on device ``device``."""
 
@@ -47,7 +42,8 @@ class CudaRuntime(Closing):
             raise RuntimeUnavailable(
                 f"cuda runtime unavailable: cuda-python is not installed ({e.name or 'cuda.bindings'} "
                 "cannot be imported; pip install cuda-bindings)") from None
-        self._rt = cudart
+        self._rt = self._api = cudart
+        self._p = "cuda"
         self.recorder = recorder or Recorder()
         err, count = cudart.cudaGetDeviceCount()
         if int(err) != 0 or count == 0:
@@ -69,15 +65,6 @@ class CudaRuntime(Closing):
     def _name(self, err) -> str:
         e, name = self._rt.cudaGetErrorName(err)
         return name.decode() if int(e) == 0 else f"cudaError {int(err)}"
-
-    def _check(self, call: str, out, *, exc=RuntimeCallFailed, nbytes=None, ptr=None):
-        rc = _rc(out)
-        if rc != 0:
-            raise exc("cuda", call, rc, self._name(out[0] if isinstance(out, tuple) else out), nbytes, ptr)
-        return out[1] if isinstance(out, tuple) and len(out) == 2 else out
-
-    def _do(self, call: str, fn, *args, exc=RuntimeCallFailed, nbytes=None, ptr=None):
-        return self._check(call, self.recorder.call(call, fn, *args, rc_of=_rc), exc=exc, nbytes=nbytes, ptr=ptr)
 
     def describe(self) -> dict:
         rt = self._rt
@@ -144,47 +131,6 @@ class CudaRuntime(Closing):
     def free_pinned(self, ptr: int, nbytes: int) -> None:
         self._do("cudaFreeHost", self._rt.cudaFreeHost, ptr, ptr=ptr)
         self.recorder.release("pinned", ptr)
-
-    def alloc_device(self, nbytes: int) -> int:
-        ptr = int(self._do("cudaMalloc", self._rt.cudaMalloc, nbytes, nbytes=nbytes))
-        self.recorder.acquire("device", ptr, nbytes)
-        return ptr
-
-    def free_device(self, ptr: int, nbytes: int) -> None:
-        self._do("cudaFree", self._rt.cudaFree, ptr, ptr=ptr)
-        self.recorder.release("device", ptr)
-
-    # -- queues, copies, events --------------------------------------------------------
-    def new_queue(self):
-        return self._do("cudaStreamCreateWithFlags", self._rt.cudaStreamCreateWithFlags,
-                        self._rt.cudaStreamNonBlocking)
-
-    def free_queue(self, q) -> None:
-        self._do("cudaStreamDestroy", self._rt.cudaStreamDestroy, q)
-
-    def copy_async(self, dst: int, src: int, nbytes: int, direction: Direction, q) -> None:
-        kind = self._H2D if direction == Direction.H2D else self._D2H
-        self._do("cudaMemcpyAsync", self._rt.cudaMemcpyAsync, dst, src, nbytes, kind, q, nbytes=nbytes)
-
-    def wait(self, q) -> None:
-        self._do("cudaStreamSynchronize", self._rt.cudaStreamSynchronize, q)
-
-    def host_copy(self, dst: int, src: int, nbytes: int) -> None:
-        import ctypes
-        self.recorder.call("memcpy", ctypes.memmove, dst, src, nbytes)
-
-    def new_event(self):
-        return self._do("cudaEventCreate", self._rt.cudaEventCreate)
-
-    def free_event(self, ev) -> None:
-        self._do("cudaEventDestroy", self._rt.cudaEventDestroy, ev)
-
-    def record_event(self, ev, q) -> None:
-        self._do("cudaEventRecord", self._rt.cudaEventRecord, ev, q)
-
-    def elapsed_ns(self, ev0, ev1) -> int:
-        ms = self._do("cudaEventElapsedTime", self._rt.cudaEventElapsedTime, ev0, ev1)
-        return int(round(ms * 1e6))
 
     # -- kernels and latches -----------------------------------------------------------
     def prepare_kernels(self) -> None:
@@ -263,55 +209,6 @@ class CudaRuntime(Closing):
         if nvcc is None:
             raise NotImplementedError("cuda: no nvcc for the native twin")
         return [nvcc, "-O2", "-DPINPATH_CUDA", "-x", "c", src, "-o", exe, "-lcudart"]
-
-    # -- untimed helpers ---------------------------------------------------------------
-    def null_native(self):
-        """The cheapest real runtime call, unrecorded."""
-        return self._rt.cudaGetDevice()
-
-    def null_call(self) -> None:
-        self._do("cudaGetDevice", self._rt.cudaGetDevice)
-
-    def fill_device(self, ptr: int, byte: int, nbytes: int) -> None:
-        self._check("cudaMemset", self._rt.cudaMemset(ptr, byte, nbytes))
-        self._check("cudaDeviceSynchronize", self._rt.cudaDeviceSynchronize())
-
-    def read_device(self, ptr: int, nbytes: int) -> np.ndarray:
-        out = np.empty(nbytes, dtype=np.uint8)
-        self._check("cudaMemcpy", self._rt.cudaMemcpy(out.ctypes.data, ptr, nbytes, self._D2H))
-        return out
-
-    def write_device(self, ptr: int, src: np.ndarray) -> None:
-        self._check("cudaMemcpy", self._rt.cudaMemcpy(ptr, src.ctypes.data, src.nbytes, self._H2D))
-
-    def plain_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
-        """cudaMemcpyAsync + cudaStreamSynchronize in a bare loop, host-timed, unrecorded."""
-        rt = self._rt
-        kind = self._H2D if direction == Direction.H2D else self._D2H
-        q = self._check("cudaStreamCreateWithFlags", rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking))
-        out = []
-        try:
-            for _ in range(repeats):
-                t0 = time.perf_counter_ns()
-                err, = rt.cudaMemcpyAsync(dst, src, nbytes, kind, q)
-                err2, = rt.cudaStreamSynchronize(q)
-                out.append(time.perf_counter_ns() - t0)
-                self._check("cudaMemcpyAsync", err)
-                self._check("cudaStreamSynchronize", err2)
-        finally:
-            rt.cudaStreamDestroy(q)
-        return out
-
-    def sync_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
-        """cudaMemcpy (synchronous) in a bare loop, host-timed, unrecorded."""
-        kind = self._H2D if direction == Direction.H2D else self._D2H
-        out = []
-        for _ in range(repeats):
-            t0 = time.perf_counter_ns()
-            err, = self._rt.cudaMemcpy(dst, src, nbytes, kind)
-            out.append(time.perf_counter_ns() - t0)
-            self._check("cudaMemcpy", err)
-        return out
 
     def close(self) -> None:
         self.recorder.close()

@@ -11,16 +11,15 @@ changed in 6.0, so ``describe`` uses only calls whose ABI did not change).
 from __future__ import annotations
 
 import ctypes
-import time
 from typing import NamedTuple
 
 import numpy as np
 
-from ..closing import Closing
 from ..errors import LockFailed, RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
-from ..vocab import Direction, PageableCopy
+from ..vocab import PageableCopy
+from .streams import StreamRuntime, rc_of
 
 __all__ = ["HipRuntime", "parse_hip_version", "memory_type_names", "PointerAttributes", "load_hiprtc",
            "compile_kernels", "HipLatch"]
@@ -67,8 +66,7 @@ class PointerAttributes(ctypes.Structure):
     ]
 
 
-def _rc(out) -> int:
-    return int(out[0]) if isinstance(out, tuple) else int(out)
+_rc = rc_of
 
 
 def load_hiprtc():
@@ -144,7 +142,7 @@ class HipLatch(NamedTuple):
     device: int
 
 
-class HipRuntime(Closing):
+class HipRuntime(StreamRuntime):
     """hipHostRegister/Unregister, hipPointerGetAttributes, hipHostMalloc, hipMalloc,
     streams, hipMemcpyAsync and events on device ``device``."""
 
@@ -168,7 +166,8 @@ class HipRuntime(Closing):
             raise RuntimeUnavailable(
                 f"hip runtime unavailable: hip-python is not installed ({e.name or 'hip'} cannot be "
                 "imported; pip install the hip-python release of this machine's ROCm)") from None
-        self._hip = hip
+        self._hip = self._api = hip
+        self._p = "hip"
         self.recorder = recorder or Recorder()
         try:
             out = hip.hipRuntimeGetVersion()
@@ -199,15 +198,6 @@ class HipRuntime(Closing):
             return f"hipError {int(err)}"
         e, name = self._hip.hipGetErrorName(code)
         return str(name) if int(e) == HIP_SUCCESS else code.name
-
-    def _check(self, call: str, out, *, exc=RuntimeCallFailed, nbytes=None, ptr=None):
-        rc = _rc(out)
-        if rc != HIP_SUCCESS:
-            raise exc("hip", call, rc, self._name(rc), nbytes, ptr)
-        return out[1] if isinstance(out, tuple) and len(out) == 2 else out
-
-    def _do(self, call: str, fn, *args, exc=RuntimeCallFailed, nbytes=None, ptr=None):
-        return self._check(call, self.recorder.call(call, fn, *args, rc_of=_rc), exc=exc, nbytes=nbytes, ptr=ptr)
 
     def describe(self) -> dict:
         import importlib.metadata
@@ -263,46 +253,6 @@ class HipRuntime(Closing):
     def free_pinned(self, ptr: int, nbytes: int) -> None:
         self._do("hipHostFree", self._hip.hipHostFree, ptr, ptr=ptr)
         self.recorder.release("pinned", ptr)
-
-    def alloc_device(self, nbytes: int) -> int:
-        ptr = int(self._do("hipMalloc", self._hip.hipMalloc, nbytes, nbytes=nbytes))
-        self.recorder.acquire("device", ptr, nbytes)
-        return ptr
-
-    def free_device(self, ptr: int, nbytes: int) -> None:
-        self._do("hipFree", self._hip.hipFree, ptr, ptr=ptr)
-        self.recorder.release("device", ptr)
-
-    # -- queues, copies, events --------------------------------------------------------
-    def new_queue(self):
-        return self._do("hipStreamCreateWithFlags", self._hip.hipStreamCreateWithFlags,
-                        self._hip.hipStreamNonBlocking)
-
-    def free_queue(self, q) -> None:
-        self._do("hipStreamDestroy", self._hip.hipStreamDestroy, q)
-
-    def copy_async(self, dst: int, src: int, nbytes: int, direction: Direction, q) -> None:
-        kind = self._H2D if direction == Direction.H2D else self._D2H
-        self._do("hipMemcpyAsync", self._hip.hipMemcpyAsync, dst, src, nbytes, kind, q, nbytes=nbytes)
-
-    def wait(self, q) -> None:
-        self._do("hipStreamSynchronize", self._hip.hipStreamSynchronize, q)
-
-    def host_copy(self, dst: int, src: int, nbytes: int) -> None:
-        self.recorder.call("memcpy", ctypes.memmove, dst, src, nbytes)
-
-    def new_event(self):
-        return self._do("hipEventCreate", self._hip.hipEventCreate)
-
-    def free_event(self, ev) -> None:
-        self._do("hipEventDestroy", self._hip.hipEventDestroy, ev)
-
-    def record_event(self, ev, q) -> None:
-        self._do("hipEventRecord", self._hip.hipEventRecord, ev, q)
-
-    def elapsed_ns(self, ev0, ev1) -> int:
-        ms = self._do("hipEventElapsedTime", self._hip.hipEventElapsedTime, ev0, ev1)
-        return int(round(ms * 1e6))
 
     # -- kernels and latches -----------------------------------------------------------
     def gcn_arch_name(self) -> str | None:
@@ -384,56 +334,6 @@ class HipRuntime(Closing):
         self.release(latch)
         self._check("hipDeviceSynchronize", self._hip.hipDeviceSynchronize())   # no spin kernel reads it any more
         self._check("hipHostFree", self._hip.hipHostFree(latch.host))
-
-    # -- untimed helpers ---------------------------------------------------------------
-    def null_native(self):
-        """The cheapest real runtime call, unrecorded."""
-        return self._hip.hipGetDevice()
-
-    def null_call(self) -> None:
-        self._do("hipGetDevice", self._hip.hipGetDevice)
-
-    def fill_device(self, ptr: int, byte: int, nbytes: int) -> None:
-        self._check("hipMemset", self._hip.hipMemset(ptr, byte, nbytes))
-        self._check("hipDeviceSynchronize", self._hip.hipDeviceSynchronize())
-
-    def read_device(self, ptr: int, nbytes: int) -> np.ndarray:
-        out = np.empty(nbytes, dtype=np.uint8)
-        self._check("hipMemcpy", self._hip.hipMemcpy(out.ctypes.data, ptr, nbytes, self._D2H))
-        return out
-
-    def write_device(self, ptr: int, src: np.ndarray) -> None:
-        src = np.ascontiguousarray(src)
-        self._check("hipMemcpy", self._hip.hipMemcpy(ptr, src.ctypes.data, src.nbytes, self._H2D))
-
-    def plain_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
-        """hipMemcpyAsync + hipStreamSynchronize in a bare loop, host-timed, unrecorded."""
-        hip = self._hip
-        kind = self._H2D if direction == Direction.H2D else self._D2H
-        q = self._check("hipStreamCreateWithFlags", hip.hipStreamCreateWithFlags(hip.hipStreamNonBlocking))
-        out = []
-        try:
-            for _ in range(repeats):
-                t0 = time.perf_counter_ns()
-                err, = hip.hipMemcpyAsync(dst, src, nbytes, kind, q)
-                err2, = hip.hipStreamSynchronize(q)
-                out.append(time.perf_counter_ns() - t0)
-                self._check("hipMemcpyAsync", err)
-                self._check("hipStreamSynchronize", err2)
-        finally:
-            hip.hipStreamDestroy(q)
-        return out
-
-    def sync_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
-        """hipMemcpy (synchronous) in a bare loop, host-timed, unrecorded."""
-        kind = self._H2D if direction == Direction.H2D else self._D2H
-        out = []
-        for _ in range(repeats):
-            t0 = time.perf_counter_ns()
-            err, = self._hip.hipMemcpy(dst, src, nbytes, kind)
-            out.append(time.perf_counter_ns() - t0)
-            self._check("hipMemcpy", err)
-        return out
 
     def close(self) -> None:
         try:

@@ -1,0 +1,141 @@
+"""What CUDA's and HIP's runtime APIs share call for call (HIP mirrors CUDA's names with
+another prefix): status checks, device memory, streams, async and sync copies, events, the
+untimed helpers. ``cuda_`` and ``hip_`` add what differs: start-up, locking, pointer
+queries, pinned allocation, kernels."""
+
+from __future__ import annotations
+
+import ctypes
+import time
+
+import numpy as np
+
+from ..closing import Closing
+from ..errors import RuntimeCallFailed
+from ..vocab import Direction
+
+__all__ = ["StreamRuntime", "rc_of"]
+
+
+def rc_of(out) -> int:
+    """The status of a binding's ``(status, value...)`` tuple, or of a bare status."""
+    return int(out[0]) if isinstance(out, tuple) else int(out)
+
+
+class StreamRuntime(Closing):
+    """Subclasses set ``name``, ``_api`` (the bindings module), ``_p`` (the API's prefix,
+    "cuda" or "hip"), ``_H2D`` / ``_D2H`` (its memcpy kinds), ``recorder``, and ``_name(err)``."""
+
+    name: str
+    _p: str
+
+    def _fn(self, suffix: str):
+        return getattr(self._api, self._p + suffix)
+
+    def _name(self, err) -> str:
+        raise NotImplementedError
+
+    def _check(self, call: str, out, *, exc=RuntimeCallFailed, nbytes=None, ptr=None):
+        """The value of a binding's result, or ``exc`` with the API's error name."""
+        rc = rc_of(out)
+        if rc != 0:
+            raise exc(self.name, call, rc, self._name(out[0] if isinstance(out, tuple) else out), nbytes, ptr)
+        return out[1] if isinstance(out, tuple) and len(out) == 2 else out
+
+    def _do(self, call: str, fn, *args, exc=RuntimeCallFailed, nbytes=None, ptr=None):
+        """A recorded, checked call."""
+        return self._check(call, self.recorder.call(call, fn, *args, rc_of=rc_of), exc=exc, nbytes=nbytes, ptr=ptr)
+
+    def _call(self, suffix: str, *args, nbytes=None, ptr=None):
+        """``_do`` of the API function ``<prefix><suffix>`` under its own name."""
+        return self._do(self._p + suffix, self._fn(suffix), *args, nbytes=nbytes, ptr=ptr)
+
+    def _kind(self, direction: Direction):
+        return self._H2D if direction == Direction.H2D else self._D2H
+
+    # -- device memory ------------------------------------------------------------------
+    def alloc_device(self, nbytes: int) -> int:
+        ptr = int(self._call("Malloc", nbytes, nbytes=nbytes))
+        self.recorder.acquire("device", ptr, nbytes)
+        return ptr
+
+    def free_device(self, ptr: int, nbytes: int) -> None:
+        self._call("Free", ptr, ptr=ptr)
+        self.recorder.release("device", ptr)
+
+    # -- queues, copies, events --------------------------------------------------------
+    def new_queue(self):
+        return self._call("StreamCreateWithFlags", self._fn("StreamNonBlocking"))
+
+    def free_queue(self, q) -> None:
+        self._call("StreamDestroy", q)
+
+    def copy_async(self, dst: int, src: int, nbytes: int, direction: Direction, q) -> None:
+        self._call("MemcpyAsync", dst, src, nbytes, self._kind(direction), q, nbytes=nbytes)
+
+    def wait(self, q) -> None:
+        self._call("StreamSynchronize", q)
+
+    def host_copy(self, dst: int, src: int, nbytes: int) -> None:
+        self.recorder.call("memcpy", ctypes.memmove, dst, src, nbytes)
+
+    def new_event(self):
+        return self._call("EventCreate")
+
+    def free_event(self, ev) -> None:
+        self._call("EventDestroy", ev)
+
+    def record_event(self, ev, q) -> None:
+        self._call("EventRecord", ev, q)
+
+    def elapsed_ns(self, ev0, ev1) -> int:
+        return int(round(self._call("EventElapsedTime", ev0, ev1) * 1e6))   # the API answers in ms
+
+    # -- untimed helpers ---------------------------------------------------------------
+    def null_native(self):
+        """The cheapest real runtime call, unrecorded."""
+        return self._fn("GetDevice")()
+
+    def null_call(self) -> None:
+        self._call("GetDevice")
+
+    def fill_device(self, ptr: int, byte: int, nbytes: int) -> None:
+        self._check(self._p + "Memset", self._fn("Memset")(ptr, byte, nbytes))
+        self._check(self._p + "DeviceSynchronize", self._fn("DeviceSynchronize")())
+
+    def read_device(self, ptr: int, nbytes: int) -> np.ndarray:
+        out = np.empty(nbytes, dtype=np.uint8)
+        self._check(self._p + "Memcpy", self._fn("Memcpy")(out.ctypes.data, ptr, nbytes, self._D2H))
+        return out
+
+    def write_device(self, ptr: int, src: np.ndarray) -> None:
+        src = np.ascontiguousarray(src)
+        self._check(self._p + "Memcpy", self._fn("Memcpy")(ptr, src.ctypes.data, src.nbytes, self._H2D))
+
+    def plain_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
+        """MemcpyAsync + StreamSynchronize in a bare loop, host-timed, unrecorded."""
+        copy, sync, kind = self._fn("MemcpyAsync"), self._fn("StreamSynchronize"), self._kind(direction)
+        q = self._check(self._p + "StreamCreateWithFlags", self._fn("StreamCreateWithFlags")(self._fn("StreamNonBlocking")))
+        out = []
+        try:
+            for _ in range(repeats):
+                t0 = time.perf_counter_ns()
+                err, = copy(dst, src, nbytes, kind, q)
+                err2, = sync(q)
+                out.append(time.perf_counter_ns() - t0)
+                self._check(self._p + "MemcpyAsync", err)
+                self._check(self._p + "StreamSynchronize", err2)
+        finally:
+            self._fn("StreamDestroy")(q)
+        return out
+
+    def sync_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
+        """The synchronous Memcpy in a bare loop, host-timed, unrecorded."""
+        copy, kind = self._fn("Memcpy"), self._kind(direction)
+        out = []
+        for _ in range(repeats):
+            t0 = time.perf_counter_ns()
+            err, = copy(dst, src, nbytes, kind)
+            out.append(time.perf_counter_ns() - t0)
+            self._check(self._p + "Memcpy", err)
+        return out

@@ -56,6 +56,18 @@ def test_sizes_are_checked(tmp_path):
     assert p.parameters["00_ok"]["SIZES_NBYTES"] == [4096, 1 << 20]
 
 
+def test_vocabulary_words_are_checked(tmp_path):
+    nb_dir = tmp_path / "nbs"
+    nb_dir.mkdir()
+    src = json.loads((FIXTURES / "00_ok.ipynb").read_text())
+    src["cells"][1]["source"] += '\nPOLICIES: list = ["nextgen"]  # policies\nVERIFY: str = "first"  # check'
+    (nb_dir / "00_ok.ipynb").write_text(json.dumps(src))
+    with pytest.raises(BadParameter, match=r"\[00_ok\]: POLICIES: unknown policy 'lock_allways'; known: stage_per_copy"):
+        runner.plan("smoke", "host", nb_dir=nb_dir, params_dir=_params(tmp_path, "00_ok:\n  POLICIES: [nextgen, lock_allways]\n"))
+    with pytest.raises(BadParameter, match="VERIFY must be one of all, first, none"):
+        runner.plan("smoke", "host", nb_dir=nb_dir, params_dir=_params(tmp_path, "00_ok:\n  VERIFY: sometimes\n"))
+
+
 def test_unknown_platform_preset_notebook(tmp_path):
     params = _params(tmp_path, "00_ok: {}\n01_broken: {}\n")
     with pytest.raises(UnknownName, match="unknown platform 'gpu'"):

@@ -8,9 +8,10 @@ from typing import Any
 
 import yaml
 
-from .errors import BadParameter
+from .errors import BadParameter, UnknownName
 from .osinfo import meminfo_nbytes
 from .units import parse_nbytes
+from .vocab import MemoryKind, Policy, choose
 
 __all__ = ["PRESETS", "RESERVED", "load_preset", "notebook_parameters", "resolve"]
 
@@ -48,6 +49,24 @@ def _is_size_name(name: str) -> bool:
     return name.endswith("NBYTES")
 
 
+#: parameters whose values are words of the vocabulary, by the end of their name
+_WORDS = (("POLICY", Policy, "policy"), ("POLICIES", Policy, "policy"), ("KIND", MemoryKind, "memory kind"),
+          ("KINDS", MemoryKind, "memory kind"))
+_VERIFY = ("all", "first", "none")
+
+
+def _check_words(name: str, value, where: str) -> None:
+    for suffix, enum, what in _WORDS:
+        if name.endswith(suffix):
+            for v in value if isinstance(value, list) else [value]:
+                try:
+                    choose(enum, v, what)
+                except UnknownName as e:
+                    raise BadParameter(f"{where}: {name}: {e}") from None
+    if name == "VERIFY" and value not in _VERIFY:
+        raise BadParameter(f"{where}: VERIFY must be one of {', '.join(_VERIFY)}, got {value!r}")
+
+
 def resolve(values: dict[str, Any], declared: dict[str, dict], *, where: str) -> dict[str, Any]:
     """Check ``values`` against the declared parameters and parse sizes.
 
@@ -76,5 +95,6 @@ def resolve(values: dict[str, Any], declared: dict[str, dict], *, where: str) ->
         types = _TYPES.get(want.replace("typing.", "").lower().split("[")[0])
         if types and (not isinstance(value, types) or (bool not in types and isinstance(value, bool))):
             raise BadParameter(f"{where}: {name} must be {want}, got {type(value).__name__} {value!r}")
+        _check_words(name, value, where)
         out[name] = value
     return out

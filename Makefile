@@ -18,7 +18,9 @@ SKIP       ?=
 ENV        ?= venv
 RUNS       ?=
 
-PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--no-index --find-links $(WHEELHOUSE),)
+# wheels in wheelhouse/ are preferred when present; OFFLINE=1 forbids the package index altogether
+OFFLINE    ?=
+PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE),) $(if $(OFFLINE),--no-index,)
 ifeq ($(ENV),system)
   PY    := PYTHONPATH=$(CURDIR)/.site:$(CURDIR)/lib JUPYTER_PATH=$(CURDIR)/.site/share/jupyter $(PYTHON)
   STAMP := .site/.stamp
@@ -33,7 +35,7 @@ endif
 help:  ## list the targets
 	@grep -E '^[a-z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
 
-setup: $(STAMP)  ## create the environment (.venv, or .site with ENV=system); offline if wheelhouse/ has wheels
+setup: $(STAMP)  ## create the environment (.venv, or .site with ENV=system); OFFLINE=1: from wheelhouse/ only
 
 $(VENV)/.stamp: pyproject.toml
 	rm -rf $(VENV)

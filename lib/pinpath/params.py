@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from .errors import BadParameter, UnknownName
+from .experiments.sweep import VERIFY_MODES
 from .osinfo import meminfo_nbytes
 from .units import parse_nbytes
 from .vocab import MemoryKind, Policy, choose
@@ -52,7 +53,6 @@ def _is_size_name(name: str) -> bool:
 #: parameters whose values are words of the vocabulary, by the end of their name
 _WORDS = (("POLICY", Policy, "policy"), ("POLICIES", Policy, "policy"), ("KIND", MemoryKind, "memory kind"),
           ("KINDS", MemoryKind, "memory kind"))
-_VERIFY = ("all", "first", "none")
 
 
 def _check_words(name: str, value, where: str) -> None:
@@ -63,8 +63,8 @@ def _check_words(name: str, value, where: str) -> None:
                     choose(enum, v, what)
                 except UnknownName as e:
                     raise BadParameter(f"{where}: {name}: {e}") from None
-    if name == "VERIFY" and value not in _VERIFY:
-        raise BadParameter(f"{where}: VERIFY must be one of {', '.join(_VERIFY)}, got {value!r}")
+    if name == "VERIFY" and value not in VERIFY_MODES:
+        raise BadParameter(f"{where}: VERIFY must be one of {', '.join(VERIFY_MODES)}, got {value!r}")
 
 
 def resolve(values: dict[str, Any], declared: dict[str, dict], *, where: str) -> dict[str, Any]:

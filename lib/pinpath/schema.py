@@ -17,7 +17,7 @@ from .records import PHASE_FIELDS, TransferRecord
 
 __all__ = ["TRANSFERS", "CALLS", "STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "NATIVE", "LOCK_OUTCOMES",
            "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "OVERLAP", "TABLES",
-           "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame", "DOC"]
+           "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
 
 TRANSFERS = {
     "event": "str",          # "transfer", "map" or "unmap"
@@ -111,7 +111,6 @@ TABLES = {"transfers": TRANSFERS, "calls": CALLS, "stats": STATS, "lock_cost": L
           "c12": C12, "harness": HARNESS, "bandwidth": BANDWIDTH, "native": NATIVE,
           "lock_outcomes": LOCK_OUTCOMES, "semantics": SEMANTICS, "hazard": HAZARD, "limits": LIMITS,
           "threads": THREADS, "overlap": OVERLAP}
-DOC = __doc__
 
 _CAST = {"int": "int64", "Int": "Int64", "float": "float64", "bool?": "boolean"}
 _KINDS = {"int": "iu", "Int": "iu", "float": "f", "bool?": "b", "str": "OUT"}

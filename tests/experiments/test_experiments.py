@@ -129,3 +129,12 @@ def test_limits_stay_under_a_hard_limit_that_cannot_be_raised(host_rt):
         pytest.skip(f"RLIMIT_MEMLOCK hard limit is {hard}: too large to probe past it here")
     _, lim = ex.lock_limits(host_rt, limit_nbytes=4 * hard)
     assert (lim.limit_nbytes <= hard).all() and len(lim) == 6
+
+
+def test_unknown_verify_mode_is_refused(host_rt):
+    from pinpath.errors import BadParameter
+    from pinpath.memkinds import host_buffer
+    from pinpath.policies import make_policy
+    with make_policy("prepinned", host_rt) as pol, ex.DeviceBuffers(host_rt) as dev, host_buffer("heap", 64) as b:
+        with pytest.raises(BadParameter, match="verify must be one of all, first, none, got 'some'"):
+            ex.repeat_transfers(pol, b, dev, dev.get(64), "h2d", repeats=1, warmup=0, verify="some")

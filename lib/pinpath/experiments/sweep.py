@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..closing import Closing
-from ..errors import VerificationFailed
+from ..errors import BadParameter, VerificationFailed
 from ..memkinds import HostBuffer, fill_random
 from ..records import TransferRecord
 from ..runtimes.base import device_alloc
@@ -107,6 +107,8 @@ def repeat_transfers(policy, buf: HostBuffer, dev: DeviceBuffers, dev_ptr: int, 
 
     ``verify``: "all" checks every kept transfer, "first" the first one, "none" none.
     """
+    if verify not in VERIFY_MODES:
+        raise BadParameter(f"verify must be one of {', '.join(VERIFY_MODES)}, got {verify!r}")
     out = []
     for i in range(-warmup, repeats):
         check = verify == "all" or (verify == "first" and i == 0)

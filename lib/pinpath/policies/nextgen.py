@@ -205,10 +205,6 @@ class PinnedAllocator(Nextgen):
             self.pinned.insert(entry)
             try:
                 yield buf
-            finally:
-                while True:   # drop every reference maps left behind
-                    try:
-                        if self.pinned.release(buf.ptr) is not None:
-                            break
-                    except KeyError:
-                        break
+            finally:   # drop this reference and any a map without its unmap left behind
+                while self.pinned.release(buf.ptr) is None:
+                    pass

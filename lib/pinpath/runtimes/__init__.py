@@ -7,9 +7,9 @@ import importlib
 from ..errors import RuntimeUnavailable
 from ..trace import Recorder
 from ..vocab import Platform, choose
-from .base import Runtime, device_alloc, event_pair, locked, pinned_alloc, queue
+from .base import Runtime, device_alloc, event_pair, pinned_alloc, queue
 
-__all__ = ["RUNTIMES", "AUTO_ORDER", "open_runtime", "Runtime", "locked", "pinned_alloc",
+__all__ = ["RUNTIMES", "AUTO_ORDER", "open_runtime", "Runtime", "pinned_alloc",
            "device_alloc", "queue", "event_pair"]
 
 #: platform -> "module:class" of its backend, imported only when asked for

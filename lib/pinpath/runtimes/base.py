@@ -16,7 +16,7 @@ from ..records import PointerInfo
 from ..trace import Recorder
 from ..vocab import Direction, PageableCopy
 
-__all__ = ["Runtime", "locked", "pinned_alloc", "device_alloc", "queue", "event_pair"]
+__all__ = ["Runtime", "pinned_alloc", "device_alloc", "queue", "event_pair"]
 
 
 @runtime_checkable
@@ -88,16 +88,6 @@ class Runtime(Protocol):
                      repeats: int) -> list[int]:
         """The runtime's synchronous copy in a bare loop (NotImplementedError where it has none)."""
     def close(self) -> None: ...
-
-
-@contextmanager
-def locked(rt: Runtime, ptr: int, nbytes: int, *, read_only: bool = False) -> Iterator[int]:
-    """Lock for the block; yields the device-visible alias."""
-    dev_ptr = rt.lock(ptr, nbytes, read_only=read_only)
-    try:
-        yield dev_ptr
-    finally:
-        rt.unlock(ptr, nbytes)
 
 
 @contextmanager

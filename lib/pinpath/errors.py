@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 __all__ = [
-    "PinpathError", "RuntimeUnavailable", "RuntimeCallFailed", "LockFailed",
+    "PinpathError", "RuntimeUnavailable", "NotAvailable", "RuntimeCallFailed", "LockFailed",
     "UnknownName", "BadParameter", "VerificationFailed", "SchemaMismatch",
     "RunFailed", "PinpathWarning", "warn",
 ]
@@ -17,6 +17,11 @@ class PinpathError(Exception):
 
 class RuntimeUnavailable(PinpathError):
     """The runtime cannot start: a library, a package or a device is missing."""
+
+
+class NotAvailable(PinpathError):
+    """A capability the runtime does not offer here (kernels, a latch, the C timing library,
+    CUPTI ...); the message says why."""
 
 
 class RuntimeCallFailed(PinpathError):
@@ -38,7 +43,25 @@ class RuntimeCallFailed(PinpathError):
 
 
 class LockFailed(RuntimeCallFailed):
-    """A lock or register call was refused; policies may fall back on it."""
+    """A lock or register call was refused; policies may fall back on it.
+
+    ``already_pinned``: the runtime's answer means "this memory is already registered"
+    (CUDA's and HIP's 712): a runtime treats that as pinned memory, copies from it directly
+    and does not unlock it (path ``already_locked``)."""
+
+    def __init__(self, runtime: str, call: str, rc: int, rc_name: str,
+                 nbytes: int | None = None, ptr: int | None = None, already_pinned: bool = False):
+        super().__init__(runtime, call, rc, rc_name, nbytes, ptr)
+        self.already_pinned = already_pinned
+
+    def __reduce__(self):
+        return (type(self), (self.runtime, self.call, self.rc, self.rc_name, self.nbytes, self.ptr,
+                             self.already_pinned))
+
+    @property
+    def answer(self) -> str:
+        """The refusal as data records it: ``name (rc)``."""
+        return f"{self.rc_name} ({self.rc})"
 
 
 class UnknownName(PinpathError):

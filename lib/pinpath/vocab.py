@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 __all__ = ["Platform", "Policy", "TransferPath", "MapOutcome", "MemoryKind", "Direction", "Phase",
-           "PageableCopy", "choose"]
+           "PageableCopy", "Relock", "Capability", "Verdict", "choose"]
 
 
 class Platform(StrEnum):
@@ -31,7 +31,8 @@ class Policy(StrEnum):
 class TransferPath(StrEnum):
     """What the runtime observably did with one transfer."""
     PINNED_DIRECT = "pinned_direct"            #: one DMA from memory pinned before the transfer
-    ALREADY_LOCKED = "already_locked"          #: the query said locked: one DMA, no lock
+    ALREADY_LOCKED = "already_locked"          #: the query said locked, or the lock answered "already
+                                               #: registered": one DMA, no unlock
     LOCKED = "locked"                          #: lock succeeded, DMA from the locked alias, unlock
     STAGED_FRESH = "staged_fresh"              #: through a staging buffer allocated for this copy
     STAGED_POOLED_HIT = "staged_pooled_hit"    #: through a reused staging buffer
@@ -40,7 +41,9 @@ class TransferPath(StrEnum):
     LOCK_FAILED_ERROR = "lock_failed_error"    #: lock refused and the policy has no fallback
     MAP_HIT = "map_hit"                        #: found in the map of ranges locked at map time
     EXTERNAL_PINNED = "external_pinned"        #: found in the map, pinned by someone else
-    DRIVER_STAGED = "driver_staged"            #: pageable pointer handed to a runtime that stages it
+    DRIVER_STAGED = "driver_staged"            #: pageable pointer handed over; the driver was seen staging it
+    DRIVER_PINNED = "driver_pinned"            #: pointer handed over as is; the driver was seen copying it as pinned
+    DRIVER_UNOBSERVED = "driver_unobserved"    #: pointer handed to the runtime's copy; what it did was not observed
     PAGEABLE_DIRECT = "pageable_direct"        #: pageable pointer copied directly (host platform)
     COPY_FAILED = "copy_failed"                #: the runtime refused the copy itself
 
@@ -58,9 +61,12 @@ class MapOutcome(StrEnum):
 
 
 class MemoryKind(StrEnum):
-    HEAP = "heap"                  #: numpy (malloc or glibc's mmap) memory
+    HEAP = "heap"                  #: malloc'd memory, as a C or C++ application has it
+    NUMPY = "numpy"                #: a numpy array (numpy asks for transparent huge pages on large ones)
     STACK = "stack"                #: a real pthread stack
-    READ_ONLY = "read_only"        #: a private anonymous mapping made read-only (like rodata)
+    READ_ONLY = "read_only"        #: a private anonymous mapping made read-only
+    READ_ONLY_FILE = "read_only_file"  #: a private read-only mapping of a file
+    RODATA = "rodata"              #: a const array in the .rodata of a shared object built at run time
     FILE_BACKED = "file_backed"    #: a shared mapping of a file
     HUGE_PAGES = "huge_pages"      #: hugetlbfs or THP backed, whichever the OS grants
     PINNED = "pinned"              #: memory the runtime allocated page-locked
@@ -92,6 +98,32 @@ class PageableCopy(StrEnum):
     STAGED = "staged"            #: the driver stages it (CUDA, HIP)
     DIRECT = "direct"            #: copied as is (host platform)
     UNSUPPORTED = "unsupported"  #: refused (HSA needs locked or pool memory)
+
+
+class Relock(StrEnum):
+    """What a runtime answers when asked to lock memory that is already locked."""
+    COUNTED = "counted"      #: granted and counted: each lock needs its unlock (HSA/ROCT)
+    REFUSED = "refused"      #: refused with "already registered" (CUDA, HIP: 712)
+    UNCOUNTED = "uncounted"  #: granted, not counted: one unlock undoes every lock (mlock)
+
+
+class Capability(StrEnum):
+    """What a runtime may or may not offer beyond the core interface; each answers
+    "not available: <reason>" where it is missing."""
+    KERNELS = "kernels"        #: launch the replica kernel (prepare_kernels, launch_replica)
+    LATCH = "latch"            #: hold a queue until released (new_latch, hold, release, free_latch)
+    COPY_LOOP = "copy_loop"    #: a bare native async copy loop that bypasses pinpath (plain_copy_ns)
+    SYNC_COPY = "sync_copy"    #: the runtime's synchronous copy in a bare loop (sync_copy_ns)
+    NATIVE = "native"          #: pinpath's C timing library built for this runtime (pinpath.nativelib)
+    CUPTI = "cupti"            #: the driver's own record of each copy (CUDA's CUPTI activity API)
+
+
+class Verdict(StrEnum):
+    HOLDS = "holds"
+    DOES_NOT_HOLD = "does not hold"
+    INCONCLUSIVE = "inconclusive"            #: the interval straddles the threshold
+    NOT_APPLICABLE = "not applicable"        #: the claim is not about this platform (reason given)
+    NOT_MEASURED = "not measured"            #: its notebook failed, leaked or did not run
 
 
 def choose(enum: type[StrEnum], name: str, what: str) -> StrEnum:

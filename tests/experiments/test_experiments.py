@@ -4,6 +4,7 @@ import pytest
 
 from pinpath import experiments as ex
 from pinpath.report import tables as claims
+from pinpath.runtimes import has
 from pinpath.schema import BANDWIDTH, C12, HARNESS, LOCK_COST, TRANSFERS, check_frame
 
 
@@ -63,7 +64,7 @@ def test_replica_counts_and_threshold(any_rt):
     check_frame(tr, TRANSFERS)
     moved = tr[(tr.event == "transfer")]
     assert moved.verified.all()
-    assert (tr.event == "kernel").sum() == (6 * 3 if any_rt.has_kernels else 0)
+    assert (tr.event == "kernel").sum() == (6 * 3 if has(any_rt, "kernels") else 0)
     counts = claims.call_counts(tr, calls).set_index("policy")
     assert counts.loc["stage_per_copy", "alloc"] == 1 and counts.loc["stage_per_copy", "free"] == 1
     assert counts.loc["nextgen_lock_mapped", "lock"] == 0 and counts.loc["nextgen_lock_mapped", "alloc"] == 0

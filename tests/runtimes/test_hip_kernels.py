@@ -19,14 +19,14 @@ from types import SimpleNamespace
 import pytest
 
 from pinpath import kernels
-from pinpath.errors import RuntimeCallFailed, RuntimeUnavailable
+from pinpath.errors import NotAvailable, RuntimeCallFailed, RuntimeUnavailable
 from pinpath.experiments import overlap
 from pinpath.runtimes import hip_
 from pinpath.runtimes.hip_ import HipLatch, HipRuntime
 from pinpath.runtimes.hsa_ import CTYPES, HSA_CONSTANTS, Agent, HsaLatch, HsaRuntime
 from pinpath.schema import OVERLAP, check_frame
 from pinpath.trace import Recorder
-from pinpath.vocab import Direction
+from pinpath.vocab import Capability, Direction
 
 K = HSA_CONSTANTS
 TARGET = "gfx90a"                       # MI200, known to ROCm 5.2's comgr
@@ -328,7 +328,7 @@ def test_hip_latch_is_a_coherent_mapped_flag_held_by_a_spin_kernel():
 
 
 def test_hip_capabilities():
-    assert HipRuntime.has_kernels and HipRuntime.has_latch
+    assert not set(HipRuntime.unavailable) & {Capability.KERNELS, Capability.LATCH}
 
 
 # -- the HSA latch over fake natives -----------------------------------------------------------------
@@ -448,7 +448,7 @@ def test_hsa_failed_copy_keeps_the_hold_for_the_next():
 
 
 def test_hsa_has_a_latch_but_no_kernels():
-    assert HsaRuntime.has_latch and not HsaRuntime.has_kernels
+    assert Capability.KERNELS in HsaRuntime.unavailable and Capability.LATCH not in HsaRuntime.unavailable
     rt, _ = _bare_hsa()
     for call in (rt.prepare_kernels, lambda: rt.launch_replica(rt.new_queue(), 0, 0, 1, 1)):
         with pytest.raises(NotImplementedError) as e:
@@ -464,7 +464,7 @@ def _small_overlap(rt):
 def test_overlap_without_kernels_copies_the_input_back(host_rt):
     def no_kernel(*a, **k):
         raise AssertionError("overlap launched a kernel on a runtime without kernels")
-    host_rt.has_kernels = False
+    host_rt.unavailable = {Capability.KERNELS: "switched off for this test"}
     host_rt.launch_replica = host_rt.prepare_kernels = no_kernel
     df = _small_overlap(host_rt)
     assert len(df) == 2 and (~df.kernel).all() and df.verified.all()
@@ -477,7 +477,7 @@ def test_overlap_with_kernels_says_so(host_rt):
 
 
 def test_overlap_without_a_latch_says_why(host_rt):
-    host_rt.has_latch = False
-    with pytest.raises(NotImplementedError) as e:
+    host_rt.unavailable = {Capability.LATCH: "switched off for this test"}
+    with pytest.raises(NotAvailable) as e:
         overlap(host_rt, nbytes=1 << 16, chains=1, queues=(1,), repeats=1)
     assert "latch" in str(e.value) and _one_sentence(str(e.value))

@@ -11,9 +11,10 @@ import pandas as pd
 
 from ..kernels import NSPLINES, VGH_DIM, replica_expected
 from ..memkinds import host_buffer
-from ..runtimes.base import device_alloc, queue
+from ..errors import NotAvailable
+from ..runtimes.base import device_alloc, has, need, queue
 from ..schema import OVERLAP, frame
-from ..vocab import Direction, MemoryKind
+from ..vocab import Capability, Direction, MemoryKind
 
 __all__ = ["overlap", "overlap_or_reason"]
 _now = time.perf_counter_ns
@@ -26,14 +27,12 @@ def overlap(rt, *, nbytes: int = 16 << 20, chains: int = 8, queues=(1, 2, 4), re
     everything is enqueued, so enqueue time stays out; the wall time runs from the latch's
     release to the last queue's completion. Outputs are checked on the first repeat.
 
-    Where ``rt.has_kernels`` is False a chain is the H2D and a D2H of the same device
+    Where ``rt`` has no kernels a chain is the H2D and a D2H of the same device
     buffer back (``nbytes``), checked against the H2D's input; the ``kernel`` column says
-    which. A runtime without a latch cannot run this; it raises NotImplementedError with
-    the reason, which the notebook reports as not applicable."""
-    if not rt.has_latch:
-        raise NotImplementedError(f"{rt.name}: the overlap test needs a queue latch, "
-                                  f"which the {rt.name} backend does not have")
-    kernel = bool(rt.has_kernels)
+    which. A runtime without a latch cannot run this; it raises NotAvailable with the
+    reason, which the notebook reports as not applicable."""
+    need(rt, Capability.LATCH)
+    kernel = has(rt, Capability.KERNELS)
     if kernel:
         rt.prepare_kernels()
     nw = max(1, nbytes // (VGH_DIM * 8 * NSPLINES))
@@ -89,5 +88,5 @@ def overlap_or_reason(rt, **kw) -> pd.DataFrame:
     ``not_applicable`` column says why (the claims table shows it as not applicable)."""
     try:
         return overlap(rt, **kw)
-    except NotImplementedError as e:
+    except NotAvailable as e:
         return pd.DataFrame([{"not_applicable": str(e), "platform": rt.name}])

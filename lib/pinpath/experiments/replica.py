@@ -18,7 +18,8 @@ from ..policies import DEFAULT_THRESHOLD_NBYTES, make_policy
 from ..records import TransferRecord
 from ..schema import calls_frame
 from ..trace import records
-from ..vocab import Direction, MemoryKind
+from ..runtimes.base import has
+from ..vocab import Capability, Direction, MemoryKind
 from .sweep import DeviceBuffers, grid, transfers_frame
 
 __all__ = ["replica", "api_stats", "INVOCATIONS_PER_STEP", "pos_nbytes", "out_nbytes"]
@@ -61,12 +62,13 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
         context columns policy, nw, user_pinned, step, invocation, array; and their CALLS.
     """
     rows, recs = [], []
-    if rt.has_kernels:
+    kernel = has(rt, Capability.KERNELS)
+    if kernel:
         rt.prepare_kernels()
     rng = np.random.default_rng(seed)
     for pt in grid(policy=policies, nw=nw_values, user_pinned=user_pinned):
         nw = pt["nw"]
-        ctx = {"nw": nw, "user_pinned": pt["user_pinned"], "kernel": rt.has_kernels}
+        ctx = {"nw": nw, "user_pinned": pt["user_pinned"], "kernel": kernel}
         with make_policy(pt["policy"], rt, threshold_nbytes=threshold_nbytes) as pol, \
                 pol.host_buffer(MemoryKind.HEAP, pos_nbytes(nw), seed=seed) as pos, \
                 pol.host_buffer(MemoryKind.HEAP, out_nbytes(nw, nsplines), seed=seed + 1) as out, \
@@ -92,7 +94,7 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
                     if check:
                         r = _verified(r, np.array_equal(rt.read_device(pos_d, pos.nbytes), pos.array))
                     keep(r, step=step, invocation=inv, array="pos")
-                    if rt.has_kernels:
+                    if kernel:
                         keep(_kernel_record(pol.policy, rt, pol.q, pos_d, out_d, nw, nsplines),
                              step=step, invocation=inv, array="")
                     if check:
@@ -100,7 +102,7 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
                     r = pol.transfer(out, out_d, Direction.D2H)
                     if check:
                         want = replica_expected(pos_vals, nw, nsplines).view(np.uint8).ravel() \
-                            if rt.has_kernels else dev.content[out_d]
+                            if kernel else dev.content[out_d]
                         r = _verified(r, np.array_equal(out.array, want))
                     keep(r, step=step, invocation=inv, array="out")
             for name, b in (("pos", pos), ("out", out)):

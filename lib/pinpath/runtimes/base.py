@@ -1,8 +1,10 @@
-"""The runtime interface every backend satisfies, and the paired helpers written once.
+"""The runtime interface: a small core every backend fills, and declared capabilities.
 
-A backend is any object with these attributes and methods (structural typing); code
-above the backends looks at capabilities (``has_events``, ``needs_grant``,
-``pageable_copy``), never at ``name``.
+A backend is any object with the members of ``Runtime`` (structural typing). Beyond the
+core, a backend may offer capabilities (``vocab.Capability``: kernels, a latch, bare copy
+loops, the C timing library, CUPTI); ``capabilities()`` says for each one "" (available)
+or why not, and ``need(rt, cap)`` raises NotAvailable with that reason. Code above the
+backends asks for capabilities, never looks at ``name``.
 """
 
 from __future__ import annotations
@@ -12,11 +14,14 @@ from typing import Any, Iterator, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..closing import Closing
+from ..errors import NotAvailable
 from ..records import PointerInfo
 from ..trace import Recorder
-from ..vocab import Direction, PageableCopy
+from ..vocab import Capability, Direction, PageableCopy, Relock
 
-__all__ = ["Runtime", "pinned_alloc", "device_alloc", "queue", "event_pair"]
+__all__ = ["Runtime", "RuntimeBase", "CORE_MEMBERS", "CAPABILITY_MEMBERS", "has", "need", "pinned_alloc",
+           "device_alloc", "queue", "event_pair"]
 
 
 @runtime_checkable
@@ -26,16 +31,20 @@ class Runtime(Protocol):
     has_events: bool             #: device events time the DMA
     needs_grant: bool            #: pinned allocations need an explicit device-access grant
     pageable_copy: PageableCopy  #: what the copy does with pageable host memory
-    has_kernels: bool            #: can launch the replica kernel (``launch_replica``)
-    has_latch: bool              #: can hold a queue until released (``new_latch``/``hold``/``release``)
+    relock: Relock               #: what a lock of already locked memory answers
     call_categories: dict[str, str]   #: native call name -> lock, unlock, query, alloc, grant, free, copy, wait, ...
 
     def describe(self) -> dict[str, Any]:
         """Device, driver and runtime versions, for the manifest."""
 
+    def capabilities(self) -> dict[str, str]:
+        """Capability value -> "" where available, else the reason it is not."""
+
     # page locking of user memory
     def lock(self, ptr: int, nbytes: int, *, read_only: bool = False) -> int:
-        """Page-lock ``[ptr, ptr+nbytes)``; return the device-visible alias; raise LockFailed."""
+        """Page-lock ``[ptr, ptr+nbytes)`` with the flags an offload runtime passes (``read_only``
+        adds the runtime's read-only flag where it has one: a labelled experiment, never a
+        policy's choice); return the device-visible alias; raise LockFailed."""
 
     def unlock(self, ptr: int, nbytes: int) -> None:
         """Undo a lock of ``ptr``; raise RuntimeCallFailed when the runtime refuses."""
@@ -51,7 +60,7 @@ class Runtime(Protocol):
     def alloc_device(self, nbytes: int) -> int: ...
     def free_device(self, ptr: int, nbytes: int) -> None: ...
 
-    # queues, copies, events
+    # queues, copies, the timer
     def new_queue(self) -> Any: ...
     def free_queue(self, q: Any) -> None: ...
     def copy_async(self, dst: int, src: int, nbytes: int, direction: Direction, q: Any) -> None: ...
@@ -62,17 +71,6 @@ class Runtime(Protocol):
     def record_event(self, ev: Any, q: Any) -> None: ...
     def elapsed_ns(self, ev0: Any, ev1: Any) -> int: ...
 
-    # device work (where has_kernels / has_latch)
-    def prepare_kernels(self) -> None:
-        """Compile and load the kernels now, outside any timed region."""
-    def launch_replica(self, q: Any, pos_ptr: int, out_ptr: int, nw: int, nsplines: int) -> None:
-        """Enqueue the replica kernel (``pinpath.kernels``) on ``q``."""
-    def new_latch(self) -> Any: ...
-    def hold(self, latch: Any, q: Any) -> None:
-        """Make ``q`` wait until ``release(latch)``."""
-    def release(self, latch: Any) -> None: ...
-    def free_latch(self, latch: Any) -> None: ...
-
     # untimed helpers (verification, harness)
     def null_native(self) -> Any:
         """The runtime's cheapest real call, unrecorded (harness calibration)."""
@@ -81,13 +79,69 @@ class Runtime(Protocol):
     def fill_device(self, ptr: int, byte: int, nbytes: int) -> None: ...
     def read_device(self, ptr: int, nbytes: int) -> np.ndarray: ...
     def write_device(self, ptr: int, src: np.ndarray) -> None: ...
-    def plain_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction,
-                      repeats: int) -> list[int]:
-        """A bare native copy loop that bypasses pinpath (reference for its own overhead)."""
-    def sync_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction,
-                     repeats: int) -> list[int]:
-        """The runtime's synchronous copy in a bare loop (NotImplementedError where it has none)."""
     def close(self) -> None: ...
+
+
+#: the members every backend has (the conformance test checks each backend class)
+CORE_MEMBERS = tuple(n for n in Runtime.__dict__.get("__annotations__", {})) + tuple(
+    n for n, v in vars(Runtime).items() if callable(v) and not n.startswith("_"))
+
+#: capability -> the members a backend offering it has
+CAPABILITY_MEMBERS: dict[Capability, tuple[str, ...]] = {
+    Capability.KERNELS: ("prepare_kernels", "launch_replica"),
+    Capability.LATCH: ("new_latch", "hold", "release", "free_latch"),
+    Capability.COPY_LOOP: ("plain_copy_ns",),
+    Capability.SYNC_COPY: ("sync_copy_ns",),
+    Capability.NATIVE: (),   # pinpath.nativelib builds it; the runtime only says whether it can
+    Capability.CUPTI: (),    # pinpath.runtimes.cupti_ observes copies; CUDA only
+}
+
+
+class RuntimeBase(Closing):
+    """What every backend shares: the capability answers.
+
+    ``unavailable`` (class attribute): capability -> the reason a backend never offers it.
+    The C timing library and CUPTI are looked up when first asked for.
+    """
+
+    name = "?"
+    unavailable: dict[Capability, str] = {}
+
+    def capabilities(self) -> dict[str, str]:
+        cached = getattr(self, "_capabilities", None)
+        if cached is None:
+            cached = {c.value: self.unavailable.get(c) or self._dynamic_reason(c) for c in Capability}
+            self._capabilities = cached
+        return dict(cached)
+
+    def _dynamic_reason(self, cap: Capability) -> str:
+        if cap == Capability.NATIVE:
+            try:
+                from .. import nativelib
+            except ImportError as e:   # the module is optional at import time
+                return f"the C timing library module cannot be imported ({e})"
+            return nativelib.why_not(self.name)
+        if cap == Capability.CUPTI:
+            if self.name != "cuda":
+                return "CUPTI observes CUDA copies only"
+            try:
+                from . import cupti_
+            except ImportError as e:
+                return f"the CUPTI module cannot be imported ({e})"
+            return cupti_.why_not()
+        return ""
+
+
+def has(rt, cap: Capability | str) -> bool:
+    """Whether ``rt`` offers the capability."""
+    return not rt.capabilities().get(Capability(cap).value, "")
+
+
+def need(rt, cap: Capability | str) -> None:
+    """Raise NotAvailable naming the runtime, the capability and the reason, if ``rt`` lacks it."""
+    reason = rt.capabilities().get(Capability(cap).value, "")
+    if reason:
+        raise NotAvailable(f"{rt.name}: {Capability(cap).value} not available: {reason}")
 
 
 @contextmanager

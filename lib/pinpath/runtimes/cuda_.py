@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LockFailed, RuntimeCallFailed, RuntimeUnavailable
+from ..errors import RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
-from ..vocab import PageableCopy
+from ..vocab import PageableCopy, Relock
 from .streams import StreamRuntime
 
 __all__ = ["CudaRuntime"]
@@ -26,9 +26,9 @@ class CudaRuntime(StreamRuntime):
     name = "cuda"
     has_events = True
     needs_grant = False
-    has_latch = True
-    has_kernels = True           #: NVRTC-compiled at first use (``prepare_kernels``)
     pageable_copy = PageableCopy.STAGED
+    relock = Relock.REFUSED      #: a second register answers cudaErrorHostMemoryAlreadyRegistered
+    # kernels: NVRTC-compiled at first use (``prepare_kernels``); latch: a spin kernel on a mapped flag
     call_categories = {"cudaHostRegister": "lock", "cudaHostUnregister": "unlock",
                        "cudaPointerGetAttributes": "query", "cudaMallocHost": "alloc", "cudaFreeHost": "free",
                        "cudaMalloc": "device_alloc", "cudaFree": "device_free", "cudaMemcpyAsync": "copy",
@@ -104,10 +104,7 @@ class CudaRuntime(StreamRuntime):
         flags = self._rt.cudaHostRegisterDefault
         if read_only and self.read_only_register:
             flags |= self._rt.cudaHostRegisterReadOnly
-        self._do("cudaHostRegister", self._rt.cudaHostRegister, ptr, nbytes, flags,
-                 exc=LockFailed, nbytes=nbytes, ptr=ptr)
-        self.recorder.acquire("lock", ptr, nbytes)
-        return ptr
+        return self._register(ptr, nbytes, flags)
 
     def unlock(self, ptr: int, nbytes: int) -> None:
         self._do("cudaHostUnregister", self._rt.cudaHostUnregister, ptr, ptr=ptr)
@@ -200,15 +197,6 @@ class CudaRuntime(StreamRuntime):
         self.release(latch)
         self._check("cudaDeviceSynchronize", self._rt.cudaDeviceSynchronize())
         self._check("cudaFreeHost", self._rt.cudaFreeHost(latch))
-
-    def native_build(self, src: str, exe: str) -> list[str]:
-        """How to compile the native twin: nvcc where the toolkit is, else cc against its headers."""
-        import os
-        import shutil
-        nvcc = shutil.which("nvcc") or next((p for p in ("/usr/local/cuda/bin/nvcc",) if os.path.exists(p)), None)
-        if nvcc is None:
-            raise NotImplementedError("cuda: no nvcc for the native twin")
-        return [nvcc, "-O2", "-DPINPATH_CUDA", "-x", "c", src, "-o", exe, "-lcudart"]
 
     def close(self) -> None:
         self.recorder.close()

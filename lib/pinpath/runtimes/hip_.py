@@ -15,10 +15,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import LockFailed, RuntimeCallFailed, RuntimeUnavailable
+from ..errors import RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
-from ..vocab import PageableCopy
+from ..vocab import PageableCopy, Relock
 from .streams import StreamRuntime, rc_of
 
 __all__ = ["HipRuntime", "parse_hip_version", "memory_type_names", "PointerAttributes", "load_hiprtc",
@@ -149,9 +149,9 @@ class HipRuntime(StreamRuntime):
     name = "hip"
     has_events = True
     needs_grant = False
-    has_kernels = True           #: hiprtc-compiled at first use (``prepare_kernels``)
-    has_latch = True             #: a spin kernel on a mapped flag, as in the CUDA backend
     pageable_copy = PageableCopy.STAGED
+    relock = Relock.REFUSED      #: a second register answers hipErrorHostMemoryAlreadyRegistered (712)
+    # kernels: hiprtc-compiled at first use (``prepare_kernels``); latch: a spin kernel on a mapped flag
     call_categories = {"hipHostRegister": "lock", "hipHostUnregister": "unlock",
                        "hipPointerGetAttributes": "query", "hipHostMalloc": "alloc", "hipHostFree": "free",
                        "hipMalloc": "device_alloc", "hipFree": "device_free", "hipMemcpyAsync": "copy",
@@ -222,10 +222,7 @@ class HipRuntime(StreamRuntime):
         """hipHostRegister with the default flags. ``read_only`` is ignored: AMD ignores
         hipHostRegisterReadOnly, and its value 8 is also hipExtHostRegisterCoarseGrained.
         Returns ``ptr``: hipMemcpy takes the host pointer; the alias matters only to kernels."""
-        self._do("hipHostRegister", self._hip.hipHostRegister, ptr, nbytes, self._hip.hipHostRegisterDefault,
-                 exc=LockFailed, nbytes=nbytes, ptr=ptr)
-        self.recorder.acquire("lock", ptr, nbytes)
-        return ptr
+        return self._register(ptr, nbytes, self._hip.hipHostRegisterDefault)
 
     def unlock(self, ptr: int, nbytes: int) -> None:
         self._do("hipHostUnregister", self._hip.hipHostUnregister, ptr, ptr=ptr)

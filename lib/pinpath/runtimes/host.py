@@ -13,11 +13,11 @@ import threading
 import numpy as np
 
 from .. import libc, osinfo
-from ..closing import Closing
 from ..errors import LockFailed, RuntimeCallFailed
 from ..records import PointerInfo
 from ..trace import Recorder
-from ..vocab import Direction, PageableCopy
+from ..vocab import Direction, PageableCopy, Relock
+from .base import RuntimeBase
 
 __all__ = ["HostRuntime"]
 
@@ -68,15 +68,15 @@ class _Worker:
         self._thread.join()
 
 
-class HostRuntime(Closing):
+class HostRuntime(RuntimeBase):
     """mlock/munlock, mmap'd staging and "device" memory, copies on a worker thread."""
 
     name = "host"
     has_events = False
     needs_grant = False
-    has_latch = True
-    has_kernels = True           #: the replica's kernel is numpy on the worker thread
     pageable_copy = PageableCopy.DIRECT
+    relock = Relock.UNCOUNTED    #: mlock keeps no count: one munlock undoes every mlock of a page
+    # kernels: the replica's kernel is numpy on the worker thread; latch: an event the worker waits on
     call_categories = {"mlock": "lock", "munlock": "unlock", "smaps_lookup": "query", "mmap": "alloc",
                        "munmap": "free", "memmove@worker": "copy", "worker_wait": "wait", "memcpy": "host_copy",
                        "kernel@worker": "kernel", "latch@worker": "latch", "getppid": "null"}
@@ -200,14 +200,6 @@ class HostRuntime(Closing):
 
     def free_latch(self, latch) -> None:
         latch.set()
-
-    def native_build(self, src: str, exe: str) -> list[str]:
-        """How to compile the native twin for this runtime."""
-        import shutil
-        cc = shutil.which("cc") or shutil.which("gcc")
-        if cc is None:
-            raise NotImplementedError("host: no C compiler (cc) for the native twin")
-        return [cc, "-O2", "-DPINPATH_HOST", src, "-o", exe]
 
     def new_event(self):
         raise NotImplementedError("host has no device events")

@@ -21,11 +21,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..closing import Closing
 from ..errors import LockFailed, RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
-from ..vocab import Direction, PageableCopy
+from ..vocab import Capability, Direction, PageableCopy, Relock
+from .base import RuntimeBase
 
 __all__ = ["HsaRuntime", "HsaLatch", "HSA_CONSTANTS", "STATUS_NAMES", "STRUCTS", "PROTOTYPES", "CTYPES",
            "status_name", "LIBRARY"]
@@ -446,7 +446,7 @@ def missing_symbol_sentence(library: str, path: str | None, sym: str) -> str:
             f"({path or 'path unknown'}) has no {sym}, which pinpath calls")
 
 
-class HsaRuntime(Closing):
+class HsaRuntime(RuntimeBase):
     """hsa_amd_memory_lock/unlock, hsa_amd_pointer_info, fine-grained CPU pool allocations
     granted to the GPU, coarse-grained GPU pool allocations and hsa_amd_memory_async_copy
     with completion signals, on GPU agent number ``device``."""
@@ -454,9 +454,12 @@ class HsaRuntime(Closing):
     name = "hsa"
     has_events = True      # through copy profiling; see new_event
     needs_grant = True     # pool memory is reachable only by agents given access
-    has_kernels = False    # launching needs a code object, which needs the ROCm compiler: transfers only
-    has_latch = True       # a signal the next copy depends on (see hold)
     pageable_copy = PageableCopy.UNSUPPORTED
+    relock = Relock.COUNTED   # ROCT counts registrations (fmm_register_memory / fmm_deregister_memory)
+    unavailable = {Capability.KERNELS: "launching needs a code object, which needs the ROCm compiler: "
+                                       "the hsa backend runs transfers only",
+                   Capability.SYNC_COPY: "the hsa backend binds no synchronous copy"}
+    # latch: a signal the next copy depends on (see hold)
     call_categories = {"hsa_amd_memory_lock": "lock", "hsa_amd_memory_lock_to_pool": "lock",
                        "hsa_amd_memory_unlock": "unlock", "hsa_amd_pointer_info": "query",
                        "hsa_amd_memory_pool_allocate": "alloc", "hsa_amd_agents_allow_access": "grant",
@@ -862,9 +865,6 @@ class HsaRuntime(Closing):
             ctypes.memmove(stage, src.ctypes.data, src.nbytes)
             self._sync_copy(ptr, stage, src.nbytes, Direction.H2D)
         self._staged(src.nbytes, body)
-
-    def sync_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
-        raise NotImplementedError("hsa: pinpath binds no synchronous copy (hsa_memory_copy), only the async one")
 
     def plain_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:
         """hsa_amd_memory_async_copy + hsa_signal_wait_scacquire on one reused signal in a

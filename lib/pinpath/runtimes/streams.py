@@ -10,9 +10,9 @@ import time
 
 import numpy as np
 
-from ..closing import Closing
-from ..errors import RuntimeCallFailed
+from ..errors import LockFailed, RuntimeCallFailed
 from ..vocab import Direction
+from .base import RuntimeBase
 
 __all__ = ["StreamRuntime", "rc_of"]
 
@@ -22,7 +22,7 @@ def rc_of(out) -> int:
     return int(out[0]) if isinstance(out, tuple) else int(out)
 
 
-class StreamRuntime(Closing):
+class StreamRuntime(RuntimeBase):
     """Subclasses set ``name``, ``_api`` (the bindings module), ``_p`` (the API's prefix,
     "cuda" or "hip"), ``_H2D`` / ``_D2H`` (its memcpy kinds), ``recorder``, and ``_name(err)``."""
 
@@ -49,6 +49,20 @@ class StreamRuntime(Closing):
     def _call(self, suffix: str, *args, nbytes=None, ptr=None):
         """``_do`` of the API function ``<prefix><suffix>`` under its own name."""
         return self._do(self._p + suffix, self._fn(suffix), *args, nbytes=nbytes, ptr=ptr)
+
+    #: the error code of "this memory is already registered" (712 in both CUDA and HIP)
+    ALREADY_REGISTERED = 712
+
+    def _register(self, ptr: int, nbytes: int, flags) -> int:
+        """``<prefix>HostRegister``: LockFailed on refusal, marked ``already_pinned`` for 712."""
+        call = self._p + "HostRegister"
+        out = self.recorder.call(call, self._fn("HostRegister"), ptr, nbytes, flags, rc_of=rc_of)
+        rc = rc_of(out)
+        if rc != 0:
+            raise LockFailed(self.name, call, rc, self._name(out[0] if isinstance(out, tuple) else out),
+                             nbytes, ptr, already_pinned=rc == self.ALREADY_REGISTERED)
+        self.recorder.acquire("lock", ptr, nbytes)
+        return ptr
 
     def _kind(self, direction: Direction):
         return self._H2D if direction == Direction.H2D else self._D2H

@@ -1,4 +1,6 @@
-"""``pinpath`` command line: argument parsing only; the work is in ``pinpath.runner``."""
+"""``pinpath`` command line: argument parsing only; the work is in ``pinpath.runner``.
+
+Every refusal is one sentence on stderr and exit code 2, with nothing written."""
 
 from __future__ import annotations
 
@@ -13,17 +15,44 @@ from .vocab import Platform
 __all__ = ["main"]
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):   # one sentence, exit 2, like every other refusal
+        print(f"pinpath: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="pinpath", description="Reproduce the aomp H2D/D2H thread's measurements.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    ap = _Parser(prog="pinpath", description="Reproduce the aomp H2D/D2H thread's measurements.")
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     for name, help_ in (("run", "validate, then execute the notebooks of a preset into outputs/<run-id>/"),
-                        ("validate", "check the parameter files and notebooks of a preset; run nothing")):
+                        ("validate", "check the parameter files and notebooks of a preset; run nothing"),
+                        ("init", "validate, then make a run folder whose notebooks are pending; print its path")):
         p = sub.add_parser(name, help=help_)
         p.add_argument("--preset", default="default", help=f"one of {', '.join(PRESETS)} (default: default)")
         p.add_argument("--platform", default="auto", help=f"one of {', '.join(m.value for m in Platform)} (default: auto)")
         p.add_argument("--notebooks", default="", help="comma-separated notebook stems (default: all)")
         p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
-        p.add_argument("--cell-timeout", type=int, default=None, help="seconds a cell may run (default: no limit)")
+        if name == "run":
+            p.add_argument("--cell-timeout", type=_positive_int, default=None, help="seconds a cell may run (default: no limit)")
+            p.add_argument("--resume", default="", help="a run id (or folder) whose notebooks that are not ok run again")
+        if name == "init":
+            p.add_argument("--run-id", default=None, help="the run folder's name (default: time, host, platform)")
+    p = sub.add_parser("run-notebook", help="execute one notebook into an existing run folder")
+    p.add_argument("run_dir", type=Path)
+    p.add_argument("stem")
+    p.add_argument("--cell-timeout", type=_positive_int, default=None, help="seconds a cell may run")
+    p = sub.add_parser("finalize", help="fold the notebooks' statuses into the manifest, judge the claims, build the report")
+    p.add_argument("run_dir", type=Path)
     sub.add_parser("list", help="list the notebooks and presets")
     p = sub.add_parser("compare", help="render the claims of two or more runs side by side")
     p.add_argument("runs", nargs="+", type=Path, help="run folders (outputs/<run-id>)")
@@ -33,9 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _only(text: str) -> list[str] | None:
+    return [s.strip() for s in text.split(",") if s.strip()] or None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from . import runner
+    from . import runfolder, runner
+    from .paths import OUTPUTS_DIR
     try:
         if args.cmd == "list":
             for nb in runner.available_notebooks():
@@ -46,22 +80,42 @@ def main(argv: list[str] | None = None) -> int:
             print(runner.compare(args.runs, args.out))
             return 0
         if args.cmd == "runs":
-            for rid, man in runner.list_runs(args.outputs or runner.OUTPUTS_DIR):
-                print(f"{rid}  {man.get('status', '?'):8} {man.get('preset', '?'):8} {man.get('platform', '?'):5} "
+            for rid, man, status in runfolder.list_runs(args.outputs or OUTPUTS_DIR):
+                man = man or {}
+                print(f"{rid}  {status:11} {man.get('preset', '?'):8} {man.get('platform', '?'):5} "
                       f"{man.get('duration_s', '?')} s")
             return 0
-        only = [s for s in args.notebooks.split(",") if s] or None
-        if args.cmd == "validate":
-            p = runner.plan(args.preset, args.platform, only=only)
-            print(f"ok: {len(p.notebooks)} notebook(s), preset {p.preset}, platform {p.platform}")
+        if args.cmd == "run-notebook":
+            part = runner.run_notebook(args.run_dir, args.stem, cell_timeout_s=args.cell_timeout)
+            print(f"{args.stem}: {part['status']}" + (f" - {part['error']}" if part.get("error") else ""))
+            return 0 if part["status"] == "ok" else 1
+        if args.cmd == "finalize":
+            man = runner.finalize(args.run_dir)
+            print(f"{man['status']}: {args.run_dir}; report: {Path(args.run_dir) / 'report' / 'index.html'}")
+            return 0 if man["status"] == "ok" else 1
+        out_dir = args.outputs or OUTPUTS_DIR
+        if args.cmd == "run" and args.resume:
+            run_dir, man = runner.resume(args.resume, out_dir=out_dir, cell_timeout_s=args.cell_timeout)
+        elif args.cmd in ("validate", "init"):
+            p = runner.plan(args.preset, args.platform, only=_only(args.notebooks))
+            if args.cmd == "validate":
+                for notice in p.notices:
+                    print(f"notice: {notice}")
+                print(f"ok: {len(p.notebooks)} notebook(s), preset {p.preset}, platform {p.platform}")
+                return 0
+            if args.cmd == "init":
+                for notice in p.notices:
+                    print(f"notice: {notice}", file=sys.stderr)
+            print(runner.init_run(p, out_dir, args.run_id))
             return 0
-        kw = {"out_dir": args.outputs} if args.outputs else {}
-        run_dir, man = runner.run(args.preset, args.platform, only=only, cell_timeout_s=args.cell_timeout, **kw)
+        else:
+            run_dir, man = runner.run(args.preset, args.platform, only=_only(args.notebooks), out_dir=out_dir,
+                                      cell_timeout_s=args.cell_timeout)
     except PinpathError as e:
         print(f"pinpath: {e}", file=sys.stderr)
         return 2
     print(f"{man['status']}: {run_dir} ({man['duration_s']} s); report: {run_dir / 'report' / 'index.html'}")
-    return 0 if man["status"] == "ok" else 1
+    return {"ok": 0, "interrupted": 130}.get(man["status"], 1)
 
 
 if __name__ == "__main__":

@@ -1,52 +1,70 @@
 """Run the notebooks of a preset on a platform into ``outputs/<run-id>/``.
 
-Everything is validated before anything is written: platform, preset file, every
-notebook's parameters, the notebooks themselves. Then each notebook is executed by
-papermill in the project's interpreter, rendered to HTML, and the manifest updated.
+Four steps, each usable on its own (a cluster runs one notebook per job):
+
+* ``plan``: validate everything - platform, preset file, every notebook's parameters, what
+  may be locked - before anything is written;
+* ``init_run``: make the run folder and its manifest;
+* ``run_notebook``: execute one notebook with papermill into the folder, then render it;
+  its status is its own part of the manifest;
+* ``finalize``: fold the parts into the manifest, judge the claims, build the report.
+
+``run`` does all four in one process, ``resume`` runs what is not ``ok`` into the same folder.
+SIGINT and SIGTERM mark the run ``interrupted`` and still render what finished.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
-import re
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
 from . import manifest as mf
-from .errors import BadParameter, UnknownName
+from . import progress as prog
+from . import runfolder as rf
+from . import session
+from .errors import BadParameter, PinpathError, UnknownName
 from .params import RESERVED, load_preset, notebook_parameters, resolve
 from .paths import NOTEBOOKS_DIR, OUTPUTS_DIR, PARAMS_DIR, PROJECT_ROOT
-from .report import claims
-from .report.html import claims_section, figures_section, render_compare, render_index, render_notebook
 from .runtimes import open_runtime
 from .trace import measure_harness
 from .vocab import Platform, choose
 
-__all__ = ["Plan", "plan", "execute", "run", "compare", "list_runs", "available_notebooks", "KERNEL_NAME"]
+__all__ = ["Plan", "plan", "init_run", "run_notebook", "finalize", "run", "resume", "compare",
+           "available_notebooks", "Interrupted", "KERNEL_NAME"]
 
 KERNEL_NAME = "pinpath"
+_JOB_ENV = ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_ARRAY_TASK_ID", "CUDA_VISIBLE_DEVICES",
+            "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+
+
+class Interrupted(PinpathError):
+    """The runner was asked to stop (SIGINT, SIGTERM)."""
 
 
 class Plan:
     """A validated run: which notebooks with which parameters on which runtime."""
 
-    def __init__(self, preset, platform, notebooks, parameters, runtime_info, selection, harness):
+    def __init__(self, preset, platform, notebooks, parameters, runtime_info, selection, harness, notices=()):
         self.preset, self.platform = preset, platform
         self.notebooks: list[Path] = notebooks
         self.parameters: dict[str, dict] = parameters
         self.runtime_info, self.selection = runtime_info, selection
         self.harness: dict[str, float] = harness   #: the recorder's own cost, clock, null call
+        self.notices: list[str] = list(notices)     #: what validation changed, e.g. sizes left out
 
 
 def available_notebooks(nb_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
-    return sorted(p for p in nb_dir.glob("[0-9][0-9]_*.ipynb"))
+    return sorted(p for p in Path(nb_dir).glob("[0-9][0-9]_*.ipynb"))
 
 
 def plan(preset: str, platform: str, *, only: list[str] | None = None,
@@ -58,141 +76,157 @@ def plan(preset: str, platform: str, *, only: list[str] | None = None,
     found = {p.stem: p for p in available_notebooks(nb_dir)}
     for stem in sections:
         if stem not in found:
-            raise BadParameter(f"{file}: section {stem!r} names a missing notebook (no {nb_dir / (stem + '.ipynb')})")
-    if only:
-        for stem in only:
-            if stem not in found:
-                raise UnknownName("notebook", stem, found)
-    stems = only or list(found)
+            raise BadParameter(f"{file}: section {stem!r} names a missing notebook (no {stem}.ipynb in notebooks)")
+    for stem in only or ():
+        if stem not in found:
+            raise UnknownName("notebook", stem, found)
     parameters = {}
-    for stem in stems:
-        declared = notebook_parameters(found[stem])
+    for stem, path in found.items():          # every section is checked, whatever ``only`` selects
+        declared = notebook_parameters(path)
         for name in RESERVED:
             if name not in declared:
-                raise BadParameter(f"{found[stem]}: the parameters cell does not declare {name}")
+                raise BadParameter(f"{path.name}: the parameters cell does not declare {name}")
         if stem not in sections:
             raise BadParameter(f"{file}: no section for notebook {stem!r}")
-        parameters[stem] = resolve(sections[stem] or {}, declared, where=f"{file} [{stem}]")
+        parameters[stem] = resolve(sections[stem] or {}, declared, where=f"{file.name} [{stem}]")
+    stems = only or list(found)
     rt = open_runtime(platform)       # raises RuntimeUnavailable in one sentence
     try:
         info, selection = rt.describe(), getattr(rt, "selection", [(rt.name, "started")])
         harness = measure_harness(rt.null_native, loops=1000, rounds=10)
     finally:
         rt.close()
-    return Plan(preset, rt.name, [found[s] for s in stems], parameters, info, selection, harness)
+    return Plan(preset, rt.name, [found[s] for s in stems], {s: parameters[s] for s in stems}, info, selection,
+                harness)
 
 
-def _run_id(platform: str, out_dir: Path) -> str:
-    host = re.sub(r"[^A-Za-z0-9.-]+", "-", socket.gethostname())[:40] or "host"
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    rid = f"{stamp}-{host}-{platform}"
-    n = 2
-    while (out_dir / rid).exists():
-        rid, n = f"{stamp}-{host}-{platform}-{n}", n + 1
-    return rid
+def init_run(p: Plan, out_dir: Path = OUTPUTS_DIR, run_id: str | None = None) -> Path:
+    """Make the run folder of a validated plan; every notebook is ``pending``."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BadParameter(f"{out_dir}: the folder of runs is not a folder")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rid = run_id or rf.new_run_id(p.platform, out_dir)
+    if (out_dir / rid).exists():
+        raise BadParameter(f"{rid}: a run of that name exists already")
+    man = {
+        "run_id": rid, "preset": p.preset, "platform": p.platform, "status": "running",
+        "start": mf.utc_now(), "end": None, "git": mf.git_state(PROJECT_ROOT),
+        "runner": {"pid": os.getpid(), "host": socket.gethostname()},
+        "runtime": p.runtime_info, "runtime_selection": p.selection, "harness_ns": p.harness,
+        "machine": mf.machine(), "packages": mf.packages(), "parameters": p.parameters, "notices": p.notices,
+        "sources": {nb.stem: os.path.relpath(nb, PROJECT_ROOT) for nb in p.notebooks},
+        "notebooks": {nb.stem: {"status": "pending"} for nb in p.notebooks},
+    }
+    return rf.create(out_dir, man)
 
 
-def _kernel_dir() -> str:
-    """A private Jupyter data dir whose ``pinpath`` kernel is this very interpreter, so
-    papermill runs the notebooks where pinpath is installed, whatever is registered elsewhere."""
+# -- one notebook ----------------------------------------------------------------------------
+def _gpu_uuid() -> str | None:
+    """The UUID of the GPU this job sees (first visible), where nvidia-smi answers."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"], capture_output=True,
+                           text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = r.stdout.split()
+    return lines[0] if r.returncode == 0 and lines else None
+
+
+def _job() -> dict:
+    job = {k: os.environ[k] for k in _JOB_ENV if k in os.environ}
+    uuid = _gpu_uuid()
+    if uuid:
+        job["gpu_uuid"] = uuid
+    return job
+
+
+@contextmanager
+def _kernel_env(run_dir: Path, stem: str):
+    """A private Jupyter data dir whose ``pinpath`` kernel is this very interpreter (so papermill
+    runs the notebook where pinpath is installed) and the kernel's progress file."""
     d = tempfile.mkdtemp(prefix="pinpath-kernel-")
     spec = Path(d) / "kernels" / KERNEL_NAME
     spec.mkdir(parents=True)
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python (pinpath)", "language": "python"}))
-    return d
+    saved = {k: os.environ.get(k) for k in ("JUPYTER_PATH", prog.ENV)}
+    progress_file = Path(d) / "progress"
+    os.environ["JUPYTER_PATH"] = d + (os.pathsep + saved["JUPYTER_PATH"] if saved["JUPYTER_PATH"] else "")
+    os.environ[prog.ENV] = str(progress_file)
+    try:
+        yield d, progress_file
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _kernel_manager(socket_dir: str):
+    """A kernel manager whose kernel talks over IPC sockets in ``socket_dir`` (no TCP ports, so
+    no plain-text TCP warning from the kernel) and is shut down by request alone: jupyter_client
+    sends SIGINT before every shutdown, which a kernel still finishing a message reports as
+    "KeyboardInterrupt caught in kernel" although nothing was interrupted."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class _IpcKernelManager(AsyncKernelManager):
+        def __init__(self, **kw):
+            kw.setdefault("transport", "ipc")
+            kw.setdefault("ip", os.path.join(socket_dir, "kernel"))
+            super().__init__(**kw)
+
+        async def _async_interrupt_kernel(self) -> None:
+            if not self.shutting_down:
+                await super()._async_interrupt_kernel()
+    return _IpcKernelManager
+
+
+def _with_session_cells(src: Path, dst: Path) -> None:
+    """``src`` with the runner's two cells: session.start() after the parameters cell,
+    session.finish() at the end (see pinpath.session)."""
+    import nbformat
+    nb = nbformat.read(src, as_version=4)
+    at = next((i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])), -1) + 1
+    meta = {"tags": [session.INJECTED_TAG]}
+    nb.cells.insert(at, nbformat.v4.new_code_cell(session.START_SOURCE, metadata=meta))
+    nb.cells.append(nbformat.v4.new_code_cell(session.FINISH_SOURCE, metadata=dict(meta)))
+    nbformat.write(nb, dst)
 
 
 def _error_of(exc: BaseException) -> str:
     ename, evalue = getattr(exc, "ename", type(exc).__name__), getattr(exc, "evalue", str(exc))
+    text = f"{ename}: {evalue}".strip().splitlines()[0] if f"{ename}: {evalue}".strip() else ename
     cell = getattr(exc, "exec_count", None)
-    return f"{ename}: {evalue}".strip() + (f" (cell In [{cell}])" if cell is not None else "")
+    return text + (f" (cell In [{cell}])" if cell is not None else "")
 
 
-def execute(p: Plan, *, out_dir: Path = OUTPUTS_DIR, progress: Callable[[str], None] | None = None,
-            cell_timeout_s: int | None = None) -> tuple[Path, dict]:
-    """Execute a validated plan; return (run folder, manifest)."""
-    import papermill
-
-    say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rid = _run_id(p.platform, out_dir)
-    run_dir = out_dir / rid
-    for sub in ("notebooks", "data", "figures", "report"):
-        (run_dir / sub).mkdir(parents=True)
-    man = {
-        "run_id": rid, "preset": p.preset, "platform": p.platform, "status": "running",
-        "start": mf.utc_now(), "end": None, "git": mf.git_state(PROJECT_ROOT),
-        "runtime": p.runtime_info, "runtime_selection": p.selection, "harness_ns": p.harness,
-        "machine": mf.machine(),
-        "packages": mf.packages(), "parameters": p.parameters,
-        "notebooks": {nb.stem: {"status": "pending"} for nb in p.notebooks},
-    }
-    mf.write(run_dir / "manifest.json", man)
-    kernel_dir = _kernel_dir()
-    old_jp = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = kernel_dir + (os.pathsep + old_jp if old_jp else "")
-    t_run = time.monotonic()
+def _leak(run_dir: Path, stem: str) -> str:
+    """What the kernel left behind, in one sentence; "" if nothing."""
     try:
-        for i, nb in enumerate(p.notebooks, 1):
-            stem = nb.stem
-            say(f"[{i}/{len(p.notebooks)}] {stem}: running ({p.preset}, {p.platform})")
-            entry = man["notebooks"][stem] = {"status": "running", "start": mf.utc_now()}
-            mf.write(run_dir / "manifest.json", man)
-            t0 = time.monotonic()
-            out_nb = run_dir / "notebooks" / nb.name
-            # relative to the notebook's folder (the kernel's cwd): no path of this machine in the outputs
-            params = {**p.parameters[stem], "PLATFORM": p.platform, "RUN_DIR": os.path.relpath(run_dir, nb.parent),
-                      "NOTEBOOK": stem}
-            try:
-                papermill.execute_notebook(str(nb), str(out_nb), parameters=params, kernel_name=KERNEL_NAME,
-                                           language="python", progress_bar=False, cwd=str(nb.parent),
-                                           execution_timeout=cell_timeout_s)
-                entry["status"] = "ok"
-            except Exception as e:   # papermill's execution error or a dead kernel: record, go on
-                entry["status"], entry["error"] = "failed", _error_of(e)
-            entry["duration_s"] = round(time.monotonic() - t0, 2)
-            if out_nb.exists():
-                _relative_paths(out_nb, nb.parent)
-                try:
-                    render_notebook(out_nb, run_dir / "report" / f"{stem}.html")
-                except Exception as e:   # the executed notebook is kept; say why its HTML is missing
-                    entry["status"] = "failed"
-                    entry["error"] = (entry.get("error", "") + f"; HTML not rendered: {type(e).__name__}: "
-                                      f"{str(e).splitlines()[0] if str(e) else ''}").lstrip("; ")
-            say(f"[{i}/{len(p.notebooks)}] {stem}: {entry['status']} in {entry['duration_s']:.1f} s"
-                + (f" - {entry['error']}" if entry.get("error") else ""))
-            mf.write(run_dir / "manifest.json", man)
-    finally:
-        if old_jp is None:
-            os.environ.pop("JUPYTER_PATH", None)
-        else:
-            os.environ["JUPYTER_PATH"] = old_jp
-        shutil.rmtree(kernel_dir, ignore_errors=True)
-        man["end"] = mf.utc_now()
-        man["duration_s"] = round(time.monotonic() - t_run, 1)
-        ok = all(v.get("status") == "ok" for v in man["notebooks"].values())
-        man["status"] = "ok" if ok else "failed"
-        mf.write(run_dir / "manifest.json", man)
-        judged = claims.evaluate(run_dir, p.platform, man["notebooks"])
-        judged.to_csv(run_dir / "report" / "claims.csv", index=False)
-        render_index(run_dir, man, [("Claims", claims_section(judged)), ("Headline figures", figures_section(run_dir))])
-        _point_latest(out_dir, rid)
-    return run_dir, man
+        k = json.loads((run_dir / "status" / f"{stem}.kernel.json").read_text())
+    except (OSError, ValueError):
+        return "the kernel did not report its lock balance"
+    left = {n: c for n, c in k.get("unreleased", {}).items() if c}
+    grew = k.get("vmlck_after_nbytes", 0) - k.get("vmlck_before_nbytes", 0)
+    if not left and grew <= 0:
+        return ""
+    parts = [f"{c:+d} {n}" for n, c in sorted(left.items())[:4]] + (["..."] if len(left) > 4 else [])
+    return ("left behind: " + ", ".join(parts) if left else "") + \
+        (f"{'; ' if left else ''}VmLck grew by {grew} bytes" if grew > 0 else "")
 
 
-def list_runs(out_dir: Path = OUTPUTS_DIR) -> list[tuple[str, dict]]:
-    """(run id, manifest) of every run folder under ``out_dir``, oldest first."""
-    runs = []
-    for man_path in sorted(Path(out_dir).glob("*/manifest.json")):
-        if man_path.parent.is_symlink():
-            continue
-        try:
-            runs.append((man_path.parent.name, json.loads(man_path.read_text())))
-        except (OSError, json.JSONDecodeError):
-            runs.append((man_path.parent.name, {"status": "unreadable"}))
-    return runs
+def _note_in_notebook(nb_path: Path, text: str) -> None:
+    """Append a markdown cell saying what happened (a dead kernel leaves no error cell)."""
+    import nbformat
+    nb = nbformat.read(nb_path, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell(f"**pinpath runner:** {text}"))
+    nbformat.write(nb, nb_path)
 
 
 def _relative_paths(out_nb: Path, base: Path) -> None:
@@ -206,32 +240,208 @@ def _relative_paths(out_nb: Path, base: Path) -> None:
     nbformat.write(nb, out_nb)
 
 
-def compare(run_dirs: list[Path], out_path: Path) -> Path:
-    """Render the claims of several runs side by side into ``out_path`` (an HTML file)."""
-    runs = []
-    for d in run_dirs:
-        man_path = Path(d) / "manifest.json"
-        if not man_path.is_file():
-            raise BadParameter(f"{d}: not a pinpath run (no manifest.json)")
-        man = json.loads(man_path.read_text())
-        runs.append((man, claims.evaluate(Path(d), man["platform"], man.get("notebooks"))))
-    if len(runs) < 2:
-        raise BadParameter("compare needs at least two runs")
-    return render_compare(out_path, runs)
+def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
+                 say: Callable[[str], None] | None = None) -> dict:
+    """Execute notebook ``stem`` of the run in ``run_dir`` and render it; return its final part.
+
+    Statuses: ``ok``; ``failed`` (a cell raised); ``leaked`` (ran through but left locks or
+    allocations behind, or more locked memory than it found); ``dead_kernel``; ``interrupted``.
+    """
+    import papermill
+    from nbclient.exceptions import DeadKernelError
+    from .report.html import render_notebook
+
+    say = say or (lambda s: print(s, file=sys.stderr, flush=True))
+    run_dir = Path(run_dir)
+    man = rf.read_manifest(run_dir)
+    if stem not in man.get("parameters", {}):
+        raise UnknownName("notebook", stem, man.get("parameters", {}))
+    if cell_timeout_s is not None and cell_timeout_s <= 0:
+        raise BadParameter(f"cell timeout: must be a positive number of seconds, got {cell_timeout_s}")
+    src = PROJECT_ROOT / man["sources"][stem]
+    out_nb = run_dir / "notebooks" / f"{stem}.ipynb"
+    for stale in (out_nb, run_dir / "report" / f"{stem}.html", run_dir / "status" / f"{stem}.kernel.json",
+                  *run_dir.glob(f"data/{stem}*.parquet"), *run_dir.glob(f"figures/{stem}-*")):
+        stale.unlink(missing_ok=True)      # a resumed notebook starts clean
+    part = {"status": "running", "pid": os.getpid(), "host": socket.gethostname(), "start": mf.utc_now(),
+            **_job()}
+    rf.write_part(run_dir, stem, part)
+    params = {**man["parameters"][stem], "PLATFORM": man["platform"],
+              "RUN_DIR": os.path.relpath(run_dir, src.parent), "NOTEBOOK": stem}
+    t0 = time.monotonic()
+    interrupted: BaseException | None = None
+    with _kernel_env(run_dir, stem) as (kdir, progress_file):
+        src_with_cells = Path(kdir) / f"{stem}.ipynb"
+        _with_session_cells(src, src_with_cells)
+        partial = run_dir / "notebooks" / f".{stem}.partial.ipynb"
+        try:
+            with prog.Watcher(progress_file, say, prefix=f"      {stem}: "):
+                papermill.execute_notebook(
+                    str(src_with_cells), str(partial), parameters=params, kernel_name=KERNEL_NAME,
+                    language="python", progress_bar=False, cwd=str(src.parent), execution_timeout=cell_timeout_s,
+                    kernel_manager_class=_kernel_manager(kdir))
+            leak = _leak(run_dir, stem)
+            part.update(status="leaked", error=leak) if leak else part.update(status="ok")
+        except DeadKernelError as e:
+            part.update(status="dead_kernel", error=f"the kernel died ({_error_of(e)})")
+        except (KeyboardInterrupt, Interrupted) as e:
+            part.update(status="interrupted", error="the runner was interrupted while this notebook ran")
+            interrupted = e
+        except Exception as e:   # papermill's execution error, a time-out: record, go on
+            part.update(status="failed", error=_error_of(e))
+        finally:
+            if partial.exists():
+                partial.replace(out_nb)
+    part["duration_s"] = round(time.monotonic() - t0, 2)
+    part["end"] = mf.utc_now()
+    if out_nb.exists():
+        try:
+            _relative_paths(out_nb, src.parent)
+            if part["status"] in ("dead_kernel", "interrupted"):
+                _note_in_notebook(out_nb, part["error"])
+            render_notebook(out_nb, run_dir / "report" / f"{stem}.html")
+        except Exception as e:   # the executed notebook is kept; say why its HTML is missing
+            part["error"] = (part.get("error", "") + f"; HTML not rendered: {type(e).__name__}").lstrip("; ")
+            if part["status"] == "ok":
+                part["status"] = "failed"
+    rf.write_part(run_dir, stem, part)
+    if interrupted is not None:
+        raise Interrupted(f"interrupted while {stem} ran") from None
+    return part
 
 
-def _point_latest(out_dir: Path, rid: str) -> None:
-    link = out_dir / "latest"
-    tmp = out_dir / ".latest.tmp"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(rid)
-    tmp.replace(link)
+# -- the whole run ---------------------------------------------------------------------------
+def _resolver():
+    """pinpath.cluster's resolve_part, where that module exists (a cluster knows why a job ended)."""
+    try:
+        from .cluster import resolve_part
+    except ImportError:
+        return None
+    return resolve_part
+
+
+def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path | None = None) -> dict:
+    """Fold the notebooks' parts into the manifest, judge the claims, build the report."""
+    from .report import claims
+    from .report.html import claims_section, figures_section, render_index
+
+    run_dir = Path(run_dir)
+    man = rf.merge(run_dir, rf.read_manifest(run_dir), _resolver())
+    statuses = [v.get("status") for v in man["notebooks"].values()]
+    if interrupted_at is not None:
+        man["status"], man["interrupted_at"] = "interrupted", interrupted_at
+    elif all(s == "ok" for s in statuses):
+        man["status"] = "ok"
+    elif any(s in ("pending", "running") for s in statuses):
+        man["status"] = "incomplete"
+    else:
+        man["status"] = "failed"
+    man["end"] = mf.utc_now()
+    man["duration_s"] = round(sum(float(v.get("duration_s", 0) or 0) for v in man["notebooks"].values()), 1)
+    rf.write_manifest(run_dir, man)
+    judged, unreadable = claims.evaluate(run_dir, man["platform"], man["notebooks"])
+    from . import atomic
+    atomic.write_text(run_dir / "report" / "claims.csv", judged.to_csv(index=False))
+    if unreadable:
+        man["unreadable_data"] = unreadable
+        rf.write_manifest(run_dir, man)
+    render_index(run_dir, man, [("Claims", claims_section(judged)), ("Headline figures", figures_section(run_dir))])
+    rf.point_latest(out_dir or run_dir.parent, run_dir.name)
+    return man
+
+
+@contextmanager
+def _stop_on_signals():
+    """SIGTERM (and SIGINT, as Python has it) raise Interrupted in the main thread."""
+    def handler(signum, frame):
+        raise Interrupted(f"stopped by signal {signal.Signals(signum).name}")
+    if threading_main():
+        old = {s: signal.signal(s, handler) for s in (signal.SIGTERM,)}
+        try:
+            yield
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+    else:
+        yield
+
+
+def threading_main() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
+def _eta(done_s: list[float], left: int) -> str:
+    if not done_s or not left:
+        return ""
+    return f", about {sum(done_s) / len(done_s) * left:.0f} s left"
+
+
+def _execute(run_dir: Path, stems: list[str], *, say, cell_timeout_s=None) -> tuple[Path, dict]:
+    """Run ``stems`` into ``run_dir`` one after the other, then finalize; a signal stops the run
+    after recording the notebook that was running."""
+    man = rf.read_manifest(run_dir)
+    t_run, durations = time.monotonic(), []
+    current = None
+    try:
+        with _stop_on_signals():
+            for i, stem in enumerate(stems, 1):
+                current = stem
+                say(f"[{i}/{len(stems)}] {stem}: running ({man['preset']}, {man['platform']}; "
+                    f"{time.monotonic() - t_run:.0f} s elapsed{_eta(durations, len(stems) - i + 1)})")
+                part = run_notebook(run_dir, stem, cell_timeout_s=cell_timeout_s, say=say)
+                durations.append(part["duration_s"])
+                say(f"[{i}/{len(stems)}] {stem}: {part['status']} in {part['duration_s']:.1f} s"
+                    + (f" - {part['error']}" if part.get("error") else ""))
+            current = None
+    except (Interrupted, KeyboardInterrupt):
+        say(f"interrupted while {current} ran: rendering what finished")
+        return run_dir, finalize(run_dir, interrupted_at=current or "")
+    return run_dir, finalize(run_dir)
 
 
 def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: Path = OUTPUTS_DIR,
         nb_dir: Path = NOTEBOOKS_DIR, params_dir: Path = PARAMS_DIR, progress=None,
         cell_timeout_s: int | None = None) -> tuple[Path, dict]:
-    """Validate, then execute; see ``plan`` and ``execute``."""
+    """Validate, make the run folder, run every notebook, finalize."""
+    say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
+    if cell_timeout_s is not None and cell_timeout_s <= 0:
+        raise BadParameter(f"--cell-timeout: must be a positive number of seconds, got {cell_timeout_s}")
     p = plan(preset, platform, only=only, nb_dir=nb_dir, params_dir=params_dir)
-    return execute(p, out_dir=out_dir, progress=progress, cell_timeout_s=cell_timeout_s)
+    for notice in p.notices:
+        say(f"notice: {notice}")
+    run_dir = init_run(p, out_dir)
+    return _execute(run_dir, [nb.stem for nb in p.notebooks], say=say, cell_timeout_s=cell_timeout_s)
+
+
+def resume(run: str | Path, *, out_dir: Path = OUTPUTS_DIR, progress=None,
+           cell_timeout_s: int | None = None) -> tuple[Path, dict]:
+    """Run every notebook of an earlier run that is not ``ok`` into the same run folder."""
+    say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
+    run_dir = Path(run) if Path(run).is_dir() else Path(out_dir) / str(run)
+    man = rf.merge(run_dir, rf.read_manifest(run_dir))
+    todo = [s for s, v in man["notebooks"].items() if v.get("status") != "ok"]
+    man.update(status="running", runner={"pid": os.getpid(), "host": socket.gethostname()})
+    man.pop("interrupted_at", None)
+    rf.write_manifest(run_dir, man)
+    say(f"resuming {run_dir.name}: {len(todo)} of {len(man['notebooks'])} notebook(s) to run")
+    return _execute(run_dir, todo, say=say, cell_timeout_s=cell_timeout_s)
+
+
+def compare(run_dirs: list[Path], out_path: Path) -> Path:
+    """Render the claims of several runs side by side into ``out_path`` (an HTML file)."""
+    from .report import claims
+    from .report.html import render_compare
+    if len(run_dirs) < 2:
+        raise BadParameter("compare needs at least two runs")
+    out_path = Path(out_path)
+    if out_path.is_dir():
+        raise BadParameter(f"--out {out_path}: is a folder; name an HTML file")
+    runs = []
+    for d in run_dirs:
+        man = rf.read_manifest(Path(d))
+        runs.append((man, claims.evaluate(Path(d), man["platform"], man.get("notebooks"))[0]))
+    try:
+        return render_compare(out_path, runs)
+    except OSError as e:
+        raise BadParameter(f"--out {out_path}: cannot be written ({e.strerror})") from None

@@ -15,7 +15,8 @@ from typing import Callable, Iterable, Iterator
 from .errors import warn
 from .records import CallRecord
 
-__all__ = ["Recorder", "records", "measure_harness", "hsa_stats", "write_hsa_stats", "HSA_STATS_HEADER"]
+__all__ = ["Recorder", "records", "measure_harness", "hsa_stats", "write_hsa_stats", "HSA_STATS_HEADER",
+           "process_balance"]
 
 HSA_STATS_HEADER = ("Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage")
 _now = time.perf_counter_ns
@@ -27,6 +28,26 @@ class _ThreadState(threading.local):
 
     def __init__(self) -> None:
         self.info: tuple[int, list[list]] = (_tid(), [])   # (native thread id, open spans)
+
+
+#: every Recorder of this process: (resource, ptr) -> acquisitions not yet released (a notebook's
+#: kernel reports it at its end, whatever runtimes it opened and closed on the way)
+_PROCESS_HELD: dict[tuple[str, int], int] = {}
+_PROCESS_LOCK = threading.Lock()
+
+
+def process_balance() -> dict[str, int]:
+    """``"lock@0x7f..." -> count`` for every acquisition of this process not yet released."""
+    with _PROCESS_LOCK:
+        return {f"{res}@{ptr:#x}": n for (res, ptr), n in _PROCESS_HELD.items() if n}
+
+
+def _count(table: dict, key, delta: int) -> None:
+    n = table.get(key, 0) + delta
+    if n:
+        table[key] = n
+    else:
+        table.pop(key, None)
 
 
 class Recorder:
@@ -43,7 +64,8 @@ class Recorder:
     def __init__(self) -> None:
         self._raw: list[tuple] = []
         self._state = _ThreadState()
-        self._held: dict[tuple[str, int], int] = {}
+        self._held: dict[tuple[str, int], int] = {}        # (resource, ptr) -> times held
+        self._nbytes: dict[tuple[str, int], int] = {}      # (resource, ptr) -> size of the last acquisition
         self._held_lock = threading.Lock()
         self.acquired: dict[str, int] = {}
         self.released: dict[str, int] = {}
@@ -91,19 +113,33 @@ class Recorder:
         """Forget the recorded calls (held resources are kept)."""
         self._raw = []
 
-    # -- balance of locks and allocations -------------------------------------------------
+    # -- balance of locks and allocations, with multiplicity -------------------------------
     def acquire(self, resource: str, ptr: int, nbytes: int) -> None:
+        key = (resource, ptr)
         with self._held_lock:
-            self._held[(resource, ptr)] = nbytes
+            _count(self._held, key, 1)
+            self._nbytes[key] = nbytes
             self.acquired[resource] = self.acquired.get(resource, 0) + 1
+        with _PROCESS_LOCK:
+            _count(_PROCESS_HELD, key, 1)
 
     def release(self, resource: str, ptr: int) -> None:
+        key = (resource, ptr)
         with self._held_lock:
-            self._held.pop((resource, ptr), None)
+            _count(self._held, key, -1)
             self.released[resource] = self.released.get(resource, 0) + 1
+        with _PROCESS_LOCK:
+            _count(_PROCESS_HELD, key, -1)
 
     def outstanding(self) -> dict[tuple[str, int], int]:
-        """(resource, ptr) -> nbytes of every lock or allocation not yet undone."""
+        """(resource, ptr) -> nbytes of every lock or allocation acquired more often than
+        released (a pointer locked twice and unlocked once is outstanding)."""
+        with self._held_lock:
+            return {k: self._nbytes.get(k, 0) for k, n in self._held.items() if n > 0}
+
+    def balance(self) -> dict[tuple[str, int], int]:
+        """(resource, ptr) -> acquisitions minus releases, where not zero (negative: released
+        more often than acquired)."""
         with self._held_lock:
             return dict(self._held)
 

@@ -38,9 +38,15 @@ class Claim:
     judge: Callable[[dict, str], tuple[str, str, str]]   #: (data, platform) -> (measured, verdict, why)
 
 
-def load_run(run_dir: Path) -> dict[str, pd.DataFrame]:
-    """Every parquet file of a run, by stem (``04_c1_offload_region-calls`` ...)."""
-    return {p.stem: pd.read_parquet(p) for p in sorted(Path(run_dir, "data").glob("*.parquet"))}
+def load_run(run_dir: Path) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    """Every readable parquet file of a run by stem, and the names of those that are not."""
+    data, bad = {}, []
+    for p in sorted(Path(run_dir, "data").glob("*.parquet")):
+        try:
+            data[p.stem] = pd.read_parquet(p)
+        except Exception:   # truncated or not parquet at all: the report names it
+            bad.append(p.name)
+    return data, bad
 
 
 def _get(data: dict, name: str) -> pd.DataFrame:
@@ -351,9 +357,10 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
 )}
 
 
-def evaluate(run_dir: Path, platform: str, status: dict[str, dict] | None = None) -> pd.DataFrame:
-    """One row per claim: id, who, claim, thread, measured, platform, verdict, why, rule, notebook."""
-    return judge(list(CLAIMS), load_run(run_dir), platform, status)
+def evaluate(run_dir: Path, platform: str, status: dict[str, dict] | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """One row per claim, and the data files that could not be read."""
+    data, unreadable = load_run(run_dir)
+    return judge(list(CLAIMS), data, platform, status), unreadable
 
 
 def judge(ids, data: dict[str, pd.DataFrame], platform: str, status: dict[str, dict] | None = None) -> pd.DataFrame:

@@ -1,5 +1,7 @@
 # pinpath: reproducible notebooks on the cost of host<->device transfers.
 # `make` lists the targets. Recipes call Python; the logic lives in lib/pinpath.
+# Every make variable reaches a command as one argument: the recipes read them from the
+# environment ("$$NAME"), never pasted into the shell line.
 
 .DEFAULT_GOAL := help
 SHELL := /bin/bash
@@ -9,17 +11,27 @@ PYTHON     ?= python3
 VENV       ?= .venv
 PRESET     ?= default
 PLATFORM   ?= auto
-EXTRAS     ?= test,cuda,amd
+NOTEBOOKS  ?=
+RESUME     ?=
+SET        ?=
+RUN        ?= latest
+RUNS       ?=
+CELL_TIMEOUT ?=
 WHEELHOUSE ?= wheelhouse
-PYVER      ?= $(shell $(PYTHON) -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 SKIP       ?=
+# the AMD extra (hip-python, ~300 MB) only where ROCm's HIP library is on this machine, or when asked
+HAS_ROCM   := $(shell ldconfig -p 2>/dev/null | grep -q 'libamdhip64\.so' && echo 1)
+EXTRAS     ?= test,cuda$(if $(HAS_ROCM),$(comma)amd,)
+comma      := ,
+PYVER      ?= $(shell $(PYTHON) -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 # ENV=venv (default) builds .venv from nothing; ENV=system uses $(PYTHON) as it is, plus the
 # wheelhouse unpacked into .site (a GPU node whose image already has numpy, pandas, cuda-bindings).
 ENV        ?= venv
-RUNS       ?=
-
 # wheels in wheelhouse/ are preferred when present; OFFLINE=1 forbids the package index altogether
 OFFLINE    ?=
+CLUSTER    ?=
+export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT EXTRAS WHEELHOUSE SKIP PYVER
+
 PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE),) $(if $(OFFLINE),--no-index,)
 ifeq ($(ENV),system)
   PY    := PYTHONPATH=$(CURDIR)/.site:$(CURDIR)/lib JUPYTER_PATH=$(CURDIR)/.site/share/jupyter $(PYTHON)
@@ -29,7 +41,7 @@ else
   STAMP := $(VENV)/.stamp
 endif
 
-.PHONY: help setup test reproduce validate report compare lab wheelhouse clean
+.PHONY: help setup test reproduce validate runs report share compare lab wheelhouse clean
 
 ## COMMANDS
 help:  ## list the targets
@@ -38,9 +50,13 @@ help:  ## list the targets
 setup: $(STAMP)  ## create the environment (.venv, or .site with ENV=system); OFFLINE=1: from wheelhouse/ only
 
 $(VENV)/.stamp: pyproject.toml
+	@echo "setup 1/3: a new virtual environment in $(VENV)"
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install -q $(PIP_FROM) -e '.[$(EXTRAS)]'
+	@echo "setup 2/3: installing pinpath with extras [$$EXTRAS] (pip's progress below)"
+	set -o pipefail; $(VENV)/bin/python -m pip install --progress-bar off --disable-pip-version-check $(PIP_FROM) \
+	  -e ".[$$EXTRAS]" 2>&1 | { grep --line-buffered -E '^(Collecting|Installing collected|Successfully|ERROR)' || true; }
+	@echo "setup 3/3: done ($$(du -sh $(VENV) | cut -f1))"
 	touch $@
 
 .site/.stamp:
@@ -49,34 +65,45 @@ $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m pip install -q --no-index --no-deps --no-compile --target .site $(WHEELHOUSE)/*.whl
 	touch $@
 
-test: setup  ## run the tests (host everywhere; cuda ones where a GPU answers); fails if none ran
+test: setup  ## run the tests (host everywhere; cuda/AMD ones where they can run); fails if none ran
 	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "make test: no test ran" >&2; exit 1; fi; exit $$rc
 
-reproduce: setup  ## run every notebook for PRESET (smoke|default|full) on PLATFORM (auto|cuda|hsa|hip|host) into outputs/<run-id>/
-	$(PY) -m pinpath run --preset $(PRESET) --platform $(PLATFORM)
+reproduce: setup  ## run the notebooks (PRESET=smoke|default|full PLATFORM=auto|cuda|hsa|hip|host NOTEBOOKS=a,b SET="NB.NAME=V" RESUME=<run-id> CLUSTER=slurm)
+ifeq ($(CLUSTER),slurm)
+	$(PY) -m pinpath.cluster reproduce
+else
+	read -r -a sets <<< "$$SET"; $(PY) -m pinpath run --preset "$$PRESET" --platform "$$PLATFORM" \
+	  --notebooks "$$NOTEBOOKS" --resume "$$RESUME" $${CELL_TIMEOUT:+--cell-timeout "$$CELL_TIMEOUT"} $${sets[@]/#/--set=}
+endif
 
-validate: setup  ## check PRESET's parameter files and notebooks; run nothing
-	$(PY) -m pinpath validate --preset $(PRESET) --platform $(PLATFORM)
+validate: setup  ## check PRESET's parameter files, notebooks and lock limits; run nothing
+	read -r -a sets <<< "$$SET"; $(PY) -m pinpath validate --preset "$$PRESET" --platform "$$PLATFORM" \
+	  --notebooks "$$NOTEBOOKS" $${sets[@]/#/--set=}
 
-report: setup  ## list the runs under outputs/ with their status
+runs: setup  ## list the runs under outputs/ with their status (stale: its runner was killed)
 	$(PY) -m pinpath runs
 
-compare: setup  ## render the claims of RUNS="outputs/A outputs/B" side by side into outputs/compare.html
-	@[ -n "$(RUNS)" ] || { echo 'make compare needs RUNS="outputs/A outputs/B"'; exit 2; }
-	$(PY) -m pinpath compare $(RUNS) --out outputs/compare.html
+report: runs  ## the same as `make runs`; each run's summary report is outputs/<run-id>/report/index.html
+
+share: setup  ## write share/summary.md, ~900 px figures and <run-id>.zip of RUN (default: latest) into its folder
+	$(PY) -m pinpath share "$$RUN"
+
+compare: setup  ## render the claims of RUNS="outputs/A outputs/B" side by side into outputs/compare.html and .md
+	@[ -n "$$RUNS" ] || { echo 'make compare needs RUNS="outputs/A outputs/B"'; exit 2; }
+	read -r -a runs <<< "$$RUNS"; $(PY) -m pinpath compare "$${runs[@]}" --out outputs/compare.html
 
 lab: setup  ## JupyterLab on 127.0.0.1 (token) with the pinpath kernel registered
-	$(VENV)/bin/python -m pip install -q $(PIP_FROM) -e '.[$(EXTRAS),lab]'
+	$(VENV)/bin/python -m pip install -q $(PIP_FROM) -e ".[$$EXTRAS,lab]"
 	$(VENV)/bin/python -m ipykernel install --sys-prefix --name pinpath --display-name "Python (pinpath)"
 	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --no-browser --ServerApp.root_dir=$(CURDIR) $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 wheelhouse:  ## download wheels for an offline node into wheelhouse/ (PYVER=3.12, SKIP="numpy pandas ...")
-	mkdir -p $(WHEELHOUSE)
-	$(PYTHON) -m pip download -q -d $(WHEELHOUSE) --only-binary=:all: --python-version $(PYVER) \
+	mkdir -p "$$WHEELHOUSE"
+	$(PYTHON) -m pip download -q -d "$$WHEELHOUSE" --only-binary=:all: --python-version "$$PYVER" \
 	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-	  --platform manylinux2014_x86_64 --platform any setuptools $$(tools/requirements.py $(EXTRAS))
-	@for p in $(SKIP); do n=$$(echo $$p | tr '-' '_'); rm -fv $(WHEELHOUSE)/$$n-[0-9]*.whl $(WHEELHOUSE)/$$p-[0-9]*.whl; done
-	@du -sh $(WHEELHOUSE)
+	  --platform manylinux2014_x86_64 --platform any setuptools $$(tools/requirements.py "$$EXTRAS")
+	@for p in $$SKIP; do n=$$(echo $$p | tr '-' '_'); rm -fv "$$WHEELHOUSE"/$$n-[0-9]*.whl "$$WHEELHOUSE"/$$p-[0-9]*.whl; done
+	@du -sh "$$WHEELHOUSE"
 
 clean:  ## remove the environments and caches (outputs/ stays)
 	rm -rf $(VENV) .site .pytest_cache .hypothesis

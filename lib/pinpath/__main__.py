@@ -42,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--platform", default="auto", help=f"one of {', '.join(m.value for m in Platform)} (default: auto)")
         p.add_argument("--notebooks", default="", help="comma-separated notebook stems (default: all)")
         p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
+        p.add_argument("--set", action="append", default=[], metavar="NOTEBOOK.NAME=VALUE",
+                       help="one parameter of one notebook, e.g. 01_c12_lock_copy.NBYTES=1GiB (repeatable)")
         if name == "run":
             p.add_argument("--cell-timeout", type=_positive_int, default=None, help="seconds a cell may run (default: no limit)")
             p.add_argument("--resume", default="", help="a run id (or folder) whose notebooks that are not ok run again")
@@ -57,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="render the claims of two or more runs side by side")
     p.add_argument("runs", nargs="+", type=Path, help="run folders (outputs/<run-id>)")
     p.add_argument("--out", type=Path, default=Path("outputs/compare.html"), help="HTML file to write")
+    p = sub.add_parser("share", help="write share/summary.md, share/figures/ and share/<run-id>.zip inside a run folder")
+    p.add_argument("run", nargs="?", default="latest", help="run folder or run id under outputs/ (default: latest)")
+    p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
     p = sub.add_parser("runs", help="list the runs under outputs/ with their status")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
     return ap
@@ -85,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{rid}  {status:11} {man.get('preset', '?'):8} {man.get('platform', '?'):5} "
                       f"{man.get('duration_s', '?')} s")
             return 0
+        if args.cmd == "share":
+            from .report.share import resolve_run, share_run
+            share = share_run(resolve_run(args.run, args.outputs or OUTPUTS_DIR))
+            print(share / "summary.md")
+            print(share / f"{share.parent.name}.zip")
+            return 0
         if args.cmd == "run-notebook":
             part = runner.run_notebook(args.run_dir, args.stem, cell_timeout_s=args.cell_timeout)
             print(f"{args.stem}: {part['status']}" + (f" - {part['error']}" if part.get("error") else ""))
@@ -97,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "run" and args.resume:
             run_dir, man = runner.resume(args.resume, out_dir=out_dir, cell_timeout_s=args.cell_timeout)
         elif args.cmd in ("validate", "init"):
-            p = runner.plan(args.preset, args.platform, only=_only(args.notebooks))
+            p = runner.plan(args.preset, args.platform, only=_only(args.notebooks), overrides=args.set)
             if args.cmd == "validate":
                 for notice in p.notices:
                     print(f"notice: {notice}")
@@ -110,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         else:
             run_dir, man = runner.run(args.preset, args.platform, only=_only(args.notebooks), out_dir=out_dir,
-                                      cell_timeout_s=args.cell_timeout)
+                                      cell_timeout_s=args.cell_timeout, overrides=args.set)
     except PinpathError as e:
         print(f"pinpath: {e}", file=sys.stderr)
         return 2

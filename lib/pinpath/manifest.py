@@ -14,7 +14,7 @@ from typing import Any
 
 from . import osinfo
 
-__all__ = ["git_state", "machine", "packages", "write", "utc_now", "PATH_ENV_VARS"]
+__all__ = ["git_state", "machine", "packages", "utc_now", "PATH_ENV_VARS"]
 
 #: environment variables that change which path a runtime takes (bench-anchors §5.2)
 PATH_ENV_VARS = ("GPU_PINNED_MIN_XFER_SIZE", "GPU_PINNED_XFER_SIZE", "GPU_STAGING_BUFFER_SIZE", "HSA_USE_SVM",
@@ -78,9 +78,3 @@ def packages() -> dict[str, str | None]:
             out[name] = None
     return out
 
-
-def write(path: Path, manifest: dict) -> None:
-    """Write atomically, so a crashed run still leaves a readable manifest."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-    tmp.replace(path)

@@ -1,27 +1,32 @@
 """Makers of each kind of host memory the thread speaks of; each is a context manager
-that yields a HostBuffer filled with random bytes (never zeros) and frees it on exit."""
+that yields a HostBuffer filled with random bytes (never zeros) and frees it on exit. Every
+buffer's page backing is read from Linux after it is filled, never assumed."""
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
+import shutil
+import subprocess
 import tempfile
 import threading
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 import numpy as np
 
 from . import libc, osinfo
-from .errors import BadParameter, RuntimeCallFailed
+from .errors import BadParameter, NotAvailable, RuntimeCallFailed
 from .runtimes.base import pinned_alloc
 from .units import MiB, PAGE_NBYTES
 from .vocab import Direction, MemoryKind, choose
 
 __all__ = ["HostBuffer", "host_buffer", "fill_random", "view", "supports", "KINDS",
-           "UNALIGNED_OFFSET_NBYTES", "STACK_MAX_NBYTES"]
+           "UNALIGNED_OFFSET_NBYTES", "STACK_MAX_NBYTES", "POISON"]
 
+POISON = 0xA5                          #: written over a destination before a verified transfer
 UNALIGNED_OFFSET_NBYTES = 131          #: default start offset inside a page (odd on purpose)
 STACK_MAX_NBYTES = 1 << 30             #: largest buffer placed on a thread stack
 HUGE_PAGE_NBYTES = 2 * MiB
@@ -34,7 +39,8 @@ class HostBuffer:
     nbytes: int
     kind: MemoryKind
     array: np.ndarray                  #: uint8 view of [ptr, ptr + nbytes)
-    backing: str = "4k"                #: "4k", "thp", "hugetlbfs", "runtime", "file"
+    backing: str = ""                  #: as Linux reports it after the fill: "4k", "thp", "hugetlbfs", "file"
+                                       #: (osinfo.backing); "runtime" for memory a runtime allocated
     writable: bool = True
     neighbour: "HostBuffer | None" = None   #: the other buffer on the shared page (page_sharing)
     owner: Any = field(default=None, repr=False)   #: keeps the memory alive
@@ -61,12 +67,12 @@ def fill_random(arr: np.ndarray, seed: int = 0) -> None:
 
 def supports(kind: MemoryKind, direction: Direction) -> str:
     """'' if ``kind`` can take part in a ``direction`` transfer, else the reason it cannot."""
-    if kind == MemoryKind.READ_ONLY and direction == Direction.D2H:
+    if kind in (MemoryKind.READ_ONLY, MemoryKind.READ_ONLY_FILE, MemoryKind.RODATA) and direction == Direction.D2H:
         return "read-only memory is only ever a source: a D2H transfer would write into it"
     return ""
 
 
-def _mmap(nbytes: int, flags: int, fd: int = -1, prot: int = libc.PROT_READ | libc.PROT_WRITE) -> int:
+def _mmap(nbytes: int, flags: int, fd: int = -1, *, prot: int = libc.PROT_READ | libc.PROT_WRITE) -> int:
     ptr = _L.mmap(None, nbytes, prot, flags, fd, 0)
     if ptr in (None, libc.MAP_FAILED):
         err = ctypes.get_errno()
@@ -88,10 +94,24 @@ def _round_up(n: int, to: int) -> int:
 
 
 # -- makers (each: (stack, nbytes, rt, seed, offset) -> HostBuffer) ---------------------------
+_L.malloc.restype, _L.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
+_L.free.restype, _L.free.argtypes = None, (ctypes.c_void_p,)
+
+
 def _heap(stack: ExitStack, nbytes, rt, seed, offset):
+    ptr = _L.malloc(nbytes)
+    if not ptr:
+        raise RuntimeCallFailed("host", "malloc", 12, libc.errno_name(12), nbytes)
+    stack.callback(_L.free, ptr)
+    arr = view(ptr, nbytes)
+    fill_random(arr, seed)
+    return HostBuffer(ptr, nbytes, MemoryKind.HEAP, arr)
+
+
+def _numpy(stack: ExitStack, nbytes, rt, seed, offset):
     arr = np.empty(nbytes, dtype=np.uint8)
     fill_random(arr, seed)
-    return HostBuffer(arr.ctypes.data, nbytes, MemoryKind.HEAP, arr, owner=arr)
+    return HostBuffer(arr.ctypes.data, nbytes, MemoryKind.NUMPY, arr, owner=arr)
 
 
 class _StackThread:
@@ -155,6 +175,75 @@ def _read_only(stack: ExitStack, nbytes, rt, seed, offset):
                       writable=False)
 
 
+def _random_file(stack: ExitStack, nbytes: int, seed: int, span: int) -> tuple[int, str]:
+    """A temporary file of ``span`` bytes starting with ``nbytes`` random ones; (fd, path)."""
+    fd, path = tempfile.mkstemp(prefix="pinpath-", suffix=".bin")
+    stack.callback(os.unlink, path)
+    stack.callback(os.close, fd)
+    block = np.empty(nbytes, dtype=np.uint8)
+    fill_random(block, seed)
+    os.pwrite(fd, block.tobytes(), 0)
+    os.ftruncate(fd, span)
+    return fd, path
+
+
+def _read_only_file(stack: ExitStack, nbytes, rt, seed, offset):
+    span = _round_up(nbytes, PAGE_NBYTES)
+    fd, _ = _random_file(stack, nbytes, seed, span)
+    ptr = _mmap(span, libc.MAP_PRIVATE, fd, prot=libc.PROT_READ)
+    stack.callback(_L.munmap, ptr, span)
+    return HostBuffer(ptr, nbytes, MemoryKind.READ_ONLY_FILE, view(ptr, nbytes, writable=False), writable=False)
+
+
+def _cache_dir() -> str:
+    base = os.environ.get("PINPATH_CACHE") or os.path.join(os.environ.get("XDG_CACHE_HOME")
+                                                           or os.path.expanduser("~/.cache"), "pinpath")
+    try:
+        os.makedirs(base, exist_ok=True)
+        return base
+    except OSError:
+        return tempfile.gettempdir()
+
+
+_RODATA_SOURCE = (
+    "/* pinpath: NBYTES random bytes in .rodata, page-aligned, as a const array of a library */\n"
+    '__asm__(".section .rodata\\n.balign 4096\\n.globl pinpath_rodata\\n.type pinpath_rodata, @object\\n"\n'
+    '        "pinpath_rodata:\\n.incbin \\"DATA\\"\\n.size pinpath_rodata, NBYTES\\n.balign 4096\\n.previous\\n");\n')
+
+
+def _rodata(stack: ExitStack, nbytes, rt, seed, offset):
+    """A const array in the read-only data of a shared object compiled now and loaded with
+    dlopen: what a pointer into an application's .rodata is."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise NotAvailable("rodata: building a shared object needs a C compiler (cc), and none is on PATH")
+    block = np.empty(nbytes, dtype=np.uint8)
+    fill_random(block, seed)
+    key = hashlib.sha256(block.tobytes() + _RODATA_SOURCE.encode()).hexdigest()[:16]
+    so = os.path.join(_cache_dir(), f"rodata-{nbytes}-{key}.so")
+    if not os.path.exists(so):
+        with tempfile.TemporaryDirectory(prefix="pinpath-rodata-") as d:
+            data, src, tmp = (os.path.join(d, n) for n in ("data.bin", "rodata.c", "lib.so"))
+            with open(data, "wb") as f:
+                f.write(block.tobytes())
+            with open(src, "w") as f:
+                f.write(_RODATA_SOURCE.replace("DATA", data).replace("NBYTES", str(nbytes)))
+            r = subprocess.run([cc, "-shared", "-fPIC", "-o", tmp, src], capture_output=True, text=True)
+            if r.returncode != 0:
+                first = (r.stderr.strip().splitlines() or ["no output"])[0]
+                raise NotAvailable(f"rodata: the shared object did not compile ({first})")
+            shutil.move(tmp, so + f".{os.getpid()}")
+            os.replace(so + f".{os.getpid()}", so)
+    lib = ctypes.CDLL(so)
+    import _ctypes
+    stack.callback(_ctypes.dlclose, lib._handle)
+    ptr = ctypes.addressof(ctypes.c_uint8.in_dll(lib, "pinpath_rodata"))
+    arr = view(ptr, nbytes, writable=False)
+    if not np.array_equal(arr, block):
+        raise NotAvailable("rodata: the loaded library does not hold the bytes it was built with")
+    return HostBuffer(ptr, nbytes, MemoryKind.RODATA, arr, writable=False, owner=lib)
+
+
 def _file_backed(stack: ExitStack, nbytes, rt, seed, offset):
     span = _round_up(nbytes, PAGE_NBYTES)
     fd, path = tempfile.mkstemp(prefix="pinpath-", suffix=".bin")
@@ -172,19 +261,14 @@ def _huge_pages(stack: ExitStack, nbytes, rt, seed, offset):
     try:
         ptr = _mmap(span, libc.MAP_PRIVATE | libc.MAP_ANONYMOUS | libc.MAP_HUGETLB)
         stack.callback(_L.munmap, ptr, span)
-        backing = "hugetlbfs"
     except RuntimeCallFailed:     # no hugetlbfs pool: ask for transparent huge pages
         whole = span + HUGE_PAGE_NBYTES
         raw = stack.enter_context(_mapping(whole))
         ptr = _round_up(raw, HUGE_PAGE_NBYTES)
         _L.madvise(ptr, span, libc.MADV_HUGEPAGE)
-        backing = ""
     arr = view(ptr, nbytes)
-    fill_random(arr, seed)
-    if not backing:
-        vma = osinfo.find_vma(ptr)
-        backing = "thp" if vma is not None and vma.anon_huge_nbytes > 0 else "4k"
-    return HostBuffer(ptr, nbytes, MemoryKind.HUGE_PAGES, arr, backing=backing)
+    fill_random(arr, seed)     # backing: what Linux granted (hugetlbfs, thp, or 4k where neither)
+    return HostBuffer(ptr, nbytes, MemoryKind.HUGE_PAGES, arr)
 
 
 def _pinned(stack: ExitStack, nbytes, rt, seed, offset):
@@ -220,7 +304,8 @@ def _page_sharing(stack: ExitStack, nbytes, rt, seed, offset):
 
 
 KINDS = {
-    MemoryKind.HEAP: _heap, MemoryKind.STACK: _stack, MemoryKind.READ_ONLY: _read_only,
+    MemoryKind.HEAP: _heap, MemoryKind.NUMPY: _numpy, MemoryKind.STACK: _stack, MemoryKind.READ_ONLY: _read_only,
+    MemoryKind.READ_ONLY_FILE: _read_only_file, MemoryKind.RODATA: _rodata,
     MemoryKind.FILE_BACKED: _file_backed, MemoryKind.HUGE_PAGES: _huge_pages,
     MemoryKind.PINNED: _pinned, MemoryKind.UNALIGNED: _unaligned,
     MemoryKind.PAGE_SHARING: _page_sharing,
@@ -244,4 +329,7 @@ def host_buffer(kind: str, nbytes: int, *, rt=None, seed: int = 0,
     if nbytes <= 0:
         raise BadParameter(f"{kind}: nbytes must be positive, got {nbytes}")
     with ExitStack() as stack:
-        yield KINDS[kind](stack, nbytes, rt, seed, offset)
+        buf = KINDS[kind](stack, nbytes, rt, seed, offset)
+        if not buf.backing:
+            buf = replace(buf, backing=osinfo.backing(buf.ptr, buf.nbytes))
+        yield buf

@@ -6,7 +6,10 @@ import resource
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Vma", "find_vma", "vmlck_nbytes", "memlock_limit_nbytes", "thp_mode", "meminfo_nbytes"]
+__all__ = ["Vma", "vmas", "find_vma", "backing", "locked_ranges", "vmlck_nbytes", "memlock_limit_nbytes",
+           "lockable_nbytes", "has_cap_ipc_lock", "thp_mode", "meminfo_nbytes"]
+
+HUGE_PAGE_NBYTES = 2 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +28,9 @@ class Vma:
         return "lo" in self.flags
 
 
-def find_vma(ptr: int) -> Vma | None:
-    """The VMA of this process that holds ``ptr``, read from /proc/self/smaps."""
+def vmas(ptr: int | None = None):
+    """The VMAs of this process from /proc/self/smaps, in address order; with ``ptr`` only the
+    one that holds it (the file is parsed up to there)."""
     with open("/proc/self/smaps", "rb") as f:
         lines = f.read().split(b"\n")
     i, n = 0, len(lines)
@@ -37,7 +41,7 @@ def find_vma(ptr: int) -> Vma | None:
             continue
         rng, rest = head.split(b" ", 1)
         lo, hi = (int(x, 16) for x in rng.split(b"-"))
-        if not lo <= ptr < hi:
+        if ptr is not None and not lo <= ptr < hi:
             continue
         fields: dict[bytes, bytes] = {}
         while i < n and lines[i] and b":" in lines[i].split(b" ", 1)[0]:
@@ -49,10 +53,38 @@ def find_vma(ptr: int) -> Vma | None:
         def kib(key: bytes) -> int:
             return int(fields.get(key, b"0 kB").split()[0]) * 1024
 
-        return Vma(lo, hi, parts[0].decode(), tuple(fields.get(b"VmFlags", b"").decode().split()),
-                   kib(b"AnonHugePages"), kib(b"Locked"), kib(b"KernelPageSize"),
-                   parts[4].decode().strip() if len(parts) > 4 else "")
-    return None
+        yield Vma(lo, hi, parts[0].decode(), tuple(fields.get(b"VmFlags", b"").decode().split()),
+                  kib(b"AnonHugePages"), kib(b"Locked"), kib(b"KernelPageSize"),
+                  parts[4].decode().strip() if len(parts) > 4 else "")
+        if ptr is not None:
+            return
+
+
+def find_vma(ptr: int) -> Vma | None:
+    """The VMA of this process that holds ``ptr``."""
+    return next(vmas(ptr), None)
+
+
+def backing(ptr: int, nbytes: int) -> str:
+    """What backs ``[ptr, ptr+nbytes)`` as Linux reports it: "hugetlbfs" (2 MiB pages of a
+    hugetlbfs mapping), "thp" (transparent huge pages make up at least half of the buffer's
+    size in its VMA), "file", "4k", or "unknown"."""
+    vma = find_vma(ptr)
+    if vma is None:
+        return "unknown"
+    if vma.kernel_page_nbytes >= HUGE_PAGE_NBYTES:
+        return "hugetlbfs"
+    if vma.anon_huge_nbytes * 2 >= min(nbytes, vma.end - vma.start):
+        return "thp"
+    if vma.pathname.startswith("/") and not vma.pathname.startswith("/dev/"):
+        return "file"
+    return "4k"
+
+
+def locked_ranges() -> list[tuple[int, int]]:
+    """[start, end) of every VMA Linux has locked (VmFlags ``lo``): mlock splits VMAs at the
+    lock's page boundaries, so this is page-exact."""
+    return [(v.start, v.end) for v in vmas() if v.locked]
 
 
 def _status_kib(key: str) -> int:
@@ -72,6 +104,23 @@ def memlock_limit_nbytes() -> tuple[int, int]:
     soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     inf = resource.RLIM_INFINITY
     return (-1 if soft == inf else soft, -1 if hard == inf else hard)
+
+
+def has_cap_ipc_lock() -> bool:
+    """Whether this process may lock memory beyond RLIMIT_MEMLOCK (CAP_IPC_LOCK, bit 14)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) >> 14 & 1)
+    return False
+
+
+def lockable_nbytes() -> int:
+    """How much more memory this process may lock with mlock: -1 without a limit (no
+    RLIMIT_MEMLOCK, or CAP_IPC_LOCK), else the soft limit minus what is locked already."""
+    soft, _ = memlock_limit_nbytes()
+    if soft < 0 or has_cap_ipc_lock():
+        return -1
+    return max(0, soft - vmlck_nbytes())
 
 
 def thp_mode() -> str:

@@ -1,25 +1,96 @@
 """Parameter files (``params/<preset>.yaml``): read, validate against each notebook's
-``parameters`` cell, and resolve sizes - all before anything runs."""
+``parameters`` cell and against the schema of every parameter, and resolve sizes - all before
+anything runs.
+
+Every parameter a notebook may declare has a JSON schema here (``SCHEMA``): its type, range,
+list length, allowed words, and whether a list must be sorted and free of repeats. A value
+is refused in one sentence naming the parameter and where it came from (the file and
+notebook, or the command line).
+"""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
 
-from .errors import BadParameter, UnknownName
-from .experiments.sweep import VERIFY_MODES
-from .osinfo import meminfo_nbytes
-from .units import parse_nbytes
-from .vocab import MemoryKind, Policy, choose
+from .errors import BadParameter
+from .kernels import NSPLINES, VGH_DIM
+from .units import GiB, parse_nbytes
+from .vocab import MemoryKind, Policy
 
-__all__ = ["PRESETS", "RESERVED", "load_preset", "notebook_parameters", "resolve"]
+__all__ = ["PRESETS", "RESERVED", "SCHEMA", "OPS_BUDGET", "load_preset", "notebook_parameters", "resolve",
+           "parse_override", "estimated_ops"]
 
 PRESETS = ("smoke", "default", "full")
 RESERVED = ("PLATFORM", "RUN_DIR", "NOTEBOOK")   #: injected by the runner, not set in files
-_TYPES = {"int": (int,), "float": (float, int), "str": (str,), "bool": (bool,), "list": (list,),
-          "dict": (dict,)}
+OPS_BUDGET = 20_000_000    #: the most timed operations (transfers, calls, regions) one notebook may ask for
+MAX_NBYTES = 64 * GiB      #: the largest size any parameter may name
+
+_SIZE = {"type": "integer", "minimum": 1, "maximum": MAX_NBYTES}
+
+
+def _list(items: dict, *, most: int = 32, sorted_: bool = True) -> dict:
+    return {"type": "array", "items": items, "minItems": 1, "maxItems": most, "uniqueItems": True,
+            "sorted": sorted_}
+
+
+def _int(lo: int, hi: int) -> dict:
+    return {"type": "integer", "minimum": lo, "maximum": hi}
+
+
+_POLICY = {"enum": [p.value for p in Policy]}
+_KIND = {"enum": [k.value for k in MemoryKind]}
+
+#: every parameter a notebook may declare: its JSON schema (``sorted`` is pinpath's own keyword)
+SCHEMA: dict[str, dict] = {
+    "SIZES_NBYTES": _list(_SIZE), "KIND_NBYTES": _list(_SIZE), "COPY_NBYTES": _list(_SIZE),
+    "NBYTES": _SIZE, "HAZARD_NBYTES": _SIZE, "LIMIT_NBYTES": {**_SIZE, "minimum": 4096},
+    "REPEATS": _int(1, 10_000), "WARMUP": _int(0, 1_000), "VERIFY": {"enum": ["all", "first", "none"]},
+    "NW": _int(1, 4096), "NW_VALUES": _list(_int(1, 4096)), "SWEEP_NW": _list(_int(1, 4096)),
+    "STEPS": _int(1, 1_000), "SWEEP_STEPS": _int(1, 1_000), "INVOCATIONS": _int(1, 100_000),
+    "POLICIES": _list(_POLICY, sorted_=False), "SWEEP_POLICIES": _list(_POLICY, sorted_=False), "POLICY": _POLICY,
+    "KINDS": _list(_KIND, sorted_=False), "THREADS": _list(_int(1, 256), most=16),
+    "TRANSFERS": _int(1, 1_000_000), "ITERATIONS": _int(1, 100_000), "CHAINS": _int(1, 64),
+    "QUEUES": _list(_int(1, 64), most=8), "TRACE_STEPS": _int(0, 100), "VENDOR": {"enum": ["auto", "nvidia", "amd"]},
+    "VARIANTS": _list({"enum": ["plain", "app_pinned", "lock_mapped", "async_threshold0"]}, sorted_=False),
+}
+#: parameters whose values are sizes in bytes (written 4096, "4KiB", "1MiB", "800MB")
+SIZE_PARAMS = frozenset(n for n in SCHEMA if n.endswith("NBYTES"))
+#: counts that multiply into a notebook's number of timed operations
+_COUNTS = ("REPEATS", "WARMUP", "INVOCATIONS", "STEPS", "TRANSFERS", "ITERATIONS", "SWEEP_STEPS")
+
+
+def _sorted(validator, want, instance, schema):
+    if want and isinstance(instance, list) and instance != sorted(instance):
+        yield jsonschema.ValidationError(f"{instance} must be in increasing order")
+
+
+_Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"sorted": _sorted})
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe YAML that refuses what a parameter file never needs: duplicate keys (the last
+    would win silently) and aliases (a small file could expand without bound)."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise BadParameter(f"{Path(self.name).name}: aliases (*name) are not allowed in parameter files "
+                               f"(line {mark.line + 1})")
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise BadParameter(f"{Path(self.name).name}: {key!r} is given twice (line {key_node.start_mark.line + 1})")
+            seen.add(key)
+        return super().construct_mapping(node, deep)
 
 
 def load_preset(params_dir: Path, preset: str) -> dict[str, dict[str, Any]]:
@@ -28,73 +99,123 @@ def load_preset(params_dir: Path, preset: str) -> dict[str, dict[str, Any]]:
     if preset not in PRESETS:
         raise BadParameter(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
     if not path.is_file():
-        raise BadParameter(f"{path}: the parameter file of preset {preset!r} is missing")
+        raise BadParameter(f"{path.name}: the parameter file of preset {preset!r} is missing")
     try:
-        data = yaml.safe_load(path.read_text())
+        with open(path) as f:
+            loader = _Loader(f)
+            loader.name = str(path)
+            try:
+                data = loader.get_single_data()
+            finally:
+                loader.dispose()
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
-        raise BadParameter(f"{path}: not valid YAML{where}") from None
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise BadParameter(f"{path}: must map each notebook name to a mapping of its parameters")
-    return data
+        raise BadParameter(f"{path.name}: not valid YAML{where}") from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and (v is None or isinstance(v, dict))
+                                              for k, v in data.items()):
+        raise BadParameter(f"{path.name}: must map each notebook name to a mapping of its parameters")
+    return {k: v or {} for k, v in data.items()}
 
 
 def notebook_parameters(nb_path: Path) -> dict[str, dict]:
-    """The parameters cell of a notebook: ``{name: {"inferred_type_name", "default", "help"}}``."""
+    """The parameters cell of a notebook: ``{name: {"inferred_type_name", "default", "help"}}``;
+    BadParameter in one sentence for a notebook that is not JSON or has no parameters cell."""
+    import json
+    import nbformat
     import papermill
+    try:
+        nb = nbformat.read(nb_path, as_version=4)
+    except (json.JSONDecodeError, nbformat.reader.NotJSONError, UnicodeDecodeError):
+        raise BadParameter(f"{Path(nb_path).name}: not a notebook (not JSON)") from None
+    except Exception as e:   # nbformat's own validation errors
+        raise BadParameter(f"{Path(nb_path).name}: not a valid notebook ({type(e).__name__})") from None
+    if not any("parameters" in c.get("metadata", {}).get("tags", []) for c in nb.cells):
+        raise BadParameter(f"{Path(nb_path).name}: has no cell tagged 'parameters'")
     return papermill.inspect_notebook(str(nb_path))
 
 
-def _is_size_name(name: str) -> bool:
-    return name.endswith("NBYTES")
+def parse_override(text: str) -> tuple[str, str, Any]:
+    """``"01_c12_lock_copy.NBYTES=1GiB"`` -> (stem, name, value); the value is read as YAML."""
+    head, sep, value = text.partition("=")
+    stem, dot, name = head.partition(".")
+    if not sep or not dot or not stem or not name:
+        raise BadParameter(f"--set {text!r}: write NOTEBOOK.NAME=VALUE, e.g. 01_c12_lock_copy.NBYTES=1GiB")
+    try:
+        return stem.strip(), name.strip(), yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise BadParameter(f"--set {text!r}: the value is not valid YAML") from None
 
 
-#: parameters whose values are words of the vocabulary, by the end of their name
-_WORDS = (("POLICY", Policy, "policy"), ("POLICIES", Policy, "policy"), ("KIND", MemoryKind, "memory kind"),
-          ("KINDS", MemoryKind, "memory kind"))
+def _parsed_sizes(name: str, value, where: str):
+    if isinstance(value, list):
+        return [parse_nbytes(v, name=f"{where}: {name}") for v in value]
+    return parse_nbytes(value, name=f"{where}: {name}")
 
 
-def _check_words(name: str, value, where: str) -> None:
-    for suffix, enum, what in _WORDS:
-        if name.endswith(suffix):
-            for v in value if isinstance(value, list) else [value]:
-                try:
-                    choose(enum, v, what)
-                except UnknownName as e:
-                    raise BadParameter(f"{where}: {name}: {e}") from None
-    if name == "VERIFY" and value not in VERIFY_MODES:
-        raise BadParameter(f"{where}: VERIFY must be one of {', '.join(VERIFY_MODES)}, got {value!r}")
+def _first_error(name: str, value, where: str) -> None:
+    errors = sorted(_Validator(SCHEMA[name]).iter_errors(value), key=lambda e: list(e.path))
+    if not errors:
+        return
+    e = errors[0]
+    at = "".join(f"[{p}]" for p in e.path)
+    msg = e.message
+    if e.validator in ("minItems",):
+        msg = "must list at least one value"
+    elif e.validator == "uniqueItems":
+        msg = f"{value} repeats a value"
+    elif e.validator in ("type",) and e.validator_value == "array":
+        msg = f"must be a list, got {type(value).__name__} {value!r}"
+    elif e.validator in ("type",):
+        msg = f"must be {e.validator_value}, got {type(e.instance).__name__} {e.instance!r}"
+    raise BadParameter(f"{where}: {name}{at} {msg}")
 
 
 def resolve(values: dict[str, Any], declared: dict[str, dict], *, where: str) -> dict[str, Any]:
-    """Check ``values`` against the declared parameters and parse sizes.
-
-    Unknown name, wrong type or a bad size raises BadParameter naming the parameter
-    and ``where`` (the file and notebook).
-    """
+    """Check ``values`` against the notebook's declared parameters and the schema; parse sizes.
+    BadParameter naming the parameter and ``where`` (the file and notebook) for anything off."""
     out = {}
-    mem_nbytes = meminfo_nbytes("MemTotal") or None
     for name, value in values.items():
         if name in RESERVED:
             raise BadParameter(f"{where}: {name} is set by the runner, not in a parameter file")
         if name not in declared:
             known = ", ".join(n for n in declared if n not in RESERVED)
             raise BadParameter(f"{where}: unknown parameter {name!r}; the notebook declares: {known}")
-        if _is_size_name(name):
-            sizes = value if isinstance(value, list) else [value]
+        if name not in SCHEMA:
+            raise BadParameter(f"{where}: {name} has no schema in pinpath.params.SCHEMA, so its value cannot be checked")
+        if isinstance(value, bool) and name != "VERIFY":
+            raise BadParameter(f"{where}: {name} must be {SCHEMA[name].get('type', 'a word')}, got bool {value!r}")
+        if name in SIZE_PARAMS:
             if isinstance(value, list) and not value:
                 raise BadParameter(f"{where}: {name} must list at least one size")
-            parsed = [parse_nbytes(v, name=f"{where}: {name}") for v in sizes]
-            for v, n in zip(sizes, parsed):
-                if mem_nbytes and n > mem_nbytes:
-                    raise BadParameter(f"{where}: {name} = {v!r} is more than this host's memory ({mem_nbytes} bytes)")
-            out[name] = parsed if isinstance(value, list) else parsed[0]
-            continue
-        want = declared[name].get("inferred_type_name", "")
-        types = _TYPES.get(want.replace("typing.", "").lower().split("[")[0])
-        if types and (not isinstance(value, types) or (bool not in types and isinstance(value, bool))):
-            raise BadParameter(f"{where}: {name} must be {want}, got {type(value).__name__} {value!r}")
-        _check_words(name, value, where)
+            value = _parsed_sizes(name, value, where)
+        _first_error(name, value, where)
         out[name] = value
     return out
+
+
+def estimated_ops(params: dict[str, Any], declared: dict[str, dict] | None = None) -> int:
+    """A notebook's timed operations, bounded from above: the product of its counts and of the
+    lengths of its lists (defaults of the notebook fill what the file leaves out)."""
+    merged = {}
+    for name, d in (declared or {}).items():
+        if name in SCHEMA and name not in RESERVED:
+            try:
+                merged[name] = ast.literal_eval(d.get("default", "None"))   # papermill gives the literal's text
+            except (ValueError, SyntaxError):
+                continue
+    merged.update(params)
+    ops = 1
+    for name, v in merged.items():
+        if isinstance(v, list):
+            ops *= max(1, len(v))
+        elif name in _COUNTS and isinstance(v, int):
+            ops *= max(1, v + (1 if name == "REPEATS" else 0))
+    if "NW" in merged or "NW_VALUES" in merged:
+        ops *= 2        # H2D and D2H per region
+    return ops
+
+
+def out_nbytes(nw: int) -> int:
+    """The replica's D2H per region: value, gradient and hessian of every spline of nw walkers."""
+    return VGH_DIM * 8 * NSPLINES * nw

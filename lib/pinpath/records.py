@@ -60,7 +60,9 @@ class TransferRecord:
     unlock_ns: int = 0
     free_ns: int = 0
     dma_event_ns: int | None = None   #: device-event time of the DMA, where the runtime has events
-    error: str = ""                   #: the failure that decided the path, e.g. "cudaErrorHostMemoryAlreadyRegistered (712)"
+    error: str = ""                   #: the runtime's answer that decided the path, e.g. "cudaErrorHostMemoryAlreadyRegistered (712)"
+    hazard: str = ""                  #: what went wrong for someone else, seen by the harness (e.g. memory the
+                                      #: application had pinned was unlocked by this transfer)
     verified: bool | None = None      #: bytes compared after the transfer; None = not checked
     calls: tuple[CallRecord, ...] = field(default=())
 
@@ -72,3 +74,8 @@ class TransferRecord:
     def moved(self) -> bool:
         """Whether bytes were moved (a refused lock without fallback or a refused copy moves none)."""
         return self.event == "transfer" and self.path not in ("lock_failed_error", "copy_failed")
+
+    @property
+    def waited(self) -> bool:
+        """Whether the transfer waited for its copy (asynchronous paths leave that to ``sync``)."""
+        return self.wait_ns > 0

@@ -68,7 +68,7 @@ def read_manifest(run_dir: Path) -> dict:
 
 
 def write_manifest(run_dir: Path, manifest: dict) -> None:
-    atomic.write_json(Path(run_dir) / "manifest.json", manifest)
+    atomic.write_json_atomic(Path(run_dir) / "manifest.json", manifest)
 
 
 def read_part(run_dir: Path, stem: str) -> dict | None:
@@ -81,7 +81,7 @@ def read_part(run_dir: Path, stem: str) -> dict | None:
 
 
 def write_part(run_dir: Path, stem: str, part: dict) -> None:
-    atomic.write_json(Path(run_dir) / "status" / f"{stem}.json", part)
+    atomic.write_json_atomic(Path(run_dir) / "status" / f"{stem}.json", part)
 
 
 def parts(run_dir: Path, stems) -> dict[str, dict]:

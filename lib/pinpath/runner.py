@@ -28,16 +28,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
+from . import atomic
 from . import manifest as mf
 from . import progress as prog
 from . import runfolder as rf
 from . import session
 from .errors import BadParameter, PinpathError, UnknownName
-from .params import RESERVED, load_preset, notebook_parameters, resolve
+from . import budget
+from .params import OPS_BUDGET, RESERVED, estimated_ops, load_preset, notebook_parameters, parse_override, resolve
 from .paths import NOTEBOOKS_DIR, OUTPUTS_DIR, PARAMS_DIR, PROJECT_ROOT
 from .runtimes import open_runtime
 from .trace import measure_harness
-from .vocab import Platform, choose
+from .vocab import Platform, Relock, choose
 
 __all__ = ["Plan", "plan", "init_run", "run_notebook", "finalize", "run", "resume", "compare",
            "available_notebooks", "Interrupted", "KERNEL_NAME"]
@@ -67,37 +69,57 @@ def available_notebooks(nb_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
     return sorted(p for p in Path(nb_dir).glob("[0-9][0-9]_*.ipynb"))
 
 
-def plan(preset: str, platform: str, *, only: list[str] | None = None,
+def plan(preset: str, platform: str, *, only: list[str] | None = None, overrides: list[str] = (),
          nb_dir: Path = NOTEBOOKS_DIR, params_dir: Path = PARAMS_DIR) -> Plan:
-    """Validate everything; raise a PinpathError naming the first thing that is wrong."""
+    """Validate everything; raise a PinpathError naming the first thing that is wrong.
+
+    ``overrides``: ``NOTEBOOK.NAME=VALUE`` texts from the command line; a size given there that
+    does not fit the machine is refused, where a preset's size is left out with a notice."""
     choose(Platform, platform, "platform")
     sections = load_preset(params_dir, preset)
     file = Path(params_dir) / f"{preset}.yaml"
     found = {p.stem: p for p in available_notebooks(nb_dir)}
     for stem in sections:
         if stem not in found:
-            raise BadParameter(f"{file}: section {stem!r} names a missing notebook (no {stem}.ipynb in notebooks)")
+            raise BadParameter(f"{file.name}: section {stem!r} names a missing notebook (no {stem}.ipynb in notebooks)")
     for stem in only or ():
         if stem not in found:
             raise UnknownName("notebook", stem, found)
-    parameters = {}
+    explicit: dict[str, dict] = {}
+    for text in overrides:
+        stem, name, value = parse_override(text)
+        if stem not in found:
+            raise UnknownName("notebook", stem, found)
+        explicit.setdefault(stem, {})[name] = value
+    rt = open_runtime(platform)       # raises RuntimeUnavailable in one sentence
+    try:
+        info, selection = rt.describe(), getattr(rt, "selection", [(rt.name, "started")])
+        harness = measure_harness(rt.null_native, loops=1000, rounds=10)
+        lock_checked = rt.relock == Relock.UNCOUNTED    # mlock: RLIMIT_MEMLOCK applies
+        rt_name = rt.name
+    finally:
+        rt.close()
+    parameters, notices = {}, []
     for stem, path in found.items():          # every section is checked, whatever ``only`` selects
         declared = notebook_parameters(path)
         for name in RESERVED:
             if name not in declared:
                 raise BadParameter(f"{path.name}: the parameters cell does not declare {name}")
         if stem not in sections:
-            raise BadParameter(f"{file}: no section for notebook {stem!r}")
-        parameters[stem] = resolve(sections[stem] or {}, declared, where=f"{file.name} [{stem}]")
+            raise BadParameter(f"{file.name}: no section for notebook {stem!r}")
+        values = resolve(sections[stem], declared, where=f"{file.name} [{stem}]")
+        values.update(resolve(explicit.get(stem, {}), declared, where=f"--set {stem}"))
+        ops = estimated_ops(values, declared)
+        if ops > OPS_BUDGET:
+            raise BadParameter(f"{file.name} [{stem}]: asks for about {ops:,} timed operations; the budget of one "
+                               f"notebook is {OPS_BUDGET:,} (fewer repeats, sizes, invocations or steps)")
+        values, told = budget.fit(stem, values, lock_checked=lock_checked, explicit=set(explicit.get(stem, {})),
+                                  where=f"{file.name} [{stem}]")
+        parameters[stem] = values
+        notices += told if (not only or stem in only) else []
     stems = only or list(found)
-    rt = open_runtime(platform)       # raises RuntimeUnavailable in one sentence
-    try:
-        info, selection = rt.describe(), getattr(rt, "selection", [(rt.name, "started")])
-        harness = measure_harness(rt.null_native, loops=1000, rounds=10)
-    finally:
-        rt.close()
-    return Plan(preset, rt.name, [found[s] for s in stems], {s: parameters[s] for s in stems}, info, selection,
-                harness)
+    return Plan(preset, rt_name, [found[s] for s in stems], {s: parameters[s] for s in stems},
+                info, selection, harness, notices)
 
 
 def init_run(p: Plan, out_dir: Path = OUTPUTS_DIR, run_id: str | None = None) -> Path:
@@ -212,7 +234,8 @@ def _leak(run_dir: Path, stem: str) -> str:
         k = json.loads((run_dir / "status" / f"{stem}.kernel.json").read_text())
     except (OSError, ValueError):
         return "the kernel did not report its lock balance"
-    left = {n: c for n, c in k.get("unreleased", {}).items() if c}
+    left = {n: c for n, c in k.get("unreleased", {}).items() if c > 0}   # an unlock of memory never locked
+    # (C8's probe does that on purpose) is no leak; the kernel's report keeps it
     grew = k.get("vmlck_after_nbytes", 0) - k.get("vmlck_before_nbytes", 0)
     if not left and grew <= 0:
         return ""
@@ -322,8 +345,8 @@ def _resolver():
 
 def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path | None = None) -> dict:
     """Fold the notebooks' parts into the manifest, judge the claims, build the report."""
-    from .report import claims
-    from .report.html import claims_section, figures_section, render_index
+    from .report import claims, tables
+    from .report.html import render_index
 
     run_dir = Path(run_dir)
     man = rf.merge(run_dir, rf.read_manifest(run_dir), _resolver())
@@ -340,14 +363,32 @@ def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path 
     man["duration_s"] = round(sum(float(v.get("duration_s", 0) or 0) for v in man["notebooks"].values()), 1)
     rf.write_manifest(run_dir, man)
     judged, unreadable = claims.evaluate(run_dir, man["platform"], man["notebooks"])
-    from . import atomic
-    atomic.write_text(run_dir / "report" / "claims.csv", judged.to_csv(index=False))
+    atomic.write_text_atomic(run_dir / "report" / "claims.csv", judged.to_csv(index=False))
+    fid = _fidelity(run_dir, man["platform"])
+    if fid is not None:
+        atomic.write_text_atomic(run_dir / "report" / "fidelity.csv", fid.to_csv(index=False))
     if unreadable:
         man["unreadable_data"] = unreadable
         rf.write_manifest(run_dir, man)
-    render_index(run_dir, man, [("Claims", claims_section(judged)), ("Headline figures", figures_section(run_dir))])
+    render_index(run_dir, man, claims=judged)
     rf.point_latest(out_dir or run_dir.parent, run_dir.name)
     return man
+
+
+def _fidelity(run_dir: Path, platform: str):
+    """``report/fidelity.csv``'s rows: the Python figures beside the C ones, from the lock-cost
+    data sets of the run (None where the run has no C figures)."""
+    from .report import claims, tables
+    data, _ = claims.load_run(run_dir)
+    frames = []
+    for name in ("lock_cost", "query_cost"):
+        lc = data.get(name)
+        if lc is not None and "source" in lc and (lc.source == "native").any():
+            frames.append(tables.fidelity(lc, data["_harness"].get(data["_notebook"].get(name, "")), platform))
+    if not frames:
+        return None
+    import pandas as pd
+    return pd.concat(frames, ignore_index=True).drop_duplicates(["quantity", "kind", "backing", "nbytes"])
 
 
 @contextmanager
@@ -402,12 +443,12 @@ def _execute(run_dir: Path, stems: list[str], *, say, cell_timeout_s=None) -> tu
 
 def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: Path = OUTPUTS_DIR,
         nb_dir: Path = NOTEBOOKS_DIR, params_dir: Path = PARAMS_DIR, progress=None,
-        cell_timeout_s: int | None = None) -> tuple[Path, dict]:
+        cell_timeout_s: int | None = None, overrides: list[str] = ()) -> tuple[Path, dict]:
     """Validate, make the run folder, run every notebook, finalize."""
     say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
     if cell_timeout_s is not None and cell_timeout_s <= 0:
         raise BadParameter(f"--cell-timeout: must be a positive number of seconds, got {cell_timeout_s}")
-    p = plan(preset, platform, only=only, nb_dir=nb_dir, params_dir=params_dir)
+    p = plan(preset, platform, only=only, overrides=overrides, nb_dir=nb_dir, params_dir=params_dir)
     for notice in p.notices:
         say(f"notice: {notice}")
     run_dir = init_run(p, out_dir)
@@ -437,11 +478,14 @@ def compare(run_dirs: list[Path], out_path: Path) -> Path:
     out_path = Path(out_path)
     if out_path.is_dir():
         raise BadParameter(f"--out {out_path}: is a folder; name an HTML file")
+    from .report.share import render_compare_markdown
     runs = []
     for d in run_dirs:
         man = rf.read_manifest(Path(d))
-        runs.append((man, claims.evaluate(Path(d), man["platform"], man.get("notebooks"))[0]))
+        runs.append((man, claims.evaluate(Path(d), man["platform"], man.get("notebooks"))[0], Path(d)))
     try:
-        return render_compare(out_path, runs)
+        path = render_compare(out_path, runs)
+        atomic.write_text_atomic(out_path.with_suffix(".md"), render_compare_markdown(runs))
     except OSError as e:
-        raise BadParameter(f"--out {out_path}: cannot be written ({e.strerror})") from None
+        raise BadParameter(f"--out {out_path}: cannot be written ({e.strerror or e})") from None
+    return path

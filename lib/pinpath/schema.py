@@ -15,8 +15,8 @@ import pandas as pd
 from .errors import SchemaMismatch
 from .records import PHASE_FIELDS, TransferRecord
 
-__all__ = ["TRANSFERS", "CALLS", "STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "NATIVE", "LOCK_OUTCOMES",
-           "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "OVERLAP", "TABLES",
+__all__ = ["TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
+           "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "TABLES", "DATASETS",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
 
 TRANSFERS = {
@@ -32,7 +32,8 @@ TRANSFERS = {
     "total_ns": "int",
     **{f: "int" for f in PHASE_FIELDS},   # host time of each phase; 0 = phase not performed
     "dma_event_ns": "Int",   # device-event time of the DMA (null where the runtime has no events)
-    "error": "str",          # the runtime's refusal that decided the path, "" if none
+    "error": "str",          # the runtime's answer that decided the path, "" if none
+    "hazard": "str",         # harm to someone else's memory seen by the harness, "" if none
     "verified": "bool?",     # bytes compared after the transfer (null = not checked)
     "calls": "str",          # the native calls in order, "name=rc" separated by spaces
     "n_calls": "int",
@@ -44,14 +45,16 @@ CALLS = {"transfer_id": "int",   # row of the TRANSFERS frame the call belongs t
 STATS = {"Name": "str", "Calls": "int", "TotalDurationNs": "int", "AverageNs": "int", "Percentage": "float"}
 LOCK_COST = {
     "op": "str",        # lock, unlock, relock, unlock_after_relock, query
-    "state": "str",     # what the memory was before the op: pageable, locked, pinned
+    "state": "str",     # what the memory was before the op: pageable, locked, pinned (runtime-allocated)
     "kind": "str",
+    "backing": "str",   # the buffer's page backing as Linux reports it: 4k, thp, hugetlbfs, file, runtime
     "nbytes": "int",
     "repeat": "int",
     "call": "str",      # the native call timed
-    "ns": "int",        # its duration from the call trace
+    "ns": "int",        # its duration: from the call trace (python) or timed in C (native)
     "rc": "int",
     "error": "str",
+    "source": "str",    # "python" (pinpath's path, through the recorder) or "native" (the C library)
     "platform": "str",
 }
 C12 = {
@@ -59,14 +62,16 @@ C12 = {
     "nbytes": "int",
     "repeat": "int",
     "lock_ns": "int",   # the lock inside the braces (case 1), the re-lock (case 3)
-    "dma_ns": "int",    # enqueue of the async copy
+    "enqueue_ns": "int",  # enqueue of the async copy
     "wait_ns": "int",
-    "inside_ns": "int", # everything between the braces of Carlo's test: lock + copy + wait
+    "braces_ns": "int",       # Carlo's braces as his code has them: lock + enqueue, no wait
+    "braces_wait_ns": "int",  # the other reading: lock + enqueue + wait
     "unlock_ns": "int", # timed apart, after the braces
     "dma_event_ns": "Int",
     "lock_rc": "int",
     "lock_error": "str",
     "verified": "bool?",
+    "source": "str",    # python or native
     "platform": "str",
 }
 HARNESS = {"metric": "str", "ns": "float", "platform": "str"}
@@ -82,8 +87,12 @@ BANDWIDTH = {
     "verified": "bool?",
     "platform": "str",
 }
-LOCK_OUTCOMES = {"kind": "str", "nbytes": "int", "backing": "str", "read_only_flag": "bool?", "call": "str",
-                 "ns": "int", "rc": "int", "error": "str", "granted": "bool?", "platform": "str"}
+LOCK_OUTCOMES = {"kind": "str", "nbytes": "int", "backing": "str",
+                 "read_only_flag": "bool?",   # the runtime's read-only flag was added (a labelled second reading)
+                 "call": "str", "ns": "int", "rc": "int", "error": "str", "granted": "bool?",
+                 "already_pinned": "bool?",   # the refusal means "already registered"
+                 "not_available": "str",      # why this machine could not make the kind ("" if it could)
+                 "platform": "str"}
 SEMANTICS = {
     "probe": "str",        # lock_twice_unlock_once, overlapping, sub_range, shared_page, unlock_never_locked
     "step": "int",
@@ -94,23 +103,54 @@ SEMANTICS = {
     "locked": "bool?",     # for query steps: what the runtime said
     "platform": "str",
 }
-HAZARD = {"iteration": "int", "b_lock_error": "str", "b_unlock_error": "str", "a_locked_after": "bool?",
-          "copy_verified": "bool?", "platform": "str"}
+HAZARD = {
+    "policy": "str",            # how thread A treats its own range: query_then_lock (relies on B's lock), lock_always
+    "iteration": "int",
+    "a_path": "str",            # the path A's transfer took
+    "a_copy_start_ns": "int",   # A's copy: from its enqueue ...
+    "a_copy_end_ns": "int",     # ... to the end of its wait
+    "b_unlock_start_ns": "int",
+    "b_unlock_end_ns": "int",
+    "unlock_inside_copy": "bool?",  # B's unlock began and ended inside A's copy
+    "page_locked_before": "bool?",  # A's first page, read just before B's unlock
+    "page_locked_after": "bool?",   # the same page, read right after B's unlock
+    "observed_by": "str",       # what said so: "smaps" (Linux's VmFlags) or the runtime's query
+    "observed_ns": "int",       # when the after-reading finished
+    "hazard": "bool?",          # A relied on a lock that was undone while its copy ran
+    "copy_verified": "bool?",
+    "platform": "str",
+}
 LIMITS = {"limit_nbytes": "int", "op": "str", "nbytes": "int", "call": "str", "rc": "int", "error": "str",
           "granted": "bool?", "vmlck_nbytes": "int", "platform": "str"}
 THREADS = {"policy": "str", "threads": "int", "thread": "int", "transfers": "int", "nbytes": "int",
+           "path": "str",          # the path most of this thread's transfers took
            "overhead_ns": "int",   # median per transfer of everything but moving bytes: total - dma - wait
            "total_ns": "int",      # median per transfer
+           "native_ns": "int",     # median per transfer of the runtime's own calls (trace), interpreter excluded
            "wall_ns": "int",       # the whole run of all threads
            "aggregate_gb_per_s": "float", "platform": "str"}
+NATIVE_THREADS = {"threads": "int", "thread": "int", "repeat": "int", "op": "str",   # relock, unlock_after_relock
+                  "ns": "int", "rc": "int", "platform": "str"}
 OVERLAP = {"queues": "int", "chains": "int", "nbytes": "int", "repeat": "int", "wall_ns": "int",
            "verified": "bool?", "kernel": "bool?", "platform": "str"}
-NATIVE = {"op": "str", "state": "str", "nbytes": "int", "repeat": "int", "ns": "int", "rc": "int",
-          "source": "str", "platform": "str"}
-TABLES = {"transfers": TRANSFERS, "calls": CALLS, "stats": STATS, "lock_cost": LOCK_COST,
-          "c12": C12, "harness": HARNESS, "bandwidth": BANDWIDTH, "native": NATIVE,
+LINK = {"link": "str", "peak_gb_per_s": "float", "platform": "str"}
+API_STATS = {**STATS, "user_pinned": "bool?", "category": "str", "refused": "int"}
+TABLES = {"transfers": TRANSFERS, "calls": CALLS, "stats": STATS, "api_stats": API_STATS, "lock_cost": LOCK_COST,
+          "c12": C12, "harness": HARNESS, "bandwidth": BANDWIDTH, "link": LINK,
           "lock_outcomes": LOCK_OUTCOMES, "semantics": SEMANTICS, "hazard": HAZARD, "limits": LIMITS,
-          "threads": THREADS, "overlap": OVERLAP}
+          "threads": THREADS, "native_threads": NATIVE_THREADS, "overlap": OVERLAP}
+
+#: every data set a run writes (``data/<name>.parquet``) and its table: notebooks write them by
+#: these names, the claims read them by these names, whichever notebook produced them
+DATASETS: dict[str, dict[str, str]] = {
+    "bandwidth": BANDWIDTH, "c12": C12, "staging": TRANSFERS, "lock_cost": LOCK_COST, "query_cost": LOCK_COST,
+    "replica": TRANSFERS, "replica_calls": CALLS, "nw_sweep": TRANSFERS,
+    "lock_or_stage": TRANSFERS, "lock_outcomes": LOCK_OUTCOMES, "lock_outcomes_read_only_flag": LOCK_OUTCOMES,
+    "kind_paths": TRANSFERS, "query_saving": TRANSFERS, "semantics": SEMANTICS,
+    "api_stats": API_STATS, "api_calls": {**CALLS, "user_pinned": "bool?"}, "hazard": HAZARD, "limits": LIMITS, "allocator": TRANSFERS,
+    "concurrency": THREADS, "concurrency_native": NATIVE_THREADS,
+    "tracked": TRANSFERS, "tracked_calls": CALLS, "copy": BANDWIDTH, "link": LINK, "overlap": OVERLAP,
+}
 
 _CAST = {"int": "int64", "Int": "Int64", "float": "float64", "bool?": "boolean"}
 _KINDS = {"int": "iu", "Int": "iu", "float": "f", "bool?": "b", "str": "OUT"}

@@ -36,5 +36,5 @@ def finish(run_dir: str, stem: str) -> dict:
     report = {"vmlck_before_nbytes": _start.get("vmlck_nbytes", 0), "vmlck_after_nbytes": osinfo.vmlck_nbytes(),
               "unreleased": left}
     if run_dir:
-        atomic.write_json(Path(run_dir) / "status" / f"{stem}.kernel.json", report)
+        atomic.write_json_atomic(Path(run_dir) / "status" / f"{stem}.kernel.json", report)
     return report

@@ -21,6 +21,10 @@ def test_threshold_splits_locking_from_pooled_staging(host_rt):
             assert pol.map(big).path == "untracked"
             assert pol.transfer(big, d_big, "h2d").path == "locked"
             assert pol.transfer(small, d_small, "h2d").path == "staged_pooled_miss"
+            # an asynchronous H2D keeps its staging buffer until the region's wait (LLVM's stream
+            # releases it when it completes): before that a second copy of the size misses
+            assert pol.transfer(small, d_small, "d2h").path == "staged_pooled_miss"
+            pol.sync()
             assert pol.transfer(small, d_small, "d2h").path == "staged_pooled_hit"
             # exact-size reuse only: one byte less is a new buffer
             assert pol.transfer(small, d_small, "h2d", nbytes=small.nbytes - 1).path == "staged_pooled_miss"
@@ -74,60 +78,30 @@ def test_externally_pinned_is_never_unlocked(host_rt):
         assert host_rt.query(buf.ptr).locked
 
 
-def test_map_refuses_partial_overlap():
+def test_map_refuses_overlap():
     m = PinnedMap()
     m.insert(PinnedEntry(1000, 1000, 100, external=False))
-    with pytest.raises(OverlapRefused):
-        m.insert(PinnedEntry(1050, 1050, 100, external=False))
-    with pytest.raises(OverlapRefused):
-        m.insert(PinnedEntry(950, 950, 100, external=False))
-    with pytest.raises(OverlapRefused):
-        m.use(1090, 20)
-    assert m.lookup(1010, 10).host_ptr == 1000 and m.lookup(1100, 1) is None
+    for start in (1050, 950):
+        assert not m.fits(start, 100)
+        with pytest.raises(OverlapRefused):
+            m.insert(PinnedEntry(start, start, 100, external=False))
+    assert m.find(1010).host_ptr == 1000 and m.find(1100) is None and m.fits(1100, 10)
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 63), st.integers(1, 8)), min_size=1, max_size=40))
 def test_map_invariants(ops):
-    """Entries never overlap and stay sorted; refs >= 1; everything inserted can be released."""
+    """Entries never overlap and stay sorted; everything inserted can be removed."""
     m = PinnedMap()
     inserted = []
     for start, length in ops:
-        try:
-            m.insert(PinnedEntry(start * 16, start * 16, length * 16, external=False))
-            inserted.append(start * 16)
-        except OverlapRefused:
-            pass
+        e = PinnedEntry(start * 16, start * 16, length * 16, external=False)
+        if m.fits(e.host_ptr, e.nbytes):
+            m.insert(e)
+            inserted.append(e)
         es = m.entries()
         assert all(a.host_ptr + a.nbytes <= b.host_ptr for a, b in zip(es, es[1:]))
-        assert all(e.refs >= 1 for e in es)
-    for p in inserted:
-        assert m.release(p).host_ptr == p
+    for e in inserted:
+        assert m.find(e.host_ptr) is e
+        m.remove(e)
     assert len(m) == 0
-
-
-def test_map_under_threads():
-    """Several threads use and release disjoint and shared entries; counts come back to zero."""
-    m = PinnedMap()
-    for i in range(16):
-        m.insert(PinnedEntry(i * 100, i * 100, 50, external=False))
-    errors = []
-
-    def worker(seed):
-        rng = random.Random(seed)
-        try:
-            for _ in range(2000):
-                i = rng.randrange(16)
-                e = m.use(i * 100 + rng.randrange(50), 1)
-                assert e is not None and e.refs >= 2
-                assert m.release(i * 100) is None
-        except Exception as e:   # collected and asserted below
-            errors.append(e)
-
-    ts = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors
-    assert all(e.refs == 1 for e in m.entries())

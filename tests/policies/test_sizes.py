@@ -21,8 +21,7 @@ def test_any_size_offset_alignment(policy, nbytes, offset, page_offset, directio
                 make_policy(policy, rt, threshold_nbytes=1 << 20) as pol, DeviceBuffers(rt) as dev:
             dptr = dev.get(nbytes)
             pol.map(buf)
-            r = transfer(pol, buf, dptr, direction, verify=True, device_content=dev.content[dptr],
-                         nbytes=nbytes, offset=offset)
+            r = transfer(pol, buf, dev, dptr, direction, verify=True, nbytes=nbytes, offset=offset)
             assert r.verified and r.nbytes == nbytes
             pol.unmap(buf)
         assert not rt.recorder.outstanding()

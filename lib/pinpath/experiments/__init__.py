@@ -1,17 +1,17 @@
 """Experiments: plain functions that return tidy frames (columns in ``pinpath.schema``)."""
 
 from .bandwidth import bandwidth, link_peak
+from .c12 import c12_cases
 from .harness import harness
 from .limits import lock_limits, page_sharing_hazard
-from .lock_cost import c12_cases, lock_cost
+from .lock_cost import lock_cost
+from .overlap import overlap, overlap_or_reason
 from .policy_sweep import lock_outcomes, policy_sweep
 from .replica import api_stats, replica
-from .native import beside_python, native_twin, native_twin_or_reason
-from .overlap import overlap, overlap_or_reason
 from .semantics import semantics
-from .threads import concurrency
-from .sweep import DeviceBuffers, grid, repeat_transfers, transfer, transfers_frame
+from .sweep import DeviceBuffers, grid, rounds, transfer, transfers_frame
+from .threads import concurrency, concurrency_native
 
-__all__ = ["bandwidth", "link_peak", "harness", "c12_cases", "lock_cost", "policy_sweep", "lock_outcomes", "replica", "api_stats",
-           "semantics", "page_sharing_hazard", "concurrency", "native_twin", "native_twin_or_reason", "beside_python", "overlap", "overlap_or_reason", "lock_limits", "DeviceBuffers", "grid", "repeat_transfers",
-           "transfer", "transfers_frame"]
+__all__ = ["bandwidth", "link_peak", "c12_cases", "harness", "lock_limits", "page_sharing_hazard", "lock_cost",
+           "overlap", "overlap_or_reason", "lock_outcomes", "policy_sweep", "api_stats", "replica", "semantics",
+           "DeviceBuffers", "grid", "rounds", "transfer", "transfers_frame", "concurrency", "concurrency_native"]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import pandas as pd
 
 from ..memkinds import host_buffer
 from ..policies import make_policy
-from ..schema import BANDWIDTH, frame
-from ..vocab import MemoryKind, Policy
-from .sweep import DeviceBuffers, grid, repeat_transfers
+from ..runtimes.base import has
+from ..schema import BANDWIDTH, LINK, frame
+from ..vocab import Capability, MemoryKind, Policy
+from .sweep import DeviceBuffers, checks, grid, rounds, transfer
 
 __all__ = ["bandwidth", "link_peak", "PCIE_LANE_GB_PER_S"]
 
@@ -17,41 +20,42 @@ __all__ = ["bandwidth", "link_peak", "PCIE_LANE_GB_PER_S"]
 PCIE_LANE_GB_PER_S = {1: 0.25, 2: 0.5, 3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 / 8, 5: 32 * 128 / 130 / 8}
 
 _CASES = {"pinned": (Policy.PREPINNED, MemoryKind.PINNED), "pageable": (Policy.DRIVER_PAGEABLE, MemoryKind.HEAP)}
+_LOOPS = {"plain_loop": (Capability.COPY_LOOP, "plain_copy_ns"), "sync_loop": (Capability.SYNC_COPY, "sync_copy_ns")}
 
 
 def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10, warmup: int = 2,
               verify: str = "first") -> pd.DataFrame:
     """Copy bandwidth per size and direction of: pinned memory through the ``prepinned``
-    policy, pageable memory through ``driver_pageable``, and two bare native loops over the
-    same pinned buffer that bypass pinpath: the async copy + wait (``plain_loop``) and the
-    runtime's synchronous copy (``sync_loop``, where it has one), all in one run."""
+    policy, pageable memory (malloc) through ``driver_pageable``, and the bare native loops
+    over the same pinned buffer that bypass pinpath, where the runtime has them: the async copy
+    + wait (``plain_loop``) and the synchronous copy (``sync_loop``). Every point once per
+    round, in a shuffled order; each copy's device-event time where the runtime has events."""
     rows = []
-    with DeviceBuffers(rt) as dev:
-        for pt in grid(nbytes=sizes_nbytes, direction=directions):
-            n, d = pt["nbytes"], pt["direction"]
-            dptr = dev.get(n)
-            for case, (policy, kind) in _CASES.items():
-                with host_buffer(kind, n, rt=rt) as buf, make_policy(policy, rt, events=True) as pol:
-                    pol.map(buf)
-                    for i, r in repeat_transfers(pol, buf, dev, dptr, d, repeats=repeats, warmup=warmup,
-                                                 verify=verify):
-                        rows.append({"case": case, "path": r.path, "direction": d, "nbytes": n, "repeat": i,
-                                     "total_ns": r.dma_ns + r.wait_ns, "dma_event_ns": r.dma_event_ns,
-                                     "verified": r.verified})
-                    pol.unmap(buf)
-                    if case == "pinned":
-                        src, dst = (buf.ptr, dptr) if d == "h2d" else (dptr, buf.ptr)
-                        for loop, fn in (("plain_loop", rt.plain_copy_ns), ("sync_loop", rt.sync_copy_ns)):
-                            try:
-                                ns = fn(dst, src, n, d, repeats + warmup)[warmup:]
-                            except NotImplementedError:   # the runtime has no such copy: no rows
-                                continue
-                            rows += [{"case": loop, "path": "", "direction": d, "nbytes": n, "repeat": i,
-                                      "total_ns": t, "dma_event_ns": None, "verified": None}
-                                     for i, t in enumerate(ns)]
-    for r in rows:
-        r["gb_per_s"] = r["nbytes"] / r["total_ns"]
-        r["platform"] = rt.name
+    loops = [name for name, (cap, _) in _LOOPS.items() if has(rt, cap)]
+    with ExitStack() as stack:
+        dev = stack.enter_context(DeviceBuffers(rt))
+        dptrs = {n: dev.get(n) for n in sizes_nbytes}
+        pols = {c: stack.enter_context(make_policy(p, rt, events=True)) for c, (p, _) in _CASES.items()}
+        bufs = {}
+        for case, n in (tuple(pt.values()) for pt in grid(case=_CASES, nbytes=sizes_nbytes)):
+            bufs[(case, n)] = stack.enter_context(host_buffer(_CASES[case][1], n, rt=rt))
+            pols[case].map(bufs[(case, n)])
+            stack.callback(pols[case].unmap, bufs[(case, n)])
+        points = list(grid(case=[*_CASES, *loops], nbytes=sizes_nbytes, direction=directions))
+        for i, pt in rounds(points, repeats=repeats, warmup=warmup, label="bandwidth"):
+            case, n, d = pt["case"], pt["nbytes"], pt["direction"]
+            if case in _CASES:
+                r = transfer(pols[case], bufs[(case, n)], dev, dptrs[n], d, verify=checks(verify, i))
+                row = {"path": r.path, "total_ns": r.dma_ns + r.wait_ns, "dma_event_ns": r.dma_event_ns,
+                       "verified": r.verified}
+            else:
+                src = bufs[("pinned", n)].ptr
+                dst, src = (dptrs[n], src) if d == "h2d" else (src, dptrs[n])
+                row = {"path": "", "total_ns": getattr(rt, _LOOPS[case][1])(dst, src, n, d, 1)[0],
+                       "dma_event_ns": None, "verified": None}
+            if i >= 0:
+                rows.append({"case": case, "direction": d, "nbytes": n, "repeat": i, **row,
+                             "gb_per_s": n / row["total_ns"], "platform": rt.name})
     return frame(rows, BANDWIDTH)
 
 
@@ -61,5 +65,5 @@ def link_peak(rt) -> pd.DataFrame:
     d = rt.describe()
     gen, width = d.get("pcie_gen"), d.get("pcie_width")
     peak = PCIE_LANE_GB_PER_S.get(gen, float("nan")) * width if isinstance(width, int) else float("nan")
-    return pd.DataFrame([{"link": f"PCIe Gen{gen} x{width}" if gen else "unknown", "peak_gb_per_s": peak,
-                          "platform": rt.name}])
+    return frame([{"link": f"PCIe Gen{gen} x{width}" if gen else "unknown", "peak_gb_per_s": peak,
+                   "platform": rt.name}], LINK)

@@ -1,4 +1,4 @@
-"""Page-sharing hazard and how much memory can be locked (C11)."""
+"""The page-sharing hazard and how much memory can be locked (C11)."""
 
 from __future__ import annotations
 
@@ -7,56 +7,118 @@ import os
 import subprocess
 import sys
 import threading
+import time
+from contextlib import ExitStack
 
 import numpy as np
 import pandas as pd
 
 from ..errors import RuntimeCallFailed
-from ..memkinds import host_buffer
-from ..osinfo import memlock_limit_nbytes, vmlck_nbytes
-from ..runtimes.base import device_alloc, queue
+from ..memkinds import HostBuffer, host_buffer, view
+from ..osinfo import find_vma, memlock_limit_nbytes, vmlck_nbytes
+from ..runtimes.base import device_alloc, has
 from ..schema import HAZARD, LIMITS, frame
-from ..vocab import Direction, MemoryKind
+from ..units import PAGE_NBYTES
+from ..vocab import Capability, Direction, MemoryKind, Policy, Relock
+from .sweep import checks, expect, poison, rounds
+
+_now = time.perf_counter_ns
 
 __all__ = ["page_sharing_hazard", "lock_limits"]
 
 
-def _err(fn, *args) -> str:
-    try:
-        fn(*args)
-        return ""
-    except RuntimeCallFailed as e:
-        return f"{e.rc_name} ({e.rc})"
+def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,
+                        policies=(Policy.QUERY_THEN_LOCK, Policy.LOCK_ALWAYS), verify: str = "first") -> pd.DataFrame:
+    """C11 as a race that can be seen. Buffer B (half a page) ends inside the first page of
+    buffer A. Thread B locks B. Thread A then copies A to the device through ``policy``:
+    ``query_then_lock`` finds A's first page locked (by B) and copies without a lock of its
+    own; ``lock_always`` locks A itself (or is told "already registered"). A's queue is held by
+    a latch, so A's copy is enqueued but cannot run; thread B sees the copy enqueued, reads the
+    state of A's first page, unlocks B, reads it again, and only then lets the copy run. The
+    timestamps show whether B's unlock fell inside A's copy; the page's real state comes from
+    Linux (``/proc/self/smaps`` VmFlags) on the host platform and from the runtime's own query
+    elsewhere (labelled as such). ``hazard``: the page A's copy relied on was locked before
+    B's unlock and not after, while A's copy was in flight.
 
+    Without a latch the copy is not held and the overlap is left to timing (see
+    ``unlock_inside_copy``)."""
+    from ..policies import make_policy
+    page = PAGE_NBYTES
+    b_nbytes = page // 2
+    copy_call = next((c for c, cat in rt.call_categories.items() if cat == "copy"), "")
+    latch_ok = has(rt, Capability.LATCH)
+    by_smaps = rt.relock == Relock.UNCOUNTED        # mlock: Linux itself is the runtime
+    observed_by = "smaps" if by_smaps else next((c for c, cat in rt.call_categories.items() if cat == "query"), "query")
 
-def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 5) -> pd.DataFrame:
-    """Thread 1 locks buffer A and copies from it; meanwhile thread 2 locks and unlocks
-    buffer B, which shares A's last page. After B's unlock: does the runtime still say
-    A's last page is locked, and did A's copy deliver every byte?"""
+    def page_locked(ptr: int) -> bool:
+        if by_smaps:
+            vma = find_vma(ptr)
+            return bool(vma is not None and vma.locked)
+        return rt.query(ptr).locked
+
     rows = []
-    with host_buffer(MemoryKind.PAGE_SHARING, nbytes) as a, device_alloc(rt, nbytes) as dptr, queue(rt) as q:
-        b = a.neighbour
-        for i in range(iterations):
-            rt.fill_device(dptr, 0xA5, nbytes)
-            rt.lock(a.ptr, a.nbytes)
-            started, result = threading.Event(), {}
+    span = -(-(b_nbytes + nbytes) // page) * page
+    with ExitStack() as stack:
+        raw = stack.enter_context(host_buffer(MemoryKind.HEAP, span + page))
+        base = raw.ptr + (-raw.ptr) % page
+        a_ptr = base + b_nbytes
+        a = view(a_ptr, nbytes)
+        dptr = stack.enter_context(device_alloc(rt, nbytes))
+        pols = {p: stack.enter_context(make_policy(p, rt)) for p in policies}
+        buf_a = HostBuffer(a_ptr, nbytes, MemoryKind.PAGE_SHARING, a, backing=raw.backing)
+        for i, name in rounds(list(policies), repeats=iterations, warmup=0, label="C11 hazard"):
+            pol, check = pols[name], checks(verify, i)
+            if check:
+                poison(rt, Direction.H2D, a, dptr, nbytes)
+            latch = rt.new_latch() if latch_ok else None
+            if latch is not None:
+                rt.hold(latch, pol.q)
+            mark = len(rt.recorder._raw)
+            seen: dict = {}
+            b_locked = threading.Event()
 
-            def other():
-                started.wait()
-                result["lock"] = _err(rt.lock, b.ptr, b.nbytes)
-                result["unlock"] = _err(rt.unlock, b.ptr, b.nbytes) if not result["lock"] else ""
+            def thread_b():
+                try:
+                    rt.lock(base, b_nbytes)
+                    b_locked.set()
+                    deadline = _now() + 5_000_000_000
+                    while _now() < deadline and not any(c[0] == copy_call for c in rt.recorder._raw[mark:]):
+                        time.sleep(0)
+                    seen["before"] = page_locked(a_ptr)
+                    seen["u0"] = _now()
+                    rt.unlock(base, b_nbytes)
+                    seen["u1"] = _now()
+                    seen["after"] = page_locked(a_ptr)
+                    seen["obs"] = _now()
+                finally:
+                    b_locked.set()
+                    if latch is not None:
+                        rt.release(latch)
 
-            t = threading.Thread(target=other)
+            t = threading.Thread(target=thread_b, name="pinpath-hazard-b")
             t.start()
-            rt.copy_async(dptr, a.ptr, nbytes, Direction.H2D, q)
-            started.set()
-            t.join()
-            still = rt.query(a.ptr + a.nbytes - 1).locked
-            rt.wait(q)
-            ok = bool(np.array_equal(rt.read_device(dptr, nbytes), a.array))
-            rt.unlock(a.ptr, a.nbytes)
-            rows.append({"iteration": i, "b_lock_error": result["lock"], "b_unlock_error": result["unlock"],
-                         "a_locked_after": still, "copy_verified": ok, "platform": rt.name})
+            b_locked.wait()
+            try:
+                rec = pol.transfer(buf_a, dptr, Direction.H2D)
+                rec_sync = pol.sync()
+            finally:
+                t.join()
+                if latch is not None:
+                    rt.free_latch(latch)
+            copies = [c for c in rec.calls if c.call == copy_call]
+            waits = [c for c in rec.calls + rec_sync.calls if rt.call_categories.get(c.call) == "wait"]
+            c0 = copies[0].start_ns if copies else rec.start_ns
+            c1 = waits[-1].end_ns if waits else rec.end_ns
+            inside = bool(seen.get("u0", 0) >= c0 and seen.get("u1", 0) <= c1)
+            ok = expect(bool(np.array_equal(rt.read_device(dptr, nbytes), a)), f"C11 {name} copy of A") \
+                if check else None
+            rows.append({"policy": str(name), "iteration": i, "a_path": rec.path, "a_copy_start_ns": c0,
+                         "a_copy_end_ns": c1, "b_unlock_start_ns": seen.get("u0", 0), "b_unlock_end_ns": seen.get("u1", 0),
+                         "unlock_inside_copy": inside, "page_locked_before": seen.get("before"),
+                         "page_locked_after": seen.get("after"), "observed_by": observed_by,
+                         "observed_ns": seen.get("obs", 0),
+                         "hazard": bool(inside and seen.get("before") and seen.get("after") is False),
+                         "copy_verified": ok, "platform": rt.name})
     return frame(rows, HAZARD)
 
 

@@ -2,60 +2,91 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 import pandas as pd
 
-from ..errors import LockFailed
+from ..errors import LockFailed, NotAvailable
 from ..memkinds import host_buffer, supports
 from ..policies import make_policy
 from ..schema import LOCK_OUTCOMES, frame
 from ..vocab import MemoryKind, Policy
-from .sweep import DeviceBuffers, grid, repeat_transfers, transfers_frame
+from .sweep import DeviceBuffers, checks, grid, rounds, transfer, transfers_frame
 
 __all__ = ["policy_sweep", "lock_outcomes"]
 
 
 def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), sizes_nbytes,
                  directions=("h2d", "d2h"), kinds=(MemoryKind.HEAP,), repeats: int = 10, warmup: int = 1,
-                 verify: str = "first") -> pd.DataFrame:
-    """TRANSFERS rows (with ``repeat``) of each policy for each kind, size and direction.
+                 verify: str = "first", app_pinned: bool = False, label: str = "policy sweep") -> pd.DataFrame:
+    """TRANSFERS rows (with ``repeat``, ``backing``, ``app_pinned``) of each policy for each kind,
+    size and direction, every point visited once per round in a shuffled order.
 
-    The buffer is mapped before and unmapped after its transfers, so map-time policies
-    see it as an offload runtime would. A (kind, direction) pair that cannot be done -
-    a D2H into read-only memory - is left out. The phases (query, lock, alloc, grant,
-    copy_in, dma, wait, copy_out, unlock, free) say where the time goes.
+    Each (kind, size, policy) has its own host buffer, mapped before the first round and
+    unmapped after the last, so map-time policies see it as an offload runtime would. With
+    ``app_pinned`` the application registers each buffer itself first (as QMCPACK does with
+    hipHostRegister) and unregisters it at the end. A (kind, direction) pair that cannot be done
+    - a D2H into read-only memory - is left out; a kind this machine cannot make (rodata
+    without a compiler) gives one row saying why (``not_available``). The phases (query, lock,
+    alloc, grant, copy_in, dma, wait, copy_out, unlock, free) say where the time goes.
     """
-    rows = []
-    with DeviceBuffers(rt) as dev:
-        for pt in grid(kind=kinds, nbytes=sizes_nbytes, direction=directions, policy=policies):
-            if supports(pt["kind"], pt["direction"]):
+    rows, missing = [], []
+    with ExitStack() as stack:
+        dev = stack.enter_context(DeviceBuffers(rt))
+        dptrs = {n: dev.get(n) for n in sizes_nbytes}
+        pols = {p: stack.enter_context(make_policy(p, rt)) for p in policies}
+        bufs = {}
+        for kind, n, p in (tuple(pt.values()) for pt in grid(kind=kinds, nbytes=sizes_nbytes, policy=policies)):
+            try:
+                buf = stack.enter_context(host_buffer(kind, n, rt=rt))
+            except NotAvailable as e:
+                missing.append({"kind": str(kind), "nbytes": n, "not_available": str(e)})
                 continue
-            n = pt["nbytes"]
-            dptr = dev.get(n)
-            with host_buffer(pt["kind"], n, rt=rt) as buf, make_policy(pt["policy"], rt) as pol:
-                pol.map(buf)
-                for i, r in repeat_transfers(pol, buf, dev, dptr, pt["direction"], repeats=repeats,
-                                             warmup=warmup, verify=verify):
-                    rows.append((r, {"repeat": i, "backing": buf.backing}))
-                pol.unmap(buf)
-    return transfers_frame(rows, rt.name)
+            if app_pinned:
+                rt.lock(buf.ptr, buf.nbytes)
+                stack.callback(rt.unlock, buf.ptr, buf.nbytes)
+            pols[p].map(buf)
+            stack.callback(pols[p].unmap, buf)
+            bufs[(kind, n, p)] = buf
+        points = [pt for pt in grid(kind=kinds, nbytes=sizes_nbytes, direction=directions, policy=policies)
+                  if (pt["kind"], pt["nbytes"], pt["policy"]) in bufs and not supports(pt["kind"], pt["direction"])]
+        for i, pt in rounds(points, repeats=repeats, warmup=warmup, label=label):
+            buf = bufs[(pt["kind"], pt["nbytes"], pt["policy"])]
+            r = transfer(pols[pt["policy"]], buf, dev, dptrs[pt["nbytes"]], pt["direction"],
+                         verify=checks(verify, i))
+            if i >= 0:
+                rows.append((r, {"repeat": i, "backing": buf.backing, "app_pinned": app_pinned}))
+    out = transfers_frame(rows, rt.name)
+    if missing:
+        out = pd.concat([out, pd.DataFrame(missing).assign(platform=rt.name)], ignore_index=True)
+    return out
 
 
-def lock_outcomes(rt, *, kinds=tuple(MemoryKind), sizes_nbytes=(4096,)) -> pd.DataFrame:
-    """What the runtime answers when asked to lock each kind of host memory: the native
-    call, its return code and error, and how long it took (C5). Granted locks are undone."""
+def lock_outcomes(rt, *, kinds=tuple(MemoryKind), sizes_nbytes=(4096,), read_only_flag: bool = False) -> pd.DataFrame:
+    """What the runtime answers when asked to lock each kind of host memory with the flags an
+    offload runtime passes (C5); with ``read_only_flag`` the runtime's read-only flag is added
+    to read-only buffers (a labelled second reading: no offload runtime knows memory is
+    read-only). Granted locks are undone; a kind this machine cannot make is a row saying why."""
     rows = []
     for pt in grid(kind=kinds, nbytes=sizes_nbytes):
-        with host_buffer(pt["kind"], pt["nbytes"], rt=rt) as buf:
-            with rt.recorder.span() as calls:
-                try:
-                    rt.lock(buf.ptr, buf.nbytes, read_only=not buf.writable)
-                    err = ""
-                except LockFailed as e:
-                    err = f"{e.rc_name} ({e.rc})"
-            call = calls[-1]
-            if not err:
-                rt.unlock(buf.ptr, buf.nbytes)
-            rows.append({"kind": str(buf.kind), "nbytes": buf.nbytes, "backing": buf.backing,
-                         "read_only_flag": not buf.writable, "call": call[0], "ns": call[2] - call[1],
-                         "rc": call[3], "error": err, "granted": not err, "platform": rt.name})
+        base = {"kind": str(pt["kind"]), "nbytes": pt["nbytes"], "read_only_flag": False, "platform": rt.name}
+        try:
+            with ExitStack() as stack:
+                buf = stack.enter_context(host_buffer(pt["kind"], pt["nbytes"], rt=rt))
+                flag = read_only_flag and not buf.writable
+                with rt.recorder.span() as calls:
+                    try:
+                        rt.lock(buf.ptr, buf.nbytes, read_only=flag)
+                        err, already = "", False
+                    except LockFailed as e:
+                        err, already = e.answer, e.already_pinned
+                call = calls[-1]
+                if not err:
+                    rt.unlock(buf.ptr, buf.nbytes)
+                rows.append({**base, "backing": buf.backing, "read_only_flag": flag, "call": call[0],
+                             "ns": call[2] - call[1], "rc": call[3], "error": err, "granted": not err,
+                             "already_pinned": already, "not_available": ""})
+        except NotAvailable as e:
+            rows.append({**base, "backing": "", "call": "", "ns": 0, "rc": -1, "error": "", "granted": None,
+                         "already_pinned": False, "not_available": str(e)})
     return frame(rows, LOCK_OUTCOMES)

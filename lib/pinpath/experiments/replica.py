@@ -3,24 +3,28 @@
 ``einspline_spo_omp<T>::multi_evaluate_vgh`` at miniqmc 46073436: arrays mapped once with
 ``target enter data``; per region invocation one H2D of the walker positions (24 nw bytes),
 one kernel, one D2H of value, gradient and hessian of 192 splines per walker
-(15,360 nw bytes); 384 invocations per Monte Carlo step, 5 steps by default.
+(15,360 nw bytes), then the region's end, where an asynchronous runtime waits once;
+384 invocations per Monte Carlo step, 5 steps by default.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from contextlib import ExitStack
 
 import numpy as np
 import pandas as pd
 
+from .. import osinfo
 from ..kernels import NSPLINES, VGH_DIM, replica_expected
 from ..policies import DEFAULT_THRESHOLD_NBYTES, make_policy
 from ..records import TransferRecord
+from ..runtimes.base import has
 from ..schema import calls_frame
 from ..trace import records
-from ..runtimes.base import has
-from ..vocab import Capability, Direction, MemoryKind
-from .sweep import DeviceBuffers, grid, transfers_frame
+from ..vocab import Capability, Direction, MemoryKind, Relock
+from .sweep import DeviceBuffers, SEED, checks, expect, grid, rounds, transfers_frame
 
 __all__ = ["replica", "api_stats", "INVOCATIONS_PER_STEP", "pos_nbytes", "out_nbytes"]
 
@@ -45,98 +49,130 @@ def _kernel_record(policy: str, rt, q, pos_d: int, out_d: int, nw: int, nsplines
                           thread_id=rt.recorder.thread_id, start_ns=t0, end_ns=t1, calls=tuple(records(calls)))
 
 
+def _still_pinned(rt, ptr: int) -> bool:
+    """Whether memory the application pinned is still locked: Linux's word for mlock, the
+    runtime's query elsewhere."""
+    if rt.relock == Relock.UNCOUNTED:
+        vma = osinfo.find_vma(ptr)
+        return bool(vma is not None and vma.locked)
+    return rt.query(ptr).locked
+
+
+class _Region:
+    """One (policy, nw, user_pinned) point of the replica: its buffers, mapped once."""
+
+    def __init__(self, stack: ExitStack, rt, policy: str, nw: int, user_pinned: bool, nsplines: int,
+                 threshold_nbytes: int, seed: int) -> None:
+        self.rt, self.nw, self.user_pinned, self.nsplines = rt, nw, user_pinned, nsplines
+        self.pol = stack.enter_context(make_policy(policy, rt, threshold_nbytes=threshold_nbytes))
+        self.pos = stack.enter_context(self.pol.host_buffer(MemoryKind.HEAP, pos_nbytes(nw), seed=seed))
+        self.out = stack.enter_context(self.pol.host_buffer(MemoryKind.HEAP, out_nbytes(nw, nsplines), seed=seed + 1))
+        self.dev = stack.enter_context(DeviceBuffers(rt))
+        self.pos_d, self.out_d = self.dev.get(self.pos.nbytes), self.dev.get(self.out.nbytes)
+        self.ctx = {"nw": nw, "user_pinned": user_pinned}
+        self.lost = ""         # the hazard once the application's pin is seen gone
+        if user_pinned:        # the application registers its arrays first, as QMCPACK does
+            for b in (self.pos, self.out):
+                rt.lock(b.ptr, b.nbytes)
+        self.mapped = [(self.pol.map(b), name) for name, b in (("pos", self.pos), ("out", self.out))]
+
+    def unmap(self) -> list[tuple[TransferRecord, str]]:
+        recs = [(self.pol.unmap(b), name) for name, b in (("pos", self.pos), ("out", self.out))]
+        if self.user_pinned:   # (munlock of memory a runtime already unlocked is not refused)
+            for b in (self.pos, self.out):
+                self.rt.unlock(b.ptr, b.nbytes)
+        return recs
+
+    def invocation(self, rng, kernel: bool, check: bool) -> list[tuple[TransferRecord, str]]:
+        rt, pol, nw = self.rt, self.pol, self.nw
+        pos_vals = self.pos.array.view(np.float64)
+        pos_vals[:] = rng.uniform(-1.0, 1.0, 3 * nw)
+        if check:
+            self.out.array[:] = 0xA5
+        recs = [(pol.transfer(self.pos, self.pos_d, Direction.H2D), "pos")]
+        if kernel:
+            recs.append((_kernel_record(pol.policy, rt, pol.q, self.pos_d, self.out_d, nw, self.nsplines), ""))
+        recs.append((pol.transfer(self.out, self.out_d, Direction.D2H), "out"))
+        recs.append((pol.sync(), ""))
+        if check:
+            want = replica_expected(pos_vals, nw, self.nsplines).view(np.uint8).ravel() if kernel \
+                else self.dev.content[self.out_d]
+            ok_pos = expect(bool(np.array_equal(rt.read_device(self.pos_d, self.pos.nbytes), self.pos.array)),
+                            f"replica {pol.policy}: H2D of the positions")
+            ok_out = expect(bool(np.array_equal(self.out.array, want)), f"replica {pol.policy}: D2H of the output")
+            recs = [(dataclasses.replace(r, verified=ok_pos if a == "pos" else ok_out) if r.moved else r, a)
+                    for r, a in recs]
+        if self.user_pinned and not self.lost and not all(_still_pinned(rt, b.ptr) for b in (self.pos, self.out)):
+            self.lost = "the application's pinned arrays were unlocked by the runtime"
+        if self.lost:
+            recs = [(dataclasses.replace(r, hazard=self.lost) if r.event == "transfer" else r, a) for r, a in recs]
+        return recs
+
+
 def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_step: int = INVOCATIONS_PER_STEP,
             user_pinned=(False,), nsplines: int = NSPLINES, threshold_nbytes: int = DEFAULT_THRESHOLD_NBYTES,
-            verify: str = "first", seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+            verify: str = "first", seed: int = SEED) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run the region under each policy, walker count and user-pinning choice.
 
-    With ``user_pinned`` the application locks both host arrays itself before mapping
-    them (as QMCPACK does with hipHostRegister) and unlocks them at the end. Where the
-    runtime can launch kernels the kernel writes output derived from the positions and
-    every verified D2H is compared with ``kernels.replica_expected``; elsewhere the region
+    Every point keeps its own buffers and policy; each Monte Carlo step visits the points in a
+    shuffled order and runs ``invocations_per_step`` regions of each. With ``user_pinned``
+    the application registers both arrays itself before mapping them (as QMCPACK does with
+    hipHostRegister) and unregisters them at the end; if the runtime's unlock undoes the
+    application's pin (mlock keeps no count) the rows from then on carry that hazard. Where
+    the runtime launches kernels the kernel writes output derived from the positions and
+    every checked D2H is compared with ``kernels.replica_expected``; elsewhere the region
     runs its transfers only and the D2H is compared with what the device holds.
 
     Returns
     -------
-    (transfers, calls) : TRANSFERS rows (events map, transfer, kernel, unmap) with the
-        context columns policy, nw, user_pinned, step, invocation, array; and their CALLS.
+    (transfers, calls) : TRANSFERS rows (events map, transfer, kernel, sync, unmap) with the
+        context columns nw, user_pinned, step, invocation, array; and their CALLS.
     """
     rows, recs = [], []
     kernel = has(rt, Capability.KERNELS)
     if kernel:
         rt.prepare_kernels()
     rng = np.random.default_rng(seed)
-    for pt in grid(policy=policies, nw=nw_values, user_pinned=user_pinned):
-        nw = pt["nw"]
-        ctx = {"nw": nw, "user_pinned": pt["user_pinned"], "kernel": kernel}
-        with make_policy(pt["policy"], rt, threshold_nbytes=threshold_nbytes) as pol, \
-                pol.host_buffer(MemoryKind.HEAP, pos_nbytes(nw), seed=seed) as pos, \
-                pol.host_buffer(MemoryKind.HEAP, out_nbytes(nw, nsplines), seed=seed + 1) as out, \
-                DeviceBuffers(rt) as dev:
-            pos_d, out_d = dev.get(pos.nbytes), dev.get(out.nbytes)
-            pos_vals = pos.array.view(np.float64)
-            if pt["user_pinned"]:
-                for b in (pos, out):
-                    rt.lock(b.ptr, b.nbytes)
 
-            def keep(rec, **more):
-                recs.append(rec)
-                rows.append((rec, {**ctx, **more}))
+    def keep(rec, region, **more):
+        recs.append(rec)
+        rows.append((rec, {**region.ctx, "kernel": kernel, **more}))
 
-            for name, b in (("pos", pos), ("out", out)):
-                keep(pol.map(b), step=-1, invocation=-1, array=name)
-            for step in range(steps):
-                for inv in range(invocations_per_step):
-                    k = step * invocations_per_step + inv
-                    check = verify == "all" or (verify == "first" and k == 0)
-                    pos_vals[:] = rng.uniform(-1.0, 1.0, 3 * nw)
-                    r = pol.transfer(pos, pos_d, Direction.H2D)
-                    if check:
-                        r = _verified(r, np.array_equal(rt.read_device(pos_d, pos.nbytes), pos.array))
-                    keep(r, step=step, invocation=inv, array="pos")
-                    if kernel:
-                        keep(_kernel_record(pol.policy, rt, pol.q, pos_d, out_d, nw, nsplines),
-                             step=step, invocation=inv, array="")
-                    if check:
-                        out.array[:] = 0xA5
-                    r = pol.transfer(out, out_d, Direction.D2H)
-                    if check:
-                        want = replica_expected(pos_vals, nw, nsplines).view(np.uint8).ravel() \
-                            if kernel else dev.content[out_d]
-                        r = _verified(r, np.array_equal(out.array, want))
-                    keep(r, step=step, invocation=inv, array="out")
-            for name, b in (("pos", pos), ("out", out)):
-                keep(pol.unmap(b), step=steps, invocation=-1, array=name)
-            if pt["user_pinned"]:
-                for b in (pos, out):
-                    rt.unlock(b.ptr, b.nbytes)
+    with ExitStack() as stack:
+        regions = {}
+        for pt in grid(policy=policies, nw=nw_values, user_pinned=user_pinned):
+            key = (str(pt["policy"]), pt["nw"], pt["user_pinned"])
+            regions[key] = reg = _Region(stack, rt, *key, nsplines, threshold_nbytes, seed)
+            for rec, name in reg.mapped:
+                keep(rec, reg, step=-1, invocation=-1, array=name)
+        for step, key in rounds(list(regions), repeats=steps, warmup=0, seed=seed, label="replica steps"):
+            reg = regions[key]
+            for inv in range(invocations_per_step):
+                check = checks(verify, step * invocations_per_step + inv)
+                for rec, name in reg.invocation(rng, kernel, check):
+                    keep(rec, reg, step=step, invocation=inv, array=name)
+        for reg in regions.values():
+            for rec, name in reg.unmap():
+                keep(rec, reg, step=steps, invocation=-1, array=name)
     transfers = transfers_frame(rows, rt.name)
     transfers.insert(0, "transfer_id", range(len(transfers)))
     return transfers, calls_frame(recs, rt.call_categories)
 
 
-def _verified(rec: TransferRecord, ok: bool) -> TransferRecord:
-    import dataclasses
-    from ..errors import VerificationFailed
-    if rec.moved and not ok:
-        raise VerificationFailed(f"replica: {rec.policy} {rec.direction} of {rec.nbytes} bytes (path {rec.path}) "
-                                 "did not deliver the expected bytes")
-    return dataclasses.replace(rec, verified=ok if rec.moved else None)
-
-
 def api_stats(transfers: pd.DataFrame, calls: pd.DataFrame, *, by: str = "user_pinned") -> pd.DataFrame:
-    """rocprof's ``hsa_stats.csv`` table of every native call the replica made (map and unmap
-    included, as a tracer sees them), one table per value of ``by``, with the call's category."""
+    """rocprof's ``hsa_stats.csv`` table of every native call the replica made (map, unmap and
+    the region's waits included, as a tracer sees them), one table per value of ``by``, with the
+    call's category and how many of its calls the runtime refused."""
     from ..records import CallRecord
-    from ..schema import stats_frame
+    from ..schema import API_STATS, frame, stats_frame
     from ..trace import hsa_stats
     frames = []
     merged = calls.merge(transfers[["transfer_id", by]], on="transfer_id")
     for value, g in merged.groupby(by):
-        recs = [CallRecord(r.call, r.start_ns, r.end_ns, r.rc, r.thread_id) for r in g.itertuples()]
-        st = stats_frame(hsa_stats(recs))
+        crs = [CallRecord(r.call, r.start_ns, r.end_ns, r.rc, r.thread_id) for r in g.itertuples()]
+        st = stats_frame(hsa_stats(crs))
         st[by] = value
         st["category"] = st.Name.map(dict(zip(g.call, g.category)))
-        st["refused"] = st.Name.map((g.rc > 0).groupby(g.call).sum()).astype("int64")   # calls with an error code
+        st["refused"] = st.Name.map((g.rc > 0).groupby(g.call).sum()).astype("int64")
         frames.append(st)
-    return pd.concat(frames, ignore_index=True)
+    return frame(pd.concat(frames, ignore_index=True).to_dict("records"), API_STATS)

@@ -1,29 +1,32 @@
-"""The mechanics every experiment shares, written once: the grid of points, warm-up and
-repeats, poisoning and byte verification outside the timed region, and the frames."""
+"""The mechanics every experiment shares, written once: the grid of points, rounds that
+interleave the points in a shuffled order, poisoning and byte verification outside the timed
+region, device buffers with a known pattern, and the frames."""
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import random
 from contextlib import ExitStack
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
+from .. import progress
 from ..closing import Closing
 from ..errors import BadParameter, VerificationFailed
-from ..memkinds import HostBuffer, fill_random
+from ..memkinds import POISON, HostBuffer, fill_random
 from ..records import TransferRecord
 from ..runtimes.base import device_alloc
 from ..schema import TRANSFERS, frame, transfer_row
 from ..vocab import Direction
 
-__all__ = ["grid", "transfer", "repeat_transfers", "transfers_frame", "POISON", "VERIFY_MODES",
-           "DeviceBuffers"]
+__all__ = ["grid", "rounds", "checks", "poison", "expect", "transfer", "transfers_frame", "POISON",
+           "VERIFY_MODES", "DeviceBuffers", "SEED"]
 
-POISON = 0xA5                          #: written over the destination before a verified transfer
 VERIFY_MODES = ("all", "first", "none")
+SEED = 20201019   #: the shuffles of every experiment start from this seed (aomp#160 was opened in Oct 2020)
 
 
 def grid(**axes: Iterable) -> Iterator[dict]:
@@ -33,43 +36,43 @@ def grid(**axes: Iterable) -> Iterator[dict]:
         yield dict(zip(names, values))
 
 
-def _poison(rt, buf: HostBuffer, dev_ptr: int, direction: Direction, nbytes: int, offset: int) -> None:
-    if direction == Direction.H2D:
+def rounds(points: Sequence, *, repeats: int, warmup: int = 0, seed: int = SEED,
+           label: str = "") -> Iterator[tuple[int, object]]:
+    """(repeat, point) for ``warmup`` untimed rounds (repeat < 0) then ``repeats`` kept ones;
+    every round visits every point once, in a freshly shuffled order, so that drift over the
+    run (clocks, caches, other tenants) spreads over all points instead of biasing the last."""
+    if repeats < 1 or warmup < 0:
+        raise BadParameter(f"repeats must be at least 1 and warm-up at least 0, got {repeats} and {warmup}")
+    rng = random.Random(seed)
+    order = list(points)
+    total = warmup + repeats
+    for n, r in enumerate(range(-warmup, repeats), 1):
+        rng.shuffle(order)
+        for p in order:
+            yield r, p
+        if label:
+            progress.step(label, n, total)
+
+
+def checks(verify: str, repeat: int) -> bool:
+    """Whether the transfer of ``repeat`` is byte-checked under ``verify``."""
+    if verify not in VERIFY_MODES:
+        raise BadParameter(f"verify must be one of {', '.join(VERIFY_MODES)}, got {verify!r}")
+    return verify == "all" or (verify == "first" and repeat == 0)
+
+
+def poison(rt, direction: Direction, host: np.ndarray, dev_ptr: int, nbytes: int) -> None:
+    """Overwrite the destination of a coming transfer with POISON (outside the timed region)."""
+    if Direction(direction) == Direction.H2D:
         rt.fill_device(dev_ptr, POISON, nbytes)
     else:
-        buf.array[offset:offset + nbytes] = POISON
+        host[:nbytes] = POISON
 
 
-def _check(rt, rec: TransferRecord, buf: HostBuffer, dev_ptr: int, nbytes: int, offset: int,
-           device_content: np.ndarray | None) -> bool:
-    host = buf.array[offset:offset + nbytes]
-    if rec.direction == Direction.H2D:
-        ok = np.array_equal(rt.read_device(dev_ptr, nbytes), host)
-    else:
-        ok = np.array_equal(host, device_content[:nbytes])
+def expect(ok: bool, what: str) -> bool:
     if not ok:
-        raise VerificationFailed(
-            f"{rec.policy}: {rec.direction} of {nbytes} bytes ({rec.kind}, path {rec.path}) "
-            "left the destination different from the source")
+        raise VerificationFailed(f"{what} left the destination different from the source")
     return True
-
-
-def transfer(policy, buf: HostBuffer, dev_ptr: int, direction: Direction, *, verify: bool,
-             device_content: np.ndarray | None = None, nbytes: int | None = None,
-             offset: int = 0) -> TransferRecord:
-    """One transfer through ``policy``; with ``verify`` the destination is poisoned before
-    and compared after, both outside the timed region. A verified D2H needs
-    ``device_content``: what the device buffer holds."""
-    direction = Direction(direction)
-    if verify and direction == Direction.D2H and device_content is None:
-        raise ValueError("a verified D2H transfer needs device_content")
-    n = buf.nbytes - offset if nbytes is None else nbytes
-    if verify:
-        _poison(policy.rt, buf, dev_ptr, direction, n, offset)
-    rec = policy.transfer(buf, dev_ptr, direction, nbytes=n, offset=offset)
-    if verify and rec.moved:
-        rec = dataclasses.replace(rec, verified=_check(policy.rt, rec, buf, dev_ptr, n, offset, device_content))
-    return rec
 
 
 class DeviceBuffers(Closing):
@@ -100,25 +103,35 @@ class DeviceBuffers(Closing):
         self._stack.close()
 
 
-def repeat_transfers(policy, buf: HostBuffer, dev: DeviceBuffers, dev_ptr: int, direction: Direction, *,
-                     repeats: int, warmup: int, verify: str = "first",
-                     nbytes: int | None = None, offset: int = 0) -> list[tuple[int, TransferRecord]]:
-    """``warmup`` untimed-kept transfers, then ``repeats`` kept ones as (repeat, record).
+def _waited(rec: TransferRecord, sync: TransferRecord) -> TransferRecord:
+    """A transfer with the wait of the ``sync`` that completed it folded in."""
+    if sync.wait_ns == 0:
+        return rec
+    return dataclasses.replace(rec, wait_ns=rec.wait_ns + sync.wait_ns, end_ns=sync.end_ns,
+                               calls=rec.calls + sync.calls)
 
-    ``verify``: "all" checks every kept transfer, "first" the first one, "none" none.
-    """
-    if verify not in VERIFY_MODES:
-        raise BadParameter(f"verify must be one of {', '.join(VERIFY_MODES)}, got {verify!r}")
-    out = []
-    for i in range(-warmup, repeats):
-        check = verify == "all" or (verify == "first" and i == 0)
-        if check and Direction(direction) == Direction.D2H:
+
+def transfer(policy, buf: HostBuffer, dev: DeviceBuffers, dev_ptr: int, direction: Direction, *,
+             verify: bool, nbytes: int | None = None, offset: int = 0) -> TransferRecord:
+    """One transfer through ``policy``, waited for: an asynchronous policy's ``sync`` follows
+    and its wait is folded into the record, so every policy's time covers the whole copy. With
+    ``verify`` the destination is poisoned before and compared after, both untimed."""
+    direction = Direction(direction)
+    n = buf.nbytes - offset if nbytes is None else nbytes
+    rt = policy.rt
+    if verify:
+        if direction == Direction.D2H:
             dev.refresh(dev_ptr)
-        rec = transfer(policy, buf, dev_ptr, direction, verify=check, device_content=dev.content.get(dev_ptr),
-                       nbytes=nbytes, offset=offset)
-        if i >= 0:
-            out.append((i, rec))
-    return out
+        poison(rt, direction, buf.array[offset:], dev_ptr, n)
+    rec = _waited(policy.transfer(buf, dev_ptr, direction, nbytes=n, offset=offset), policy.sync())
+    if verify and rec.moved:
+        host = buf.array[offset:offset + n]
+        got = rt.read_device(dev_ptr, n) if direction == Direction.H2D else host
+        want = host if direction == Direction.H2D else dev.content[dev_ptr][:n]
+        ok = expect(bool(np.array_equal(got, want)),
+                    f"{rec.policy}: {rec.direction} of {n} bytes ({rec.kind}, path {rec.path})")
+        rec = dataclasses.replace(rec, verified=ok)
+    return rec
 
 
 def transfers_frame(rows: Iterable[tuple[TransferRecord, dict]], platform: str) -> pd.DataFrame:

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from ..closing import Closing
-from ..errors import RuntimeCallFailed
+from ..errors import LockFailed, RuntimeCallFailed
 from ..memkinds import HostBuffer, host_buffer
 from ..records import TransferRecord
 from ..runtimes.base import Runtime
@@ -24,20 +24,23 @@ __all__ = ["PolicyBase", "Phases", "StagingPool", "DEFAULT_THRESHOLD_NBYTES"]
 DEFAULT_THRESHOLD_NBYTES = 1 * MiB   #: LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES default
 _now = time.perf_counter_ns
 
-_PAGEABLE_PATH = {PageableCopy.STAGED: TransferPath.DRIVER_STAGED,
+#: what a pageable pointer handed to the runtime's copy is, before anything observed it: the host
+#: platform copies it itself; a GPU runtime's driver decides, and only CUPTI can tell what it did
+_PAGEABLE_PATH = {PageableCopy.STAGED: TransferPath.DRIVER_UNOBSERVED,
                   PageableCopy.DIRECT: TransferPath.PAGEABLE_DIRECT,
-                  PageableCopy.UNSUPPORTED: TransferPath.PAGEABLE_DIRECT}  # only if it did not refuse
+                  PageableCopy.UNSUPPORTED: TransferPath.DRIVER_UNOBSERVED}  # only if it did not refuse
 
 
 class Phases:
     """Accumulates the host time of each phase of one transfer."""
 
-    __slots__ = ("ns", "dma_event_ns", "error")
+    __slots__ = ("ns", "dma_event_ns", "error", "hazard")
 
     def __init__(self) -> None:
         self.ns: dict[str, int] = {}
         self.dma_event_ns: int | None = None
         self.error = ""
+        self.hazard = ""
 
     def run(self, phase: Phase, fn, *args, **kw):
         t0 = _now()
@@ -58,6 +61,7 @@ class StagingPool:
     def __init__(self, rt: Runtime, *, exact: bool) -> None:
         self.rt, self.exact = rt, exact
         self._free: dict[int, list[int]] = {}
+        self._pending: dict[int, list[tuple[int, int]]] = {}   # id(queue) -> buffers in flight on it
         self._all: list[tuple[int, int]] = []
         self._lock = threading.Lock()
 
@@ -78,13 +82,23 @@ class StagingPool:
             ph.run(Phase.GRANT, self.rt.grant, ptr, cls)
         return ptr, cls, False
 
-    def put(self, ptr: int, cls: int) -> None:
+    def put(self, ptr: int, cls: int, *, after_sync: bool = False, q=None) -> None:
+        """Give a buffer back; with ``after_sync`` only once queue ``q`` has been waited for."""
         with self._lock:
-            self._free.setdefault(cls, []).append(ptr)
+            if after_sync:
+                self._pending.setdefault(id(q), []).append((ptr, cls))
+            else:
+                self._free.setdefault(cls, []).append(ptr)
+
+    def synced(self, q) -> None:
+        """Queue ``q`` has been waited for: its buffers are free again."""
+        with self._lock:
+            for ptr, cls in self._pending.pop(id(q), []):
+                self._free.setdefault(cls, []).append(ptr)
 
     def close(self) -> None:
         with self._lock:
-            held, self._all, self._free = self._all, [], {}
+            held, self._all, self._free, self._pending = self._all, [], {}, {}
         for ptr, cls in held:
             self.rt.free_pinned(ptr, cls)
 
@@ -103,6 +117,9 @@ class PolicyBase(Closing):
     """
 
     policy: str = ""
+    #: the runtime this policy models runs its copies asynchronously on one stream and waits once
+    #: per target region (``sync``); a synchronous one waits after every copy
+    asynchronous: bool = False
 
     def __init__(self, rt: Runtime, *, q: Any = None, threshold_nbytes: int = DEFAULT_THRESHOLD_NBYTES,
                  events: bool = False, per_thread_queues: bool = False) -> None:
@@ -114,6 +131,7 @@ class PolicyBase(Closing):
         self._per_thread = per_thread_queues
         self._q = q if q is not None or per_thread_queues else self._new_queue()
         self._events = None
+        self._pools: list[StagingPool] = []    # pools whose buffers wait for ``sync``
         if events and rt.has_events:
             self._events = (rt.new_event(), rt.new_event())
 
@@ -158,6 +176,28 @@ class PolicyBase(Closing):
             t1 = _now()
         return self._record("transfer", path, buf, direction, nbytes, t0, t1, ph, calls)
 
+    def region(self, transfers) -> list[TransferRecord]:
+        """One target region: the (buffer, device pointer, direction) transfers in order, then
+        ``sync``; the records, the sync last."""
+        recs = [self.transfer(b, d, direction) for b, d, direction in transfers]
+        recs.append(self.sync())
+        return recs
+
+    def sync(self) -> TransferRecord:
+        """The end of a target region: wait for every copy this thread's queue holds (a
+        synchronous policy has nothing left to wait for)."""
+        ph = Phases()
+        with self.rt.recorder.span() as calls:
+            t0 = _now()
+            if self.asynchronous:
+                ph.run(Phase.WAIT, self.rt.wait, self.q)
+                for pool in self._pools:
+                    pool.synced(self.q)
+            t1 = _now()
+        return TransferRecord(event="sync", policy=self.policy, path="sync", kind="", direction="", nbytes=0,
+                              thread_id=self.rt.recorder.thread_id, start_ns=t0, end_ns=t1,
+                              calls=tuple(records(calls)), **{f"{k}_ns": v for k, v in ph.ns.items()})
+
     def close(self) -> None:
         if self._events:
             for ev in self._events:
@@ -186,28 +226,34 @@ class PolicyBase(Closing):
         return TransferRecord(
             event=event, policy=self.policy, path=str(path), kind=str(buf.kind), direction=str(direction),
             nbytes=nbytes, thread_id=self.rt.recorder.thread_id, start_ns=t0, end_ns=t1,
-            dma_event_ns=ph.dma_event_ns, error=ph.error, calls=tuple(records(calls)),
+            dma_event_ns=ph.dma_event_ns, error=ph.error, hazard=ph.hazard, calls=tuple(records(calls)),
             **{f"{k}_ns": v for k, v in ph.ns.items()})
 
-    def _dma(self, ph: Phases, host_side: int, dev_ptr: int, nbytes: int, direction: Direction) -> None:
-        """One asynchronous copy between a device-visible host pointer and device memory, then wait."""
+    def _dma(self, ph: Phases, host_side: int, dev_ptr: int, nbytes: int, direction: Direction, *,
+             wait: bool = True) -> None:
+        """One asynchronous copy between a device-visible host pointer and device memory; then
+        wait, unless ``wait`` is False and the policy is asynchronous (``sync`` waits later).
+        A policy made with ``events`` times every copy with device events, which needs the wait."""
         dst, src = (dev_ptr, host_side) if direction == Direction.H2D else (host_side, dev_ptr)
-        ev, q = self._events, self.q
+        wait = wait or not self.asynchronous or self._events is not None
+        ev, q = (self._events if wait else None), self.q
         if ev:
             self.rt.record_event(ev[0], q)
         ph.run(Phase.DMA, self.rt.copy_async, dst, src, nbytes, direction, q)
         if ev:
             self.rt.record_event(ev[1], q)
-        ph.run(Phase.WAIT, self.rt.wait, q)
+        if wait:
+            ph.run(Phase.WAIT, self.rt.wait, q)
         if ev:
             ph.dma_event_ns = self.rt.elapsed_ns(ev[0], ev[1])
 
     def _staged_through(self, ph: Phases, staging: int, hptr: int, dev_ptr: int, nbytes: int,
-                        direction: Direction) -> None:
-        """Host copy into the staging buffer, DMA, (host copy out for D2H)."""
+                        direction: Direction, *, wait: bool = True) -> None:
+        """Host copy into the staging buffer, DMA, (host copy out for D2H, which needs the copy
+        done: a D2H always waits)."""
         if direction == Direction.H2D:
             ph.run(Phase.COPY_IN, self.rt.host_copy, staging, hptr, nbytes)
-            self._dma(ph, staging, dev_ptr, nbytes, direction)
+            self._dma(ph, staging, dev_ptr, nbytes, direction, wait=wait)
         else:
             self._dma(ph, staging, dev_ptr, nbytes, direction)
             ph.run(Phase.COPY_OUT, self.rt.host_copy, hptr, staging, nbytes)
@@ -224,27 +270,41 @@ class PolicyBase(Closing):
 
     def _stage_pooled(self, ph: Phases, pool: StagingPool, hptr: int, dev_ptr: int, nbytes: int,
                       direction: Direction) -> TransferPath:
-        """Stage through a buffer of ``pool``; the path says whether the pool had one."""
+        """Stage through a buffer of ``pool``; the path says whether the pool had one. An H2D
+        on an asynchronous policy does not wait: the pool takes the buffer back only at ``sync``,
+        as LLVM's stream releases it when the stream completes."""
         staging, cls, hit = pool.get(nbytes, ph)
+        deferred = self.asynchronous and direction == Direction.H2D
         try:
-            self._staged_through(ph, staging, hptr, dev_ptr, nbytes, direction)
+            self._staged_through(ph, staging, hptr, dev_ptr, nbytes, direction, wait=not deferred)
         finally:
-            pool.put(staging, cls)
+            pool.put(staging, cls, after_sync=deferred, q=self.q if deferred else None)
         return TransferPath.STAGED_POOLED_HIT if hit else TransferPath.STAGED_POOLED_MISS
 
-    def _lock_dma_unlock(self, ph: Phases, buf: HostBuffer, hptr: int, dev_ptr: int, nbytes: int,
-                         direction: Direction) -> None:
-        """Lock the user range, DMA from the locked alias, unlock; LockFailed propagates."""
-        alias = ph.run(Phase.LOCK, self.rt.lock, hptr, nbytes, read_only=not buf.writable)
+    def _lock_dma_unlock(self, ph: Phases, hptr: int, dev_ptr: int, nbytes: int,
+                         direction: Direction) -> TransferPath:
+        """Lock the user range with the flags a runtime passes, DMA from the locked alias, wait,
+        unlock. A lock answered "already registered" is memory pinned by someone else: copy
+        from it directly and leave it locked (``already_locked``). Other refusals propagate."""
         try:
-            self._dma(ph, alias, dev_ptr, nbytes, direction)
+            alias = ph.run(Phase.LOCK, self.rt.lock, hptr, nbytes)
+        except LockFailed as e:
+            if not e.already_pinned:
+                raise
+            ph.error = e.answer
+            self._dma(ph, hptr, dev_ptr, nbytes, direction, wait=True)
+            return TransferPath.ALREADY_LOCKED
+        try:
+            self._dma(ph, alias, dev_ptr, nbytes, direction, wait=True)
         finally:
             ph.run(Phase.UNLOCK, self.rt.unlock, hptr, nbytes)
+        return TransferPath.LOCKED
 
     def _pageable(self, ph: Phases, hptr: int, dev_ptr: int, nbytes: int, direction: Direction) -> TransferPath:
-        """Hand the pageable pointer to the runtime's copy; the runtime decides what happens."""
+        """Hand the pointer to the runtime's copy as it is; the runtime decides what happens
+        (what it did is observed later where the runtime can be watched: CUPTI)."""
         try:
-            self._dma(ph, hptr, dev_ptr, nbytes, direction)
+            self._dma(ph, hptr, dev_ptr, nbytes, direction, wait=False)
         except RuntimeCallFailed as e:
             ph.error = f"{e.rc_name} ({e.rc})"
             return TransferPath.COPY_FAILED

@@ -1,4 +1,5 @@
-"""Policies that hand the user's pointer straight to the runtime's copy."""
+"""Policies that hand the user's pointer straight to the runtime's copy (asynchronous: one
+wait per target region)."""
 
 from __future__ import annotations
 
@@ -10,18 +11,39 @@ from .base import Phases, PolicyBase
 __all__ = ["Prepinned", "DriverPageable"]
 
 
-class _MapTimeState(PolicyBase):
-    """Remembers, per mapped buffer, whether it was pinned at map time."""
+class Prepinned(PolicyBase):
+    """The application pinned its buffer beforehand: one register call of its own array at
+    map time (as QMCPACK does with hipHostRegister), or memory that the runtime's query says
+    is pinned already (hipHostMalloc / cudaMallocHost). Transfers are one DMA each (C9, C10);
+    the application unregisters what it registered at unmap."""
+
+    policy = Policy.PREPINNED
+    asynchronous = True
 
     def __init__(self, rt, **kw) -> None:
         super().__init__(rt, **kw)
         self._pinned: dict[int, bool] = {}
-        self._ours: dict[int, int] = {}      # ptr -> nbytes we locked at map time
+        self._ours: dict[int, int] = {}      # ptr -> nbytes the application registered at map time
+
+    def map(self, buf: HostBuffer):
+        def body(ph: Phases) -> MapOutcome:
+            if ph.run(Phase.QUERY, self.rt.query, buf.ptr).locked:
+                self._pinned[buf.ptr] = True
+                return MapOutcome.EXTERNAL
+            try:
+                ph.run(Phase.LOCK, self.rt.lock, buf.ptr, buf.nbytes)
+            except LockFailed as e:
+                ph.error = e.answer
+                self._pinned[buf.ptr] = e.already_pinned
+                return MapOutcome.EXTERNAL if e.already_pinned else MapOutcome.LOCK_FAILED
+            self._ours[buf.ptr] = buf.nbytes
+            self._pinned[buf.ptr] = True
+            return MapOutcome.LOCKED
+        return self._event("map", buf, body)
 
     def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
-        """One DMA if the buffer was pinned at map time, else the runtime's pageable copy."""
         if self._pinned.get(buf.ptr, False):
-            self._dma(ph, hptr, dev_ptr, nbytes, direction)
+            self._dma(ph, hptr, dev_ptr, nbytes, direction, wait=False)
             return TransferPath.PINNED_DIRECT
         return self._pageable(ph, hptr, dev_ptr, nbytes, direction)
 
@@ -42,37 +64,14 @@ class _MapTimeState(PolicyBase):
         super().close()
 
 
-class Prepinned(_MapTimeState):
-    """The application pinned the buffer beforehand (cudaMallocHost / hipHostMalloc, or one
-    register call at map time); transfers are one DMA each (C9, C10)."""
-
-    policy = Policy.PREPINNED
-
-    def map(self, buf: HostBuffer):
-        def body(ph: Phases) -> MapOutcome:
-            if ph.run(Phase.QUERY, self.rt.query, buf.ptr).locked:
-                self._pinned[buf.ptr] = True
-                return MapOutcome.EXTERNAL
-            try:
-                ph.run(Phase.LOCK, self.rt.lock, buf.ptr, buf.nbytes, read_only=not buf.writable)
-            except LockFailed as e:
-                ph.error = f"{e.rc_name} ({e.rc})"
-                self._pinned[buf.ptr] = False
-                return MapOutcome.LOCK_FAILED
-            self._ours[buf.ptr] = buf.nbytes
-            self._pinned[buf.ptr] = True
-            return MapOutcome.LOCKED
-        return self._event("map", buf, body)
-
-
-class DriverPageable(_MapTimeState):
-    """Hand the pointer to the runtime's copy as it is and let the driver stage it
-    (the LLVM CUDA plugin, which never pins). The map-time query only labels the path."""
+class DriverPageable(PolicyBase):
+    """Hand the pointer to the runtime's copy as it is and let the driver deal with it: LLVM's
+    CUDA plugin, which never registers host memory and whose pinned-pointer check always
+    answers no. Maps cost nothing; what the driver did with each copy is observed (CUPTI)
+    where that is possible, else the path says it was not observed."""
 
     policy = Policy.DRIVER_PAGEABLE
+    asynchronous = True
 
-    def map(self, buf: HostBuffer):
-        def body(ph: Phases) -> MapOutcome:
-            self._pinned[buf.ptr] = ph.run(Phase.QUERY, self.rt.query, buf.ptr).locked
-            return MapOutcome.EXTERNAL if self._pinned[buf.ptr] else MapOutcome.UNTRACKED
-        return self._event("map", buf, body)
+    def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
+        return self._pageable(ph, hptr, dev_ptr, nbytes, direction)

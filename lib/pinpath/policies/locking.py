@@ -1,4 +1,4 @@
-"""Policies that lock the user's pointer for the transfer."""
+"""Policies that lock the user's pointer for the transfer (synchronous: they wait on each copy)."""
 
 from __future__ import annotations
 
@@ -11,24 +11,24 @@ __all__ = ["LockAlways", "QueryThenLock"]
 
 class LockAlways(PolicyBase):
     """Lock the user pointer, DMA from the locked alias, wait, unlock; if the lock is
-    refused, stage through a freshly allocated buffer.
+    refused, stage through a freshly allocated buffer; if it is answered "already
+    registered", copy from the pointer and leave it locked.
 
     ROCm amd-llvm-project PR #174 (``locking_async_memcpy``), C3 and C5.
     """
 
     policy = Policy.LOCK_ALWAYS
 
-    def _lock_copy_unlock(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction) -> TransferPath:
+    def _lock_copy_unlock(self, ph: Phases, hptr, dev_ptr, nbytes, direction) -> TransferPath:
         try:
-            self._lock_dma_unlock(ph, buf, hptr, dev_ptr, nbytes, direction)
+            return self._lock_dma_unlock(ph, hptr, dev_ptr, nbytes, direction)
         except LockFailed as e:   # rodata and the like: stage through a fresh buffer instead
-            ph.error = f"{e.rc_name} ({e.rc})"
+            ph.error = e.answer
             self._stage_fresh(ph, hptr, dev_ptr, nbytes, direction)
             return TransferPath.LOCK_FAILED_STAGED
-        return TransferPath.LOCKED
 
     def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
-        return self._lock_copy_unlock(ph, buf, hptr, dev_ptr, nbytes, direction)
+        return self._lock_copy_unlock(ph, hptr, dev_ptr, nbytes, direction)
 
 
 class QueryThenLock(LockAlways):
@@ -45,4 +45,4 @@ class QueryThenLock(LockAlways):
         if info.locked:
             self._dma(ph, info.dev_ptr if info.dev_ptr is not None else hptr, dev_ptr, nbytes, direction)
             return TransferPath.ALREADY_LOCKED
-        return self._lock_copy_unlock(ph, buf, hptr, dev_ptr, nbytes, direction)
+        return self._lock_copy_unlock(ph, hptr, dev_ptr, nbytes, direction)

@@ -1,26 +1,37 @@
-"""Today's LLVM offload plugin (plugin-nextgen) and its lock-mapped-buffers mode."""
+"""Today's LLVM offload plugin (plugin-nextgen), its lock-mapped-buffers mode, and C11's
+pinned allocator.
+
+The map of pinned ranges is exact under concurrency: map, unmap and the map's part of a
+transfer run under one mutex; a map takes a reference only when it says so (``refcounted``,
+``locked``, ``external``), and its unmap drops only that reference; a transfer that hits an
+entry holds a reference for the length of its copy; memory pinned by someone else is never
+unlocked. The runtime calls that lock or unlock are made under the mutex, copies outside it.
+"""
 
 from __future__ import annotations
 
 import bisect
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import LockFailed, PinpathError
 from ..memkinds import HostBuffer, host_buffer
-from ..vocab import Direction, MapOutcome, MemoryKind, Phase, Policy, TransferPath
+from ..units import PAGE_NBYTES
+from ..vocab import Direction, MapOutcome, MemoryKind, Phase, Policy, Relock, TransferPath
 from .base import Phases, PolicyBase, StagingPool
 
-__all__ = ["PinnedMap", "PinnedEntry", "Nextgen", "NextgenLockMapped", "PinnedAllocator", "OverlapRefused"]
+__all__ = ["PinnedMap", "PinnedEntry", "LockUnits", "Nextgen", "NextgenLockMapped", "PinnedAllocator",
+           "OverlapRefused"]
 
 
 class OverlapRefused(PinpathError):
     """A range partly overlaps an entry of the pinned map (LLVM: "partial overlapping not allowed")."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class PinnedEntry:
+    """One pinned range; entries compare by identity (two maps of one range share one entry)."""
     host_ptr: int
     dev_ptr: int
     nbytes: int
@@ -30,159 +41,292 @@ class PinnedEntry:
     def contains(self, ptr: int, nbytes: int) -> bool:
         return self.host_ptr <= ptr and ptr + nbytes <= self.host_ptr + self.nbytes
 
+    @property
+    def end(self) -> int:
+        return self.host_ptr + self.nbytes
+
 
 class PinnedMap:
-    """The refcounted map of pinned host ranges (LLVM's ``PinnedAllocationMapTy``).
-
-    Entries are ordered by start and never overlap; a lookup tests only the start
-    address, as LLVM's ``findIntersecting`` does. Thread safe.
-    """
+    """The map of pinned host ranges (LLVM's ``PinnedAllocationMapTy``): entries ordered by
+    start, never overlapping; a lookup tests the start address, as ``findIntersecting`` does.
+    Not locked itself: its owner serialises every use."""
 
     def __init__(self) -> None:
         self._starts: list[int] = []
         self._entries: list[PinnedEntry] = []
-        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def entries(self) -> list[PinnedEntry]:
-        with self._lock:
-            return list(self._entries)
+        return list(self._entries)
 
-    def _find(self, ptr: int) -> int:
+    def find(self, ptr: int) -> PinnedEntry | None:
+        """The entry holding address ``ptr``, if any."""
         i = bisect.bisect_right(self._starts, ptr) - 1
-        if i >= 0 and ptr < self._entries[i].host_ptr + self._entries[i].nbytes:
-            return i
-        return -1
+        if i >= 0 and ptr < self._entries[i].end:
+            return self._entries[i]
+        return None
 
-    def lookup(self, ptr: int, nbytes: int, *, add_ref: bool = False) -> PinnedEntry | None:
-        """The entry holding ``[ptr, ptr+nbytes)`` (one more reference with ``add_ref``);
-        None if no entry holds ``ptr``; OverlapRefused if the range runs past the entry."""
-        with self._lock:
-            i = self._find(ptr)
-            if i < 0:
-                return None
-            e = self._entries[i]
-            if not e.contains(ptr, nbytes):
-                raise OverlapRefused(f"[{ptr:#x}, +{nbytes}) runs past the pinned entry [{e.host_ptr:#x}, +{e.nbytes})")
-            e.refs += add_ref
-            return e
-
-    def use(self, ptr: int, nbytes: int) -> PinnedEntry | None:
-        """Add one reference to the entry holding the range (LLVM's ``registerEntryUse``)."""
-        return self.lookup(ptr, nbytes, add_ref=True)
+    def fits(self, ptr: int, nbytes: int) -> bool:
+        """Whether ``[ptr, ptr+nbytes)`` can be inserted: it intersects no entry."""
+        i = bisect.bisect_right(self._starts, ptr)
+        before = self._entries[i - 1] if i > 0 else None
+        after = self._entries[i] if i < len(self._entries) else None
+        return not ((before and before.end > ptr) or (after and after.host_ptr < ptr + nbytes))
 
     def insert(self, entry: PinnedEntry) -> None:
-        """Insert a new entry; refuse one that intersects a neighbour."""
-        with self._lock:
-            i = bisect.bisect_right(self._starts, entry.host_ptr)
-            end = entry.host_ptr + entry.nbytes
-            prev_ = self._entries[i - 1] if i > 0 else None
-            next_ = self._entries[i] if i < len(self._entries) else None
-            if (prev_ and prev_.host_ptr + prev_.nbytes > entry.host_ptr) or (next_ and next_.host_ptr < end):
-                raise OverlapRefused(f"[{entry.host_ptr:#x}, +{entry.nbytes}) intersects an entry of the pinned map")
-            self._starts.insert(i, entry.host_ptr)
-            self._entries.insert(i, entry)
+        if not self.fits(entry.host_ptr, entry.nbytes):
+            raise OverlapRefused(f"[{entry.host_ptr:#x}, +{entry.nbytes}) intersects an entry of the pinned map")
+        i = bisect.bisect_right(self._starts, entry.host_ptr)
+        self._starts.insert(i, entry.host_ptr)
+        self._entries.insert(i, entry)
 
-    def release(self, ptr: int) -> PinnedEntry | None:
-        """Drop one reference of the entry holding ``ptr``; return it if that was the last
-        (it is then removed), else None. Raises KeyError if no entry holds ``ptr``."""
-        with self._lock:
-            i = self._find(ptr)
-            if i < 0:
-                raise KeyError(ptr)
-            e = self._entries[i]
-            e.refs -= 1
-            if e.refs > 0:
-                return None
-            del self._starts[i], self._entries[i]
-            return e
+    def remove(self, entry: PinnedEntry) -> None:
+        i = self._entries.index(entry)
+        del self._starts[i], self._entries[i]
+
+
+@dataclass(slots=True)
+class _Unit:
+    lo: int
+    hi: int
+    users: set = field(default_factory=set)
+
+
+class LockUnits:
+    """Page-granular locks on a runtime that does not count them (mlock): one unlock undoes
+    every lock of a page, so a range is locked as units of pages no other range holds, and a
+    unit is unlocked only when no range that touches it is left. Each unit is one lock call
+    and one unlock call of exactly its pages (the recorder's balance stays exact)."""
+
+    def __init__(self, rt) -> None:
+        self.rt = rt
+        self._units: list[_Unit] = []
+
+    @staticmethod
+    def _pages(ptr: int, nbytes: int) -> tuple[int, int]:
+        return ptr - ptr % PAGE_NBYTES, -(-(ptr + nbytes) // PAGE_NBYTES) * PAGE_NBYTES
+
+    def _gaps(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        gaps, at = [], lo
+        for u in sorted((u for u in self._units if u.lo < hi and u.hi > lo), key=lambda u: u.lo):
+            if u.lo > at:
+                gaps.append((at, u.lo))
+            at = max(at, u.hi)
+        if at < hi:
+            gaps.append((at, hi))
+        return gaps
+
+    def lock(self, owner, ptr: int, nbytes: int, ph: Phases) -> None:
+        """Lock ``[ptr, ptr+nbytes)`` for ``owner`` (any hashable token); LockFailed leaves
+        nothing new locked. Pages another owner holds are locked already: no call for them."""
+        lo, hi = self._pages(ptr, nbytes)
+        made: list[_Unit] = []
+        try:
+            for a, b in self._gaps(lo, hi):
+                ph.run(Phase.LOCK, self.rt.lock, a, b - a)
+                made.append(_Unit(a, b))
+        except LockFailed:
+            for u in made:
+                ph.run(Phase.UNLOCK, self.rt.unlock, u.lo, u.hi - u.lo)
+            raise
+        self._units += made
+        for u in self._units:
+            if u.lo < hi and u.hi > lo:
+                u.users.add(owner)
+
+    def unlock(self, owner, ph: Phases) -> None:
+        """Drop ``owner``'s hold; unlock the units nobody holds any more."""
+        for u in [u for u in self._units if owner in u.users]:
+            u.users.discard(owner)
+            if not u.users:
+                self._units.remove(u)
+                ph.run(Phase.UNLOCK, self.rt.unlock, u.lo, u.hi - u.lo)
+
+    def held(self) -> list[tuple[int, int]]:
+        return [(u.lo, u.hi) for u in self._units]
 
 
 class Nextgen(PolicyBase):
     """LLVM's AMDGPU plugin (``dataSubmitImpl`` / ``dataRetrieveImpl``): a hit in the map of
-    pinned ranges is one DMA; else a transfer of ``threshold_nbytes`` or more is locked,
-    copied and unlocked, a refused lock being an error; else it is staged through a pooled
-    buffer of exactly the same size. At map time a pointer that the runtime says is pinned
-    is entered as external (``notifyDataMapped`` -> ``isPinnedPtrImpl``).
+    pinned ranges is one asynchronous DMA; else a transfer of ``threshold_nbytes`` or more is
+    locked, copied, waited for and unlocked, a refused lock being an error; else it is staged
+    through a pooled buffer of exactly the same size. At map time a pointer that the runtime
+    says is pinned is entered as external (``notifyDataMapped`` -> ``isPinnedPtrImpl``).
     """
 
     policy = Policy.NEXTGEN
+    asynchronous = True
     lock_mapped = False
 
     def __init__(self, rt, **kw) -> None:
         super().__init__(rt, **kw)
         self.pinned = PinnedMap()
         self.pool = StagingPool(rt, exact=True)
+        self._pools.append(self.pool)
+        self._mutex = threading.RLock()
+        self._refs: dict[tuple[int, int], list[PinnedEntry]] = {}   # (ptr, nbytes) -> entries its maps hold
+        self.units = LockUnits(rt) if rt.relock == Relock.UNCOUNTED else None
 
+    # -- locks this policy makes itself ----------------------------------------------------
+    def _lock_own(self, owner, ptr: int, nbytes: int, ph: Phases) -> int:
+        if self.units is not None:
+            self.units.lock(owner, ptr, nbytes, ph)
+            return ptr
+        return ph.run(Phase.LOCK, self.rt.lock, ptr, nbytes)
+
+    def _unlock_own(self, owner, ptr: int, nbytes: int, ph: Phases) -> None:
+        if self.units is not None:
+            self.units.unlock(owner, ph)
+        else:
+            ph.run(Phase.UNLOCK, self.rt.unlock, ptr, nbytes)
+
+    def _drop(self, entry: PinnedEntry, ph: Phases) -> bool:
+        """One reference less; the last one removes the entry and unlocks it if it is ours."""
+        entry.refs -= 1
+        if entry.refs > 0:
+            return False
+        self.pinned.remove(entry)
+        if not entry.external:
+            self._unlock_own(entry, entry.host_ptr, entry.nbytes, ph)
+        return True
+
+    # -- map / unmap ---------------------------------------------------------------------
     def map(self, buf: HostBuffer):
         return self._event("map", buf, lambda ph: self._map(ph, buf))
 
     def _map(self, ph: Phases, buf: HostBuffer) -> MapOutcome:
+        with self._mutex:
+            entry, outcome = self._enter(ph, buf.ptr, buf.nbytes)
+            if entry is not None:
+                self._refs.setdefault((buf.ptr, buf.nbytes), []).append(entry)
+            return outcome
+
+    def _enter(self, ph: Phases, ptr: int, nbytes: int) -> tuple[PinnedEntry | None, MapOutcome]:
+        """The map's decision (caller holds the mutex): the entry it took a reference on, if any."""
+        e = self.pinned.find(ptr)
+        if e is not None:
+            if not e.contains(ptr, nbytes):
+                ph.error = f"[{ptr:#x}, +{nbytes}) runs past the pinned entry [{e.host_ptr:#x}, +{e.nbytes})"
+                return None, MapOutcome.OVERLAP_REFUSED
+            e.refs += 1
+            return e, MapOutcome.REFCOUNTED
+        info = ph.run(Phase.QUERY, self.rt.query, ptr)
+        if info.locked:
+            base = info.base if info.base is not None else ptr
+            size = info.nbytes if info.nbytes is not None else ptr + nbytes - base
+            alias = info.dev_ptr - (ptr - base) if info.dev_ptr is not None else base
+            return self._insert(ph, PinnedEntry(base, alias, size, external=True), MapOutcome.EXTERNAL)
+        if not self.lock_mapped:
+            return None, MapOutcome.UNTRACKED
+        if not self.pinned.fits(ptr, nbytes):
+            ph.error = f"[{ptr:#x}, +{nbytes}) intersects an entry of the pinned map"
+            return None, MapOutcome.OVERLAP_REFUSED
+        entry = PinnedEntry(ptr, ptr, nbytes, external=False)
         try:
-            if self.pinned.use(buf.ptr, buf.nbytes) is not None:
-                return MapOutcome.REFCOUNTED
-            info = ph.run(Phase.QUERY, self.rt.query, buf.ptr)
-            if info.locked:
-                base = info.base if info.base is not None else buf.ptr
-                nbytes = info.nbytes if info.nbytes is not None else buf.ptr + buf.nbytes - base
-                alias = info.dev_ptr - (buf.ptr - base) if info.dev_ptr is not None else base
-                self.pinned.insert(PinnedEntry(base, alias, nbytes, external=True))
-                return MapOutcome.EXTERNAL
-            if not self.lock_mapped:
-                return MapOutcome.UNTRACKED
-            try:
-                alias = ph.run(Phase.LOCK, self.rt.lock, buf.ptr, buf.nbytes, read_only=not buf.writable)
-            except LockFailed as e:   # mode "on": a refused lock is ignored
-                ph.error = f"{e.rc_name} ({e.rc})"
-                return MapOutcome.LOCK_FAILED
-            self.pinned.insert(PinnedEntry(buf.ptr, alias, buf.nbytes, external=False))
-            return MapOutcome.LOCKED
-        except OverlapRefused as e:
-            ph.error = str(e)
-            return MapOutcome.OVERLAP_REFUSED
+            entry.dev_ptr = self._lock_own(entry, ptr, nbytes, ph)
+        except LockFailed as e:
+            ph.error = e.answer
+            if e.already_pinned:   # someone else registered it: track it, never unlock it
+                entry.external = True
+                return self._insert(ph, entry, MapOutcome.EXTERNAL)
+            return None, MapOutcome.LOCK_FAILED   # mode "on": a refused lock is ignored
+        self.pinned.insert(entry)
+        return entry, MapOutcome.LOCKED
+
+    def _insert(self, ph: Phases, entry: PinnedEntry, outcome: MapOutcome):
+        if not self.pinned.fits(entry.host_ptr, entry.nbytes):
+            ph.error = f"[{entry.host_ptr:#x}, +{entry.nbytes}) intersects an entry of the pinned map"
+            return None, MapOutcome.OVERLAP_REFUSED
+        self.pinned.insert(entry)
+        return entry, outcome
 
     def unmap(self, buf: HostBuffer):
-        return self._event("unmap", buf, lambda ph: self._unmap(ph, buf))
+        return self._event("unmap", buf, lambda ph: self._unmap(ph, buf.ptr, buf.nbytes))
 
-    def _unmap(self, ph: Phases, buf: HostBuffer) -> MapOutcome:
-        try:
-            last = self.pinned.release(buf.ptr)
-        except KeyError:
-            return MapOutcome.UNTRACKED
-        if last is None or last.external:
-            return MapOutcome.RELEASED
-        ph.run(Phase.UNLOCK, self.rt.unlock, last.host_ptr, last.nbytes)
-        return MapOutcome.UNLOCKED
+    def _unmap(self, ph: Phases, ptr: int, nbytes: int) -> MapOutcome:
+        with self._mutex:
+            held = self._refs.get((ptr, nbytes))
+            if not held:
+                return MapOutcome.UNTRACKED     # no map of this buffer took a reference
+            entry = held.pop()
+            if not held:
+                del self._refs[(ptr, nbytes)]
+            last = self._drop(entry, ph)
+            return MapOutcome.UNLOCKED if last and not entry.external else MapOutcome.RELEASED
 
+    # -- transfers -------------------------------------------------------------------------
     def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
-        entry = self.pinned.lookup(hptr, nbytes)
+        with self._mutex:
+            entry = self.pinned.find(hptr)
+            if entry is not None and not entry.contains(hptr, nbytes):
+                ph.error = f"the transfer runs past the pinned entry [{entry.host_ptr:#x}, +{entry.nbytes})"
+                entry = None
+            if entry is not None:
+                entry.refs += 1          # held for the copy: an unmap meanwhile cannot unlock it
         if entry is not None:
-            self._dma(ph, entry.dev_ptr + (hptr - entry.host_ptr), dev_ptr, nbytes, direction)
+            try:
+                self._dma(ph, entry.dev_ptr + (hptr - entry.host_ptr), dev_ptr, nbytes, direction, wait=False)
+            finally:
+                with self._mutex:
+                    self._drop(entry, ph)
             return TransferPath.EXTERNAL_PINNED if entry.external else TransferPath.MAP_HIT
         if nbytes >= self.threshold_nbytes:
-            try:
-                self._lock_dma_unlock(ph, buf, hptr, dev_ptr, nbytes, direction)
-            except LockFailed as e:   # no fallback on this path: the transfer is an error
-                ph.error = f"{e.rc_name} ({e.rc})"
-                return TransferPath.LOCK_FAILED_ERROR
-            return TransferPath.LOCKED
+            return self._locked_copy(ph, hptr, dev_ptr, nbytes, direction)
         return self._stage_pooled(ph, self.pool, hptr, dev_ptr, nbytes, direction)
 
+    def _locked_copy(self, ph: Phases, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
+        """The plugin's synchronous path: a raw lock (the map is not consulted), copy, wait,
+        unlock; a refused lock is an error, "already registered" means copy as it is."""
+        owner = object()
+        with self._mutex:
+            try:
+                alias = self._lock_own(owner, hptr, nbytes, ph)
+            except LockFailed as e:
+                ph.error = e.answer
+                if not e.already_pinned:
+                    return TransferPath.LOCK_FAILED_ERROR   # no fallback on this path
+                alias = None
+        if alias is None:
+            self._dma(ph, hptr, dev_ptr, nbytes, direction, wait=True)
+            return TransferPath.ALREADY_LOCKED
+        try:
+            self._dma(ph, alias, dev_ptr, nbytes, direction, wait=True)
+        finally:
+            with self._mutex:
+                self._unlock_own(owner, hptr, nbytes, ph)
+        return TransferPath.LOCKED
+
+    def references(self) -> dict[int, int]:
+        """Entry start -> references held by live maps (for checking the map's counts)."""
+        with self._mutex:
+            out: dict[int, int] = {}
+            for held in self._refs.values():
+                for e in held:
+                    out[e.host_ptr] = out.get(e.host_ptr, 0) + 1
+            return out
+
     def close(self) -> None:
-        for e in self.pinned.entries():   # buffers still mapped at close: undo our locks
-            if not e.external:
-                self.rt.unlock(e.host_ptr, e.nbytes)
-        self.pinned = PinnedMap()
+        ph = Phases()
+        with self._mutex:
+            for held in list(self._refs.values()):   # buffers still mapped at close: drop their references
+                for e in held:
+                    if e in self.pinned.entries():
+                        self._drop(e, ph)
+            self._refs.clear()
+            for e in self.pinned.entries():          # what is left is held by no map: undo our own
+                self.pinned.remove(e)
+                if not e.external:
+                    self._unlock_own(e, e.host_ptr, e.nbytes, ph)
         self.pool.close()
         super().close()
 
 
 class NextgenLockMapped(Nextgen):
     """``nextgen`` with ``LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=on`` (reviews.llvm.org/D142514):
-    host buffers are locked once when mapped, refcounted, unlocked at unmap; a refused
-    lock is ignored; memory already pinned by someone else is external, never unlocked.
+    host buffers are locked once when mapped, refcounted, unlocked at unmap; a refused lock is
+    ignored; memory already pinned by someone else is external, never unlocked.
     """
 
     policy = Policy.NEXTGEN_LOCK_MAPPED
@@ -202,9 +346,15 @@ class PinnedAllocator(Nextgen):
     def host_buffer(self, kind, nbytes: int, *, seed: int = 0):
         with host_buffer(MemoryKind.PINNED, nbytes, rt=self.rt, seed=seed) as buf:
             entry = PinnedEntry(buf.ptr, buf.ptr, buf.nbytes, external=True)   # freed by its maker, never unlocked
-            self.pinned.insert(entry)
+            with self._mutex:
+                self.pinned.insert(entry)
             try:
                 yield buf
-            finally:   # drop this reference and any a map without its unmap left behind
-                while self.pinned.release(buf.ptr) is None:
-                    pass
+            finally:   # the allocator's own reference and any a map without its unmap left behind
+                with self._mutex:
+                    for key in [k for k, held in self._refs.items() if entry in held]:
+                        self._refs[key] = [e for e in self._refs[key] if e is not entry]
+                        if not self._refs[key]:
+                            del self._refs[key]
+                    if entry in self.pinned.entries():
+                        self.pinned.remove(entry)

@@ -33,6 +33,7 @@ class StagePooled(PolicyBase):
     def __init__(self, rt, **kw) -> None:
         super().__init__(rt, **kw)
         self.pool = StagingPool(rt, exact=False)
+        self._pools.append(self.pool)
 
     def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
         return self._stage_pooled(ph, self.pool, hptr, dev_ptr, nbytes, direction)

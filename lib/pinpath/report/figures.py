@@ -1,6 +1,16 @@
-"""Seaborn figures with human units on the axes; every function returns the figure."""
+"""Seaborn figures with words and units on the axes; every function returns the figure.
+
+Conventions: sizes in binary units only (KiB, MiB, GiB) on log-2 axes; times in human units
+(ns, us, ms, s) on log axes wherever the values span decades; legends outside the axes; the
+thread's figure can be drawn as a labelled reference line through ``reference=``, e.g.
+``reference=[("thread: lock 35 us", 35_000)]`` (a time in nanoseconds).
+"""
 
 from __future__ import annotations
+
+import math
+import re
+from typing import Iterable, Mapping, Sequence, Union
 
 import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
@@ -8,83 +18,251 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ..units import fmt_nbytes, fmt_ns
+from ..units import fmt_ns
+from .html import binary_size
 
 __all__ = ["theme", "vs_size", "phase_bars", "case_bars", "timeline", "vs_threads", "overlap_bars",
-           "answers_grid", "stats_bars", "limits_bars"]
+           "answers_grid", "stats_bars", "limits_bars", "lock_cost_by_backing", "binary_size", "LABELS"]
+
+Reference = Union[tuple[str, float], Sequence[tuple[str, float]], Mapping[str, float], None]
+
+#: axis words for the columns the notebooks plot
+LABELS = {
+    "ns": "time per call", "total_ns": "time per transfer", "overhead_ns": "runtime overhead per transfer",
+    "wall_ns": "wall time of all chains", "inside_ns": "time inside the braces", "AverageNs": "average time per call",
+    "gb_per_s": "bandwidth (GB/s, decimal)", "nbytes": "transfer size", "threads": "host threads offloading at once",
+    "queues": "number of queues",
+}
+_DECADES_FOR_LOG = math.log10(20)      # a span of 20x or more gets a log axis
 
 
 def theme() -> None:
     sns.set_theme(style="whitegrid", context="notebook")
+    plt.rcParams.update({"legend.frameon": False, "axes.titlesize": "medium", "figure.titlesize": "large"})
 
 
-def _size_axis(ax) -> None:
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: fmt_nbytes(int(v)) if v >= 1 else ""))
-    ax.set_xlabel("transfer size")
-    for label in ax.get_xticklabels():
-        label.set_rotation(30)
+def _label(col: str) -> str:
+    return LABELS.get(col, col.replace("_", " "))
+
+
+# -- axes ------------------------------------------------------------------------------------
+class _Pow2Locator(mticker.Locator):
+    """Ticks at powers of two whose exponent is a multiple of 1, 2, 4, 10 or 20 (4 KiB, 64 KiB,
+    1 MiB, 16 MiB ...), the finest spacing that keeps at most ``most`` ticks."""
+
+    def __init__(self, most: int = 8) -> None:
+        self.most = most
+
+    def __call__(self):
+        lo, hi = self.axis.get_view_interval()
+        return self.tick_values(lo, hi)
+
+    def tick_values(self, vmin, vmax):
+        vmin, vmax = max(min(vmin, vmax), 1e-9), max(vmin, vmax, 2e-9)
+        a, b = math.ceil(math.log2(vmin) - 1e-9), math.floor(math.log2(vmax) + 1e-9)
+        for step in (1, 2, 4, 10, 20):
+            ticks = [2.0 ** e for e in range(a, b + 1) if e % step == 0]
+            if len(ticks) <= self.most:
+                return ticks or [2.0 ** a]
+        return ticks
+
+
+class _BinaryLinearLocator(mticker.Locator):
+    """Linear ticks every power-of-two number of bytes (0, 32 MiB, 64 MiB ...)."""
+
+    def __call__(self):
+        lo, hi = self.axis.get_view_interval()
+        return self.tick_values(lo, hi)
+
+    def tick_values(self, vmin, vmax):
+        lo, hi = min(vmin, vmax), max(vmin, vmax)
+        if hi <= lo:
+            return [lo]
+        step = 2.0 ** math.ceil(math.log2((hi - lo) / 6))
+        return list(np.arange(math.ceil(lo / step) * step, hi + step / 2, step))
+
+
+def _size_label(v, _pos=None) -> str:
+    return binary_size(v) if v >= 1 else ("0" if v == 0 else "")
+
+
+def _size_axis(ax, axis: str = "x", log: bool = True) -> None:
+    """A byte axis in binary units; log 2 unless ``log`` is False."""
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    if log:
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log", base=2)
+        a.set_major_locator(_Pow2Locator())
+    else:
+        a.set_major_locator(_BinaryLinearLocator())
+    a.set_major_formatter(mticker.FuncFormatter(_size_label))
+    a.set_minor_formatter(mticker.NullFormatter())
+    a.set_minor_locator(mticker.NullLocator())
+    a.set_label_text("transfer size")
+
+
+def _spans_decades(values) -> bool:
+    v = np.asarray(pd.Series(values).dropna(), dtype=float)
+    v = v[v > 0]
+    return len(v) > 1 and math.log10(v.max() / v.min()) >= _DECADES_FOR_LOG
 
 
 def _ns_axis(ax, log: bool = True, axis: str = "y") -> None:
+    """A time axis (values in ns) with human units on the ticks; log if ``log``."""
+    a = ax.yaxis if axis == "y" else ax.xaxis
     if log:
         (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
-    fmt = mticker.FuncFormatter(lambda v, _: fmt_ns(v))
-    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(fmt)
+        lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+        few = lo > 0 and math.log10(hi / lo) < 1.5
+        a.set_major_locator(mticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0) if few else (1.0,)))
+        a.set_minor_locator(mticker.LogLocator(base=10, subs=np.arange(2, 10) * 1.0))
+        a.set_minor_formatter(mticker.NullFormatter())
+    else:
+        a.set_major_locator(mticker.MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]))
+    a.set_major_formatter(mticker.FuncFormatter(lambda v, _: fmt_ns(v) if v > 0 else "0"))
 
 
+def _want_log(flag, values) -> bool:
+    return _spans_decades(values) if flag is None else bool(flag)
+
+
+def _references(reference: Reference) -> list[tuple[str, float]]:
+    """``reference`` as a list of (label, value), checked."""
+    if reference is None:
+        return []
+    if isinstance(reference, Mapping):
+        items = list(reference.items())
+    elif isinstance(reference, tuple) and len(reference) == 2 and isinstance(reference[0], str):
+        items = [reference]
+    else:
+        items = list(reference)
+    out = []
+    for item in items:
+        label, value = item
+        value = float(value)
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"reference {label!r}: {value!r} is not a positive time in ns")
+        out.append((str(label), value))
+    return out
+
+
+def _draw_references(ax, refs: list[tuple[str, float]], axis: str = "y") -> None:
+    """Dashed lines at the thread's figures, each labelled; the axis is widened to show them.
+    On a time y axis the label sits on the line at the right (or left) end; on a time x axis
+    it sits above the axes, so it covers no bar."""
+    if not refs:
+        return
+    lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    log = (ax.get_yscale() if axis == "y" else ax.get_xscale()) == "log"
+    kw = {"color": "0.2", "ls": (0, (5, 3)), "lw": 1.1, "zorder": 1.8}
+    box = {"boxstyle": "square,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75}
+    for i, (label, value) in enumerate(refs):
+        if axis == "y":
+            ax.axhline(value, **kw)
+            right = i % 2 == 0
+            ax.annotate(label, xy=(0.99 if right else 0.01, value), xycoords=("axes fraction", "data"),
+                        ha="right" if right else "left", va="bottom", fontsize="small", color="0.1", bbox=box,
+                        zorder=5)
+        else:
+            ax.axvline(value, **kw)
+            ax.annotate(label, xy=(value, 1.0), xycoords=("data", "axes fraction"), xytext=(0, 3 + 13 * i),
+                        textcoords="offset points", ha="center", va="bottom", fontsize="small", color="0.1",
+                        arrowprops={"arrowstyle": "-", "color": "0.5", "lw": 0.6} if i else None,
+                        annotation_clip=False)
+        lo, hi = (min(lo, value / 1.6), max(hi, value * 1.6)) if log else (min(lo, value), max(hi, value * 1.05))
+    (ax.set_ylim if axis == "y" else ax.set_xlim)(lo, hi)
+    if axis == "x":
+        ax.set_title(ax.get_title(), pad=8 + 13 * len(refs))
+
+
+def _legend_outside(ax, title: str | None = None) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    if ax.get_legend() is not None:
+        ax.get_legend().remove()
+    if handles:
+        uniq = dict(zip(labels, handles))
+        ax.legend(uniq.values(), uniq.keys(), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small",
+                  title=title, title_fontsize="small")
+
+
+# -- figures ---------------------------------------------------------------------------------
 def vs_size(df: pd.DataFrame, y: str, *, hue: str, style: str | None = None, col: str | None = None,
-            title: str = "", ylabel: str = "", ns: bool = True, logy: bool = True):
-    """Median of ``y`` against ``nbytes`` with a 5-95 % band, one line per ``hue``."""
+            title: str = "", ylabel: str = "", ns: bool = True, logy: bool | None = None,
+            reference: Reference = None):
+    """Median of ``y`` against ``nbytes`` with a 5-95 % band, one line per ``hue``.
+
+    ``logy``: None picks a log axis where the values span 20x or more; ``ns``: ``y`` is a time
+    in nanoseconds; ``reference``: the thread's times (ns) as labelled lines."""
     g = sns.relplot(data=df, x="nbytes", y=y, hue=hue, style=style, col=col, kind="line", marker="o",
                     estimator="median", errorbar=("pi", 90), height=4, aspect=1.3,
                     facet_kws={"sharey": False})
-    for ax in g.axes.flat:
+    log = _want_log(logy, df[y])
+    refs = _references(reference)
+    for i, ax in enumerate(g.axes.flat):
         _size_axis(ax)
         if ns:
-            _ns_axis(ax, logy)
-        elif logy:
+            _ns_axis(ax, log)
+        elif log:
             ax.set_yscale("log")
-        ax.set_ylabel(ylabel or y)
+        ax.set_ylabel(ylabel or _label(y) if i == 0 else "")   # one label: the panels stand side by side
+        _draw_references(ax, refs)
+    if col:
+        g.set_titles(col_template="{col_name}")
+        g.figure.subplots_adjust(wspace=0.18)
+    if g.legend is not None and not style:
+        g.legend.set_title(_label(hue))
     if title:
         g.figure.suptitle(title, y=1.03)
     return g.figure
 
 
-def phase_bars(df: pd.DataFrame, phases: list[str], *, row: str, col: str | None = None, title: str = ""):
+def phase_bars(df: pd.DataFrame, phases: list[str], *, row: str, col: str | None = None, title: str = "",
+               reference: Reference = None):
     """Stacked medians of each phase (``<phase>_ns`` columns), one bar per ``row`` value."""
     keys = [k for k in (col, row) if k]
     med = df.groupby(keys)[[f"{p}_ns" for p in phases]].median()
     cols = list(med.index.get_level_values(col).unique()) if col else [None]
     fig, axes = plt.subplots(1, len(cols), figsize=(5.5 * len(cols), 0.45 * len(med) / len(cols) + 1.8),
                              squeeze=False)
+    refs = _references(reference)
+    palette = sns.color_palette("tab10", len(phases))
     for ax, c in zip(axes[0], cols):
         part = med.xs(c, level=col) if col else med
-        labels = [fmt_nbytes(v) if row == "nbytes" else str(v) for v in part.index]
+        labels = [binary_size(v) if row == "nbytes" else str(v) for v in part.index]
         left = pd.Series(0.0, index=part.index)
-        palette = sns.color_palette("tab10", len(phases))
         for color, p in zip(palette, phases):
-            ax.barh(labels, part[f"{p}_ns"], left=left, color=color, label=p)
+            ax.barh(labels, part[f"{p}_ns"], left=left, color=color, label=p.replace("_", " "))
             left = left + part[f"{p}_ns"]
         _ns_axis(ax, log=False, axis="x")
+        ax.set_xlabel("median time")
+        ax.set_ylabel("transfer size" if row == "nbytes" else _label(row))
         ax.set_title(str(c) if c is not None else "")
+        _draw_references(ax, refs, axis="x")
         ax.invert_yaxis()
-    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    for ax in axes[0][1:]:
+        ax.set_ylabel("")
+    _legend_outside(axes[0][-1], "phase")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
     return fig
 
 
-def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, title: str = "", logy: bool = True):
-    """Median of ``y`` per ``x`` (and ``hue``) with a 5-95 % interval."""
-    fig, ax = plt.subplots(figsize=(7, 3.8))
+def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, title: str = "",
+              logy: bool | None = True, ylabel: str = "", reference: Reference = None):
+    """Median of ``y`` (a time in ns) per ``x`` (and ``hue``) with a 5-95 % interval."""
+    fig, ax = plt.subplots(figsize=(7.5, 4))
     sns.barplot(data=df, x=x, y=y, hue=hue, estimator="median", errorbar=("pi", 90), ax=ax)
-    _ns_axis(ax, logy)
+    _ns_axis(ax, _want_log(logy, df[y]))
+    ax.set_ylabel(ylabel or _label(y))
+    ax.set_xlabel(_label(x))
     ax.set_title(title)
-    for label in ax.get_xticklabels():
-        label.set_rotation(30)
-        label.set_horizontalalignment("right")
+    if max((len(t.get_text()) for t in ax.get_xticklabels()), default=0) > 6:
+        for label in ax.get_xticklabels():
+            label.set_rotation(30)
+            label.set_horizontalalignment("right")
+    _draw_references(ax, _references(reference))
+    if hue:
+        _legend_outside(ax, hue)
     fig.tight_layout()
     return fig
 
@@ -105,9 +283,7 @@ def timeline(transfers: pd.DataFrame, calls: pd.DataFrame, *, invocations: int =
         for cat, g in pc.groupby("category"):
             ax.broken_barh(list(zip((g.start_ns - t0) / 1e3, np.maximum(g.duration_ns / 1e3, 0.3))), (y - 0.35, 0.7),
                            color=colors[cat], label=cat)
-    handles, labels = ax.get_legend_handles_labels()
-    uniq = dict(zip(labels, handles))
-    ax.legend(uniq.values(), uniq.keys(), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    _legend_outside(ax, "call")
     ax.set_yticks(range(len(policies)), policies)
     ax.invert_yaxis()
     ax.set_xlabel("time since the invocation's first call (us)")
@@ -116,21 +292,27 @@ def timeline(transfers: pd.DataFrame, calls: pd.DataFrame, *, invocations: int =
     return fig
 
 
-def vs_threads(df: pd.DataFrame, y: str, *, hue: str = "policy", title: str = "", ns: bool = True):
+def vs_threads(df: pd.DataFrame, y: str, *, hue: str = "policy", title: str = "", ns: bool = True,
+               logy: bool | None = True, ylabel: str = "", reference: Reference = None):
     """Per-thread values against the thread count, one line per ``hue`` with a 5-95 % band."""
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(7.5, 4))
     sns.lineplot(data=df, x="threads", y=y, hue=hue, marker="o", estimator="median", errorbar=("pi", 90), ax=ax)
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(mticker.FixedLocator(sorted(df.threads.unique())))
     ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{int(v)}"))
+    ax.xaxis.set_minor_locator(mticker.NullLocator())
+    ax.set_xlabel(_label("threads"))
     if ns:
-        _ns_axis(ax, True)
+        _ns_axis(ax, _want_log(logy, df[y]))
+    ax.set_ylabel(ylabel or _label(y))
     ax.set_title(title)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    _draw_references(ax, _references(reference))
+    _legend_outside(ax, hue)
     fig.tight_layout()
     return fig
 
 
-def overlap_bars(ov: pd.DataFrame):
+def overlap_bars(ov: pd.DataFrame, *, reference: Reference = None):
     """Wall time of all chains per queue count; a frame that says why the test could not run
     becomes a figure that says so."""
     if "not_applicable" in ov.columns:
@@ -138,7 +320,8 @@ def overlap_bars(ov: pd.DataFrame):
         ax.axis("off")
         ax.text(0, 0.5, "not applicable here: " + str(ov.not_applicable.iloc[0]), va="center", wrap=True)
         return fig
-    return case_bars(ov, "queues", "wall_ns", title="wall time of all chains, by number of queues", logy=False)
+    return case_bars(ov, "queues", "wall_ns", title="wall time of all chains, by number of queues", logy=False,
+                     reference=reference)
 
 
 def answers_grid(probes: pd.DataFrame, title: str = ""):
@@ -154,14 +337,16 @@ def answers_grid(probes: pd.DataFrame, title: str = ""):
     sns.heatmap(grid.apply(lambda col: col.map(codes)), annot=grid.fillna(""), fmt="", cbar=False, ax=ax,
                 cmap=sns.color_palette(["#8fd18f", "#b5dcf2", "#f2a3a3", "#f2d7a3"], as_cmap=True),
                 vmin=-0.5, vmax=3.5, linewidths=1, linecolor="white")
-    ax.set_xlabel("step")
+    ax.grid(False)
+    ax.set_xlabel("step of the probe")
     ax.set_ylabel("")
     ax.set_title(title)
     fig.tight_layout()
     return fig
 
 
-def stats_bars(ours: pd.DataFrame, thread: pd.DataFrame, *, names=None, title: str = ""):
+def stats_bars(ours: pd.DataFrame, thread: pd.DataFrame, *, names=None, title: str = "",
+               reference: Reference = None):
     """AverageNs per call name: our trace (by ``user_pinned``) beside the thread's rocprof tables."""
     parts = [ours.assign(source=ours.user_pinned.map({False: "ours, no user pinning", True: "ours, user pinning"}))]
     parts.append(thread.assign(source=thread.get("source", "thread")))
@@ -171,25 +356,76 @@ def stats_bars(ours: pd.DataFrame, thread: pd.DataFrame, *, names=None, title: s
     fig, ax = plt.subplots(figsize=(8, 0.45 * d.Name.nunique() * max(d.source.nunique(), 1) / 2 + 2))
     sns.barplot(data=d, y="Name", x="AverageNs", hue="source", ax=ax)
     _ns_axis(ax, log=True, axis="x")
-    ax.set_xlabel("average per call")
+    ax.set_xlabel("average time per call")
+    ax.set_ylabel("")
     ax.set_title(title)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    _draw_references(ax, _references(reference), axis="x")
+    _legend_outside(ax, "source")
     fig.tight_layout()
     return fig
 
 
 def limits_bars(limits: pd.DataFrame, title: str = ""):
     """Each request of the lock-limit probe: its size against the limit, granted or refused."""
-    d = limits.assign(request=limits.op + " " + limits.nbytes.map(fmt_nbytes),
+    d = limits.assign(request=limits.op + " " + limits.nbytes.map(binary_size),
                       answer=limits.granted.map({True: "granted", False: "refused"}))
-    fig, ax = plt.subplots(figsize=(7, 0.4 * len(d) + 1.2))
+    fig, ax = plt.subplots(figsize=(7.5, 0.4 * len(d) + 1.4))
     sns.barplot(data=d, y="request", x="nbytes", hue="answer", dodge=False, ax=ax,
                 palette={"granted": "#5aa55a", "refused": "#c94c4c"})
-    ax.axvline(float(limits.limit_nbytes.iloc[0]), color="k", ls="--", lw=1)
-    ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: fmt_nbytes(int(v)) if v >= 1 else "0"))
+    limit = float(limits.limit_nbytes.iloc[0])
+    ax.axvline(limit, color="k", ls="--", lw=1)
+    ax.annotate(f"RLIMIT_MEMLOCK {binary_size(limit)}", xy=(limit, 1.0), xycoords=("data", "axes fraction"),
+                ha="left", va="bottom", fontsize="small")
+    _size_axis(ax, "x", log=False)
     ax.set_xlabel("bytes asked for (dashed: RLIMIT_MEMLOCK of the probe)")
     ax.set_ylabel("")
-    ax.set_title(title)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    ax.set_title(title, pad=14)
+    _legend_outside(ax, "answer")
     fig.tight_layout()
     return fig
+
+
+_BACKING_WORDS = ((re.compile(r"^(4\s*k|4\s*kib|small|base|4096)", re.I), "4 KiB pages"),
+                  (re.compile(r"thp|huge|2\s*m", re.I), "transparent huge pages (THP)"))
+
+
+def _backing_order(values: Iterable[str]) -> list[str]:
+    def rank(v: str) -> tuple[int, str]:
+        for i, (pat, _) in enumerate(_BACKING_WORDS):
+            if pat.search(str(v)):
+                return i, str(v)
+        return len(_BACKING_WORDS), str(v)
+    return sorted(dict.fromkeys(values), key=rank)
+
+
+def _backing_title(v: str) -> str:
+    return next((words for pat, words in _BACKING_WORDS if pat.search(str(v))), str(v))
+
+
+def lock_cost_by_backing(df: pd.DataFrame, *, ops: Sequence[str] | None = ("lock", "unlock"),
+                         title: str = "", logy: bool | None = True, reference: Reference = None):
+    """The lock-cost sweep with 4 KiB-backed and THP-backed memory side by side (one panel per
+    ``backing``, same time axis): median time per call against the size, one line per op and
+    state (and a line style per memory kind where there are several), 5-95 % bands.
+
+    ``df``: columns op, state, kind, backing, nbytes, ns."""
+    d = df if ops is None else df[df.op.isin(list(ops))]
+    d = d.assign(call=d.op.astype(str) + " (" + d.state.astype(str) + ")")
+    order = _backing_order(d.backing)
+    style = "kind" if d.kind.nunique() > 1 else None
+    g = sns.relplot(data=d, x="nbytes", y="ns", hue="call", style=style, col="backing", col_order=order,
+                    kind="line", marker="o", estimator="median", errorbar=("pi", 90), height=4, aspect=1.15,
+                    facet_kws={"sharey": True, "sharex": True})
+    log = _want_log(logy, d.ns)
+    refs = _references(reference)
+    for i, (ax, backing) in enumerate(zip(g.axes.flat, order)):
+        _size_axis(ax)
+        _ns_axis(ax, log)
+        ax.set_ylabel("time per call" if i == 0 else "")
+        ax.set_title(_backing_title(backing))
+        _draw_references(ax, refs)
+    if g.legend is not None and not style:
+        g.legend.set_title("call (state)")
+    if title:
+        g.figure.suptitle(title, y=1.03)
+    return g.figure

@@ -1,29 +1,361 @@
-"""Render executed notebooks and the run's index page as self-contained HTML (no CDN scripts)."""
+"""Render executed notebooks, the run's index page and the comparison of runs as HTML that
+opens with no network (no CDN scripts).
+
+Pages come from the Jinja2 templates in ``templates/`` with autoescape on: every text read
+from a run folder (run id, preset, platform, errors, manifest values, claim texts) is
+escaped, and absolute paths of this machine are rewritten relative to the run folder or the
+checkout before anything is written. The ``*_section`` functions return ``markupsafe.Markup``
+(trusted HTML); any other string given to a page as a section body is escaped as text.
+Every file is written atomically (``atomic.write_text_atomic``).
+"""
 
 from __future__ import annotations
 
-import html
-import json
+import base64
+import math
+import os
 import re
+import sys
+import tempfile
+from collections import Counter
 from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import jinja2
+from markupsafe import Markup
+
+from ..paths import PROJECT_ROOT
+from ..units import fmt_ns
+from ..atomic import write_text_atomic
+from .fmt import _isnum, binary_size, format_measured, format_threshold
 
 __all__ = ["render_notebook", "render_index", "external_scripts", "claims_section", "figures_section",
-           "render_compare"]
+           "fidelity_section", "render_compare", "format_measured", "format_threshold", "verdict_word",
+           "binary_size", "Scrubber", "VERDICTS", "STATUSES", "compare_rows"]
+
+#: the verdict words, in the order the report counts them, with their CSS class
+VERDICTS = {"holds": "v-holds", "does not hold": "v-nothold", "inconclusive": "v-inconclusive",
+            "not applicable": "v-na", "not measured": "v-nm"}
+_OLD_VERDICTS = {"not applicable here": "not applicable"}   # claims.csv of runs before the five words
+
+#: notebook statuses of the manifest: CSS class and what the word means for a reader
+STATUSES = {
+    "ok": ("s-ok", "ran to the end"),
+    "failed": ("s-failed", "a cell raised an error"),
+    "leaked": ("s-leaked", "ran, but left locked memory or allocations behind"),
+    "dead_kernel": ("s-dead", "the kernel died (crashed or was killed)"),
+    "interrupted": ("s-interrupted", "stopped before the end (signal or user)"),
+    "pending": ("s-pending", "not started"),
+    "running": ("s-running", "was running when this page was written"),
+    "stale": ("s-stale", "left over from a run that stopped; may be out of date"),
+}
+_PROBLEM = ("failed", "leaked", "dead_kernel", "interrupted", "stale")
 
 _SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.IGNORECASE | re.DOTALL)
 _NET = re.compile(r"(src|href)=[\"']?(https?:)?//|import\([\"']https?://|[\"']https?://[^\"']*\.m?js[\"']",
                   re.IGNORECASE)
 _LINK = re.compile(r"<link\b[^>]*href=[\"']?(https?:)?//[^>]*>", re.IGNORECASE)
 
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("pinpath.report", "templates"),
+    autoescape=True,                      # every template here is HTML
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+)
 
+
+# -- paths of this machine ----------------------------------------------------------------------
+class Scrubber:
+    """Rewrite absolute paths of this machine in text: the run folder's become relative to it,
+    the checkout's relative to the checkout, installed packages' start at ``site-packages/``,
+    the home folder becomes ``~`` and the temporary folder ``$TMPDIR``."""
+
+    _SITE = re.compile(r"(?<![\w.-])/[^\s'\"<>:]*?/(site|dist)-packages/")
+
+    def __init__(self, run_dir: str | os.PathLike | None = None) -> None:
+        roots: list[tuple[str, str]] = []
+        if run_dir is not None:
+            for p in {Path(run_dir).absolute(), Path(run_dir).resolve()}:
+                roots.append((str(p), ""))
+                roots.append((str(p.parent), "../"))     # outputs/: the run's siblings
+        for p in {Path(PROJECT_ROOT).absolute(), Path(PROJECT_ROOT).resolve()}:
+            roots.append((str(p), ""))
+        checkout = str(Path(PROJECT_ROOT).resolve()) + "/"
+        prefix = str(Path(sys.prefix).resolve())
+        # a virtual environment outside the checkout (inside it, it is relative like the rest)
+        if prefix not in ("/", "/usr", "/usr/local") and not (prefix + "/").startswith(checkout):
+            roots.append((sys.prefix, "<python>/"))
+        roots.append((str(Path.home()), "~/"))
+        roots.append((tempfile.gettempdir(), "$TMPDIR/"))
+        # longest first, so a run folder wins over the checkout that holds it
+        roots = [(r.rstrip("/"), s) for r, s in roots if r and r.rstrip("/")]
+        self.roots = sorted(dict(roots).items(), key=lambda rs: -len(rs[0]))
+        alt = "|".join(re.escape(r) for r, _ in self.roots)
+        self._re = re.compile(rf"(?<![\w.-])({alt})(/|(?![\w.-]))")
+
+    def __call__(self, text: str) -> str:
+        if not isinstance(text, str) or "/" not in text:
+            return text
+        text = self._SITE.sub(lambda m: f"{m.group(1)}-packages/", text)
+
+        def sub(m: re.Match) -> str:
+            prefix = dict(self.roots)[m.group(1)]
+            if m.group(2) == "/":
+                return prefix or ""
+            return prefix.rstrip("/") or "."
+        return self._re.sub(sub, text)
+
+    def tree(self, value: Any) -> Any:
+        """The same, through dicts, lists and tuples."""
+        if isinstance(value, Markup):
+            return value
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, Mapping):
+            return {self(str(k)): self.tree(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.tree(v) for v in value]
+        return value
+
+
+# -- numbers in words ---------------------------------------------------------------------------
+def verdict_word(v) -> str:
+    """One of the five verdict words (older spellings mapped; anything else kept as text)."""
+    text = "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v).strip()
+    return _OLD_VERDICTS.get(text, text) or "not measured"
+
+
+# -- page parts ---------------------------------------------------------------------------------
 def external_scripts(text: str) -> list[str]:
     """Script blocks and stylesheet links of a page that would fetch something from the network."""
     return [m.group(0)[:120] for m in _SCRIPT.finditer(text) if _NET.search(m.group(0))] + \
         [m.group(0) for m in _LINK.finditer(text)]
 
 
+def _text(x) -> str:
+    """A cell of a frame as text ('' for missing)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    return str(x)
+
+
+def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None) -> list[dict]:
+    link = None if linkable is None else set(linkable)
+    rows = []
+    for rec in claims_df.to_dict("records"):
+        g = lambda k: rec.get(k)   # noqa: E731 - columns of older claims.csv may be missing
+        verdict = verdict_word(g("verdict"))
+        nb = _text(g("notebook"))
+        rows.append({
+            "id": _text(g("id")), "who": _text(g("who")), "short": _text(g("short")),
+            "claim": _text(g("claim")), "thread": _text(g("thread")), "metric": _text(g("metric")),
+            "measured": format_measured(g("measured"), g("low"), g("high"), _text(g("unit"))),
+            "numeric": _isnum(g("measured")),
+            "bar": format_threshold(g("comparison"), g("threshold"), _text(g("unit"))),
+            "verdict": verdict, "vclass": VERDICTS.get(verdict, "v-other"),
+            "why": _text(g("why")), "detail": _text(g("detail")), "rule": _text(g("rule")),
+            "notebook": nb, "nb_href": f"{nb}.html" if nb and (link is None or nb in link) else "",
+            "platform": _text(g("platform")),
+        })
+    return [scrub.tree(r) for r in rows]
+
+
+class _ClaimsHTML(Markup):
+    """The claims table's HTML, remembering its frame: ``render_index`` renders it again
+    knowing which notebook pages exist (a link to a missing page is never written)."""
+
+    claims = None
+
+
+def claims_section(claims_df, *, linkable: Iterable[str] | None = None) -> Markup:
+    """The claims table: claim, the thread's figure, the measured figure with its interval,
+    the verdict (coloured) and why, with the rule and other readings beneath.
+
+    ``linkable``: the notebook stems that have an HTML page (None: link every notebook;
+    ``render_index`` fills it in)."""
+    rows = _claim_rows(claims_df, Scrubber(), linkable)
+    counts = Counter(r["verdict"] for r in rows)
+    summary = [(w, cls, counts[w]) for w, cls in VERDICTS.items() if counts[w]]
+    summary += [(w, "v-other", n) for w, n in counts.items() if w not in VERDICTS]
+    out = _ClaimsHTML(_ENV.get_template("_claims.html").render(rows=rows, summary=summary))
+    out.claims = claims_df
+    return out
+
+
+def _headline_figures(run_dir: Path, per_notebook: int) -> list[Path]:
+    by_stem: dict[str, list[Path]] = {}
+    for p in sorted((Path(run_dir) / "figures").glob("*.png")):
+        by_stem.setdefault(p.name.split("-", 1)[0], []).append(p)
+    return [p for paths in by_stem.values() for p in paths[:per_notebook]]
+
+
+def figures_section(run_dir: Path, per_notebook: int = 1, *, embed: bool = True) -> Markup:
+    """The first figure(s) of each notebook, each linked to its notebook's page where there is
+    one. ``embed``: the PNGs inside the page (it needs no other file); else relative links
+    ``../figures/NAME.png`` (the page must stay in the run folder's ``report/``)."""
+    run_dir = Path(run_dir)
+    figs = []
+    for p in _headline_figures(run_dir, per_notebook):
+        stem = p.name.split("-", 1)[0]
+        src = (f"data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}" if embed
+               else f"../figures/{p.name}")
+        page = run_dir / "report" / f"{stem}.html"
+        figs.append({"src": src, "name": p.stem, "stem": stem, "href": f"{stem}.html" if page.is_file() else ""})
+    return Markup(_ENV.get_template("_figures.html").render(figures=figs))
+
+
+def fidelity_section(fidelity_df) -> Markup:
+    """``report/fidelity.csv``: each quantity timed through Python beside a native C timing."""
+    rows, ratios_match = [], True
+    for rec in fidelity_df.to_dict("records"):
+        py, nat, ratio = rec.get("python_ns"), rec.get("native_ns"), rec.get("ratio")
+        if _isnum(py) and _isnum(nat) and _isnum(ratio) and float(nat):
+            ratios_match &= abs(float(ratio) - float(py) / float(nat)) <= 0.01 * abs(float(ratio)) + 1e-9
+        rows.append({
+            "quantity": _text(rec.get("quantity")), "platform": _text(rec.get("platform")),
+            "kind": _text(rec.get("kind")), "backing": _text(rec.get("backing")),
+            "size": binary_size(rec["nbytes"]) if _isnum(rec.get("nbytes")) else _text(rec.get("nbytes")),
+            "python": fmt_ns(py) if _isnum(py) else "",
+            "native": fmt_ns(nat) if _isnum(nat) else "",
+            "ratio": format_measured(ratio, unit="x") if _isnum(ratio) else _text(ratio),
+            "null": fmt_ns(rec.get("null_call_ns")) if _isnum(rec.get("null_call_ns")) else "",
+        })
+    return Markup(_ENV.get_template("_fidelity.html").render(
+        rows=Scrubber().tree(rows), ratio_head="Python \u00f7 native" if ratios_match else "ratio"))
+
+
+# -- the manifest as a tree of tables -----------------------------------------------------------
+def _leaf(key: str, value, parent: str = "") -> str:
+    if value is None:
+        return "not installed" if parent == "packages" else "\u2014"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    k = key.lower()
+    if _isnum(value) and not isinstance(value, bool):
+        if k.endswith("nbytes") and float(value) >= 1024:
+            return f"{value} ({binary_size(value)})"
+        if k.endswith("_ns"):
+            return fmt_ns(value)
+        if k.endswith("duration_s"):
+            return f"{float(value):.1f} s"
+    return str(value)
+
+
+def _tree(key: str, value, depth: int = 0, parent: str = "") -> dict:
+    """{'text': ...} or {'rows': [(key, node)]}: what the manifest macro draws."""
+    if isinstance(value, Mapping):
+        if not value:
+            return {"text": "(none)"}
+        return {"rows": [(str(k), _tree(str(k), v, depth + 1, key)) for k, v in value.items()]}
+    if isinstance(value, (list, tuple)):
+        if all(not isinstance(v, (Mapping, list, tuple)) for v in value):
+            if key.upper().endswith("NBYTES") and all(_isnum(v) for v in value):
+                return {"text": ", ".join(binary_size(v) if _exact_binary(v) else f"{v} B ({binary_size(v)})"
+                                          for v in value)}
+            return {"text": ", ".join(_leaf(key, v) for v in value) or "(none)"}
+        if all(isinstance(v, (list, tuple)) and len(v) == 2 for v in value):
+            return {"rows": [(str(a), _tree(str(a), b, depth + 1)) for a, b in value]}
+        return {"rows": [(str(i), _tree(key, v, depth + 1)) for i, v in enumerate(value)]}
+    return {"text": _leaf(key, value, parent)}
+
+
+_MANIFEST_ORDER = ("git", "runtime", "runtime_selection", "harness_ns", "machine", "parameters", "packages")
+_MANIFEST_TITLES = {"git": "code (git)", "runtime": "runtime and device", "runtime_selection": "runtime selection",
+                    "harness_ns": "the harness's own cost", "machine": "machine", "parameters": "parameters per notebook",
+                    "packages": "package versions"}
+_MANIFEST_SUMMARY = ("run_id", "preset", "platform", "status", "start", "end", "duration_s")
+
+
+def _manifest_blocks(manifest: Mapping) -> tuple[list[tuple[str, str]], list[dict]]:
+    head = [(k, _leaf(k, manifest[k])) for k in _MANIFEST_SUMMARY if k in manifest]
+    keys = [k for k in _MANIFEST_ORDER if k in manifest]
+    keys += [k for k in manifest if k not in keys and k not in _MANIFEST_SUMMARY and k != "notebooks"]
+    return head, [{"key": k, "title": _MANIFEST_TITLES.get(k, k), "node": _tree(k, manifest[k])} for k in keys]
+
+
+# -- pages -------------------------------------------------------------------------------------
+def _section_body(body) -> Markup:
+    """A section body: ``Markup`` as given, anything else escaped as text."""
+    return body if isinstance(body, Markup) else Markup("<p>{}</p>").format(str(body))
+
+
+def _read_csv(path: Path):
+    import pandas as pd
+    return pd.read_csv(path, keep_default_na=True) if path.is_file() else None
+
+
+def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[str, Any]] | None = None, *,
+                 claims=None) -> Path:
+    """Write ``report/index.html`` and return its path.
+
+    The page: the run in one line, a banner for notebooks in trouble, the claims (``claims``,
+    a claims frame, or else ``report/claims.csv``), the fidelity of the Python timings
+    (``report/fidelity.csv``, when present), the headline figures, ``extra_sections``, each
+    notebook's status (linked only where its HTML exists) and the manifest in collapsible blocks.
+
+    ``extra_sections``: (title, body) pairs; a body that is ``Markup`` (what the ``*_section``
+    functions return) goes in as HTML, any other text is escaped. A pair titled ``Claims``,
+    ``Fidelity`` or ``Headline figures`` replaces that standard section in place.
+    """
+    run_dir = Path(run_dir)
+    scrub = Scrubber(run_dir)
+    report = run_dir / "report"
+    nbs = manifest.get("notebooks", {}) or {}
+    pages = {p.stem for p in report.glob("*.html")} if report.is_dir() else set()
+
+    sections: dict[str, Markup] = {}
+    if claims is None:
+        claims = _read_csv(report / "claims.csv")
+    sections["Claims"] = (claims_section(claims, linkable=pages) if claims is not None and len(claims)
+                          else Markup("<p class='muted'>No claims table in this run (report/claims.csv is missing "
+                                      "or empty).</p>"))
+    fidelity = _read_csv(report / "fidelity.csv")
+    if fidelity is not None:
+        sections["Fidelity"] = fidelity_section(fidelity)
+    sections["Headline figures"] = figures_section(run_dir)
+    extras = []
+    for title, body in extra_sections or ():
+        if isinstance(body, _ClaimsHTML) and body.claims is not None:
+            body = claims_section(body.claims, linkable=pages)
+        if title in sections:
+            sections[title] = _section_body(body)
+        else:
+            extras.append((str(title), _section_body(body)))
+    ordered = [(t, b) for t, b in sections.items()] + extras
+
+    notebooks = []
+    for stem, v in nbs.items():
+        status = str((v or {}).get("status", "") or "unknown")
+        cls, meaning = STATUSES.get(status, ("s-other", ""))
+        dur = (v or {}).get("duration_s")
+        notebooks.append({"stem": stem, "href": f"{stem}.html" if stem in pages else "", "status": status,
+                          "cls": cls, "meaning": meaning, "error": _text((v or {}).get("error")),
+                          "duration": f"{float(dur):.1f} s" if _isnum(dur) else ""})
+    trouble = [n for n in notebooks if n["status"] in _PROBLEM or n["status"] not in STATUSES]
+    used = sorted({n["status"] for n in notebooks} & set(STATUSES), key=list(STATUSES).index)
+    head, blocks = _manifest_blocks(manifest)
+    git = manifest.get("git") or {}
+    runtime = manifest.get("runtime") or {}
+    ctx = {
+        "run_id": _text(manifest.get("run_id")), "preset": _text(manifest.get("preset")),
+        "platform": _text(manifest.get("platform")), "status": _text(manifest.get("status")),
+        "device": _text(runtime.get("device")), "driver": _text(runtime.get("driver_version")),
+        "commit": _text(git.get("commit"))[:12], "dirty": git.get("dirty"),
+        "sections": [{"title": t, "anchor": re.sub(r"[^a-z0-9]+", "-", t.lower()).strip("-"), "body": b}
+                     for t, b in ordered],
+        "notebooks": notebooks, "trouble": trouble,
+        "legend": [(s, *STATUSES[s]) for s in used],
+        "manifest_head": head, "manifest_blocks": blocks,
+    }
+    page = _ENV.get_template("index.html").render(**scrub.tree(ctx))
+    path = report / "index.html"
+    write_text_atomic(path, scrub(page))
+    return path
+
+
 def render_notebook(nb_path: Path, html_path: Path) -> None:
-    """nbconvert's lab template with every CDN URL blanked: opens with no network."""
+    """nbconvert's lab template with every CDN URL blanked: opens with no network. Absolute
+    paths of this machine (tracebacks, warnings) are rewritten."""
     import nbformat
     from nbconvert import HTMLExporter
     exporter = HTMLExporter(template_name="lab")
@@ -32,8 +364,8 @@ def render_notebook(nb_path: Path, html_path: Path) -> None:
             setattr(exporter, trait, "")
     body, _ = exporter.from_notebook_node(nbformat.read(nb_path, as_version=4))
     body = _strip_empty_scripts(body)
-    html_path.parent.mkdir(parents=True, exist_ok=True)
-    html_path.write_text(body)
+    html_path = Path(html_path)
+    write_text_atomic(html_path, Scrubber(html_path.parent.parent)(body))
 
 
 def _strip_empty_scripts(body: str) -> str:
@@ -43,115 +375,61 @@ def _strip_empty_scripts(body: str) -> str:
     return _SCRIPT.sub(lambda m: "" if _NET.search(m.group(0)) else m.group(0), body)
 
 
-_VERDICT_CLASS = {"holds": "holds", "does not hold": "nothold", "not applicable here": "na"}
-_STYLE = """.holds{background:#e3f4e3}.nothold{background:#fbe3e3}.na{background:#eeeeee}
-img.fig{max-width:48%;margin:.3em;border:1px solid #ddd}
-body{font-family:system-ui,sans-serif;max-width:96em;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
-th{background:#f3f3f3}.ok{color:#176117}.failed{color:#a40000;font-weight:bold}.banner{background:#fde8e8;border:1px solid #a40000;padding:.6em}
-code,pre{font-size:90%}pre{background:#f7f7f7;padding:.6em;overflow-x:auto}"""
+# -- several runs -----------------------------------------------------------------------------
+def _unpack(run) -> tuple[dict, Any, Path | None]:
+    man, df, *rest = run
+    return man, df, (Path(rest[0]) if rest and rest[0] is not None else None)
 
 
-def _table(rows, head=None) -> str:
-    out = ["<table>"]
-    if head:
-        out.append("<tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in head) + "</tr>")
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>")
-    out.append("</table>")
-    return "\n".join(out)
-
-
-def render_index(run_dir: Path, manifest: dict, extra_sections: list[tuple[str, str]] = ()) -> Path:
-    """``report/index.html``: status of each notebook with links, failures with their error,
-    extra sections (title, html) and the manifest in readable form."""
-    esc = html.escape
-    nbs = manifest.get("notebooks", {})
-    failed = {k: v for k, v in nbs.items() if v.get("status") != "ok"}
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>pinpath run {esc(manifest['run_id'])}</title>"
-             f"<style>{_STYLE}</style></head><body>",
-             f"<h1>pinpath run <code>{esc(manifest['run_id'])}</code></h1>",
-             f"<p>Preset <b>{esc(manifest['preset'])}</b> on platform <b>{esc(manifest['platform'])}</b> "
-             f"({esc(str(manifest.get('runtime', {}).get('device', '')))}); "
-             f"commit <code>{esc(str(manifest['git']['commit'])[:12])}</code>"
-             f"{' (dirty)' if manifest['git'].get('dirty') else ''}; status <b>{esc(manifest['status'])}</b>.</p>"]
-    if failed:
-        parts.append("<div class='banner'><b>Notebooks failed:</b><ul>" + "".join(
-            f"<li><a href='{esc(k)}.html'>{esc(k)}</a>: {esc(str(v.get('error', '')))}</li>" for k, v in failed.items())
-            + "</ul></div>")
-    for title, body in extra_sections:
-        parts.append(f"<h2>{esc(title)}</h2>{body}")
-    rows = []
-    for stem, v in nbs.items():
-        cls = "ok" if v.get("status") == "ok" else "failed"
-        rows.append((f"<a href='{esc(stem)}.html'>{esc(stem)}</a>", f"<span class='{cls}'>{esc(v.get('status', ''))}</span>",
-                     f"{v.get('duration_s', 0):.1f} s", esc(str(v.get("error", "")))))
-    parts.append("<h2>Notebooks</h2>" + _table(rows, ("notebook", "status", "wall time", "error")))
-    parts.append("<h2>Manifest</h2>" + _manifest_table(manifest))
-    parts.append("</body></html>")
-    path = run_dir / "report" / "index.html"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(parts))
-    return path
-
-
-def _manifest_table(manifest: dict) -> str:
-    rows = []
-    for key in ("run_id", "preset", "platform", "start", "end", "duration_s", "status", "git", "runtime",
-                "runtime_selection", "harness_ns", "machine", "packages"):
-        if key in manifest:
-            value = manifest[key]
-            text = json.dumps(value, indent=1, default=str) if isinstance(value, (dict, list)) else str(value)
-            rows.append((f"<b>{html.escape(key)}</b>", f"<pre>{html.escape(text)}</pre>"))
-    rows.append(("<b>parameters</b>", f"<pre>{html.escape(json.dumps(manifest.get('parameters', {}), indent=1))}</pre>"))
-    return _table(rows)
-
-
-def claims_section(claims_df) -> str:
-    """The claims table as HTML: one row per claim, the verdict coloured, the rule beneath."""
-    esc = html.escape
-    rows = []
-    for r in claims_df.itertuples():
-        cls = _VERDICT_CLASS.get(r.verdict, "na")
-        rows.append((f"<b>{esc(r.id)}</b>", esc(r.who), esc(r.claim), esc(r.thread),
-                     f"{esc(r.measured)}", esc(r.platform), f"<span class='{cls}'>{esc(r.verdict)}</span>",
-                     f"{esc(r.why)}<br><small>rule: {esc(r.rule)}; <a href='{esc(r.notebook)}.html'>{esc(r.notebook)}</a></small>"))
-    return _table(rows, ("id", "who", "claim", "thread's figure", "measured", "platform", "verdict", "why"))
-
-
-def figures_section(run_dir: Path, per_notebook: int = 1) -> str:
-    """The first figure(s) of each notebook, embedded (the page needs no other file)."""
-    import base64
-    out = []
-    by_stem: dict[str, list[Path]] = {}
-    for p in sorted((run_dir / "figures").glob("*.png")):
-        by_stem.setdefault(p.name.split("-", 1)[0], []).append(p)
-    for stem, paths in by_stem.items():
-        for p in paths[:per_notebook]:
-            data = base64.b64encode(p.read_bytes()).decode()
-            out.append(f"<a href='{html.escape(stem)}.html'><img class='fig' alt='{html.escape(p.stem)}' "
-                       f"title='{html.escape(p.stem)}' src='data:image/png;base64,{data}'></a>")
-    return "\n".join(out) or "<p>No figures in this run.</p>"
-
-
-def render_compare(path: Path, runs: list[tuple[dict, object]]) -> Path:
-    """Claims of several runs side by side (e.g. host against H200): one verdict and measured
-    figure per run and claim."""
-    esc = html.escape
-    head = ["id", "claim"] + [f"{m['run_id']}<br>({m['platform']}, {m['preset']})" for m, _ in runs]
-    ids = list(runs[0][1].id)
+def compare_rows(runs: Sequence[tuple]) -> tuple[list[dict], list[dict]]:
+    """What the comparison shows, for HTML and Markdown alike: one dict per run (id, platform,
+    preset, run folder) and one per claim id found in any run (its cells per run, and whether
+    the verdicts differ)."""
+    heads, frames = [], []
+    for run in runs:
+        man, df, run_dir = _unpack(run)
+        heads.append({"run_id": _text(man.get("run_id")), "platform": _text(man.get("platform")),
+                      "preset": _text(man.get("preset")), "device": _text((man.get("runtime") or {}).get("device")),
+                      "run_dir": run_dir})
+        frames.append({str(r["id"]): r for r in df.to_dict("records")})
+    ids = list(dict.fromkeys(i for f in frames for i in f))
     rows = []
     for cid in ids:
-        cells = [f"<b>{esc(cid)}</b>", esc(runs[0][1].set_index("id").loc[cid, "claim"])]
-        for _, df in runs:
-            r = df.set_index("id").loc[cid]
-            cls = _VERDICT_CLASS.get(r.verdict, "na")
-            cells.append(f"<span class='{cls}'>{esc(r.verdict)}</span><br>{esc(r.measured)}")
-        rows.append(cells)
-    body = "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(
-        "<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>pinpath comparison</title><style>{_STYLE}</style>"
-            f"</head><body><h1>pinpath: {len(runs)} runs side by side</h1><table>{body}</table></body></html>")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page)
-    return path
+        first = next(f[cid] for f in frames if cid in f)
+        cells = []
+        for f in frames:
+            r = f.get(cid)
+            if r is None:
+                cells.append({"verdict": "", "vclass": "v-none", "measured": "", "why": "not in this run"})
+                continue
+            v = verdict_word(r.get("verdict"))
+            cells.append({"verdict": v, "vclass": VERDICTS.get(v, "v-other"), "why": _text(r.get("why")),
+                          "measured": format_measured(r.get("measured"), r.get("low"), r.get("high"),
+                                                      _text(r.get("unit")))})
+        rows.append({"id": cid, "short": _text(first.get("short")) or _text(first.get("claim")),
+                     "claim": _text(first.get("claim")), "thread": _text(first.get("thread")),
+                     "cells": cells, "differs": len({c["verdict"] for c in cells}) > 1})
+    return heads, rows
+
+
+def render_compare(out_path: Path, runs: Sequence[tuple]) -> Path:
+    """Claims of several runs side by side (e.g. host against H200): one verdict and measured
+    figure per run and claim; rows whose verdicts differ are marked.
+
+    ``runs``: (manifest, claims frame) or (manifest, claims frame, run folder) per run; each
+    run's column header links to its ``report/index.html``, relative to ``out_path``, where
+    that page exists (without a run folder it is looked for at ``<out_path's folder>/<run_id>``).
+    """
+    out_path = Path(out_path)
+    heads, rows = compare_rows(runs)
+    for h in heads:
+        run_dir = h.pop("run_dir") or out_path.parent / h["run_id"]
+        index = Path(run_dir) / "report" / "index.html"
+        h["href"] = Path(os.path.relpath(index.absolute(), out_path.parent.absolute())).as_posix() \
+            if index.is_file() else ""
+    scrub = Scrubber(out_path.parent)
+    page = _ENV.get_template("compare.html").render(
+        heads=scrub.tree(heads), rows=scrub.tree(rows), ndiff=sum(r["differs"] for r in rows),
+        legend=list(VERDICTS.items()))
+    write_text_atomic(out_path, scrub(page))
+    return out_path

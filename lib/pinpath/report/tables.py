@@ -7,9 +7,23 @@ import numpy as np
 import pandas as pd
 
 from ..units import fmt_nbytes, fmt_ns
+from .fmt import format_measured
 
-__all__ = ["spread", "median_of", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table", "lock_table", "bandwidth_table",
-           "harness_table"]
+__all__ = ["spread", "median_of", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table",
+           "lock_table", "bandwidth_table", "harness_table", "fidelity", "conclusion", "setup_display", "hazard_table",
+           "bandwidth_conclusion", "THREAD_LOCK_MARKS"]
+
+#: the thread's lock and unlock times (ye-luo's tracer, AMD), drawn as reference lines
+THREAD_LOCK_MARKS = [("thread: lock 35 us", 35_000), ("thread: unlock 7 us", 7_000),
+                     ("thread: lock of memory pinned beforehand 0.9 us", 900),
+                     ("thread: its unlock 0.7 us", 700)]
+
+
+def setup_display() -> None:
+    """Show whole tables in notebooks: no column or row elided with '...'."""
+    for key, value in (("display.max_columns", None), ("display.max_colwidth", None), ("display.max_rows", 500),
+                       ("display.width", 250)):
+        pd.set_option(key, value)
 
 
 def spread(values) -> str:
@@ -29,21 +43,25 @@ def median_of(df: pd.DataFrame, col: str, **where) -> float:
 
 
 def c12_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Carlo's three cases: measured medians beside the thread's statements."""
-    t2 = median_of(df, "inside_ns", case="2_prelocked_copy")
+    """Carlo's three cases, both readings of his braces, from each source, beside the thread."""
     rows = []
     thread = {"1_lock_copy": "slowest 'by several orders of magnitude' than 2 and 3",
               "2_prelocked_copy": "the reference", "3_relock_copy": "'2 and 3 perform similarly'",
               "pageable_copy": "(not in the thread: the pageable copy for reference)"}
-    for case, text in thread.items():
-        part = df[df.case == case]
-        if not len(part):
-            continue
-        rows.append({"case": case, "thread": text, "inside braces": spread(part.inside_ns),
-                     "lock inside": spread(part.lock_ns) if part.lock_ns.any() else "-",
-                     "unlock (apart)": spread(part.unlock_ns) if part.unlock_ns.any() else "-",
-                     "x case 2": f"{part.inside_ns.median() / t2:.2f}",
-                     "lock answer": ", ".join(sorted(set(part.lock_error) - {""})) or "granted"})
+    for src, s in df.groupby("source", sort=False):
+        ref = s[s.case == "2_prelocked_copy"]
+        for case, text in thread.items():
+            part = s[s.case == case]
+            if not len(part):
+                continue
+            rows.append({"source": src, "case": case, "thread": text,
+                         "braces: lock + enqueue (his code)": spread(part.braces_ns),
+                         "x case 2": f"{part.braces_ns.median() / ref.braces_ns.median():.3g}",
+                         "with the wait": spread(part.braces_wait_ns),
+                         "x case 2 (with wait)": f"{part.braces_wait_ns.median() / ref.braces_wait_ns.median():.3g}",
+                         "lock inside": spread(part.lock_ns) if part.lock_ns.any() else "-",
+                         "unlock (apart)": spread(part.unlock_ns) if part.unlock_ns.any() else "-",
+                         "lock answer": ", ".join(sorted(set(part.lock_error) - {""})) or "granted"})
     return pd.DataFrame(rows)
 
 
@@ -71,13 +89,64 @@ _LOCK_THREAD = {("lock", "pageable"): "35 us (tracer), 84.9 us avg (rocprof, 803
 
 
 def lock_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Median duration of each native call per op, state and size, beside the thread's figure."""
+    """Median duration of each call per op, state, backing and size, from C and from Python
+    side by side, beside the thread's figure."""
     rows = []
-    for (op, state, n), g in df.groupby(["op", "state", "nbytes"], sort=False):
-        rows.append({"op": op, "state": state, "size": fmt_nbytes(n), "call": g.call.iloc[0],
-                     "measured": spread(g.ns), "answer": ", ".join(sorted(set(g.error) - {""})) or "success",
+    for (op, state, backing, n), g in df.groupby(["op", "state", "backing", "nbytes"], sort=False):
+        by = {s: gg for s, gg in g.groupby("source")}
+        nat, py = by.get("native"), by.get("python")
+        rows.append({"op": op, "state": state, "backing": backing, "size": fmt_nbytes(n),
+                     "call": (py if py is not None else g).call.iloc[0],
+                     "C (same buffer)": spread(nat.ns) if nat is not None else "-",
+                     "Python": spread(py.ns) if py is not None else "-",
+                     "answer": ", ".join(sorted(set(g.error) - {""})) or "success",
                      "thread (AMD, sizes not given)": _LOCK_THREAD.get((op, state), "")})
     return pd.DataFrame(rows)
+
+
+def fidelity(lock_cost: pd.DataFrame, harness: pd.DataFrame | None, platform: str) -> pd.DataFrame:
+    """Per quantity, kind, backing and size: pinpath's Python figure beside the C library's on
+    the same buffers, their ratio, and the null call that each Python figure carries."""
+    null = float(harness.set_index("metric").ns.get("null_call_ns", float("nan"))) if harness is not None else float("nan")
+    rows = []
+    keys = ["op", "state", "kind", "backing", "nbytes"]
+    for key, g in lock_cost.groupby(keys):
+        py, nat = g[g.source == "python"].ns, g[g.source == "native"].ns
+        if not len(py) or not len(nat):
+            continue
+        q = dict(zip(keys, key))
+        rows.append({"quantity": f"{q['op']} ({q['state']})", "platform": platform, "kind": q["kind"],
+                     "backing": q["backing"], "nbytes": int(q["nbytes"]), "python_ns": float(py.median()),
+                     "native_ns": float(nat.median()), "ratio": float(py.median() / nat.median()) if nat.median() else float("nan"),
+                     "null_call_ns": null})
+    return pd.DataFrame(rows, columns=["quantity", "platform", "kind", "backing", "nbytes", "python_ns", "native_ns",
+                                       "ratio", "null_call_ns"])
+
+
+def hazard_table(h: pd.DataFrame) -> pd.DataFrame:
+    """C11 per policy: copies, how many put the other thread's unlock inside the copy, how many saw
+    the page unlocked mid-copy, and by what."""
+    rows = []
+    for pol, g in h.groupby("policy", sort=False):
+        rows.append({"policy": pol, "copies": len(g), "unlock inside the copy": int(g.unlock_inside_copy.astype(bool).sum()),
+                     "page locked before the unlock": int(g.page_locked_before.astype(bool).sum()),
+                     "page unlocked mid-copy (hazard)": int(g.hazard.astype(bool).sum()),
+                     "read from": g.observed_by.iloc[0], "paths": ", ".join(sorted(set(g.a_path))),
+                     "bytes verified": int(g.copy_verified.fillna(False).astype(bool).sum())})
+    return pd.DataFrame(rows)
+
+
+def conclusion(judged: pd.DataFrame) -> str:
+    """A short Markdown conclusion written from the judged claims (nothing typed in)."""
+    lines = []
+    for r in judged.itertuples():
+        figure = ""
+        if r.measured == r.measured:
+            same = (r.low, r.high) == (r.measured, r.measured)
+            figure = f": {r.metric} = {format_measured(r.measured, None if same else r.low, None if same else r.high, r.unit)}"
+        lines.append(f"- **{r.id} {r.verdict}** on {r.platform}{figure}. {r.why}.")
+    return "**What this notebook found** (the thread's claim: " + "; ".join(
+        f"{r.id}: {r.thread}" for r in judged.itertuples()) + ")\n\n" + "\n".join(lines)
 
 
 def bandwidth_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -89,6 +158,24 @@ def bandwidth_table(df: pd.DataFrame) -> pd.DataFrame:
     if {"pinned", "plain_loop"} <= set(med.columns):
         out["pinned / plain loop"] = (med["pinned"] / med["plain_loop"]).round(3).values
     return out.drop(columns="nbytes")
+
+
+def bandwidth_conclusion(bw: pd.DataFrame, link: pd.DataFrame) -> str:
+    """A short Markdown conclusion of the bandwidth table, written from the data."""
+    big = bw[bw.nbytes == bw.nbytes.max()]
+    med = big.groupby(["case", "direction"]).gb_per_s.median()
+    peak = float(link.peak_gb_per_s.iloc[0]) if len(link) else float("nan")
+    parts = [f"{case} {d} {v:.3g} GB/s" for (case, d), v in med.items()]
+    text = f"**At {fmt_nbytes(int(big.nbytes.iloc[0]))}**: " + ", ".join(parts) + "."
+    if peak == peak:
+        best = med.get(("pinned", "h2d"), float("nan"))
+        text += f" The pinned H2D copy reaches {100 * best / peak:.0f} % of the {link.link.iloc[0]} raw peak ({peak:.1f} GB/s)."
+    if {"pinned", "plain_loop"} <= set(big.case):
+        small = bw[bw.nbytes == bw.nbytes.min()].groupby("case").gb_per_s.median()
+        text += (f" pinpath's pinned copy against the runtime's bare loop: {med.get(('pinned', 'h2d'), float('nan')) / med.get(('plain_loop', 'h2d'), float('nan')):.3g}x "
+                 f"at {fmt_nbytes(int(big.nbytes.iloc[0]))}, {small.get('pinned', float('nan')) / small.get('plain_loop', float('nan')):.3g}x "
+                 f"at {fmt_nbytes(int(bw.nbytes.min()))} (the per-copy cost of the Python path shows at small sizes).")
+    return text
 
 
 def harness_table(df: pd.DataFrame) -> pd.DataFrame:

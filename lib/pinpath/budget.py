@@ -1,0 +1,106 @@
+"""What each notebook will hold and lock at its peak, from its parameters, so that a run is
+checked against the machine before it starts: host memory against what Linux says is
+available, locked memory (the host platform's mlock) against RLIMIT_MEMLOCK.
+
+A size that came from a preset file and does not fit is left out (lists lose their largest
+sizes, single sizes are halved) with a notice; a size the user gave explicitly is refused."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import osinfo
+from .errors import BadParameter
+from .params import out_nbytes
+from .units import KiB, fmt_nbytes
+
+__all__ = ["NEEDS", "needs", "fit", "SHRINKABLE"]
+
+_MIN_NBYTES = 4 * KiB
+
+
+def _s(p, name, default=0):
+    v = p.get(name, default)
+    return v if isinstance(v, list) else [v]
+
+
+def _peak(p, name, default=0):
+    return max(_s(p, name, default) or [0])
+
+
+#: notebook -> parameters -> (host bytes held at the peak, bytes locked at the peak on the host platform)
+NEEDS: dict[str, Callable[[dict], tuple[int, int]]] = {
+    "00_platform": lambda p: (2 * sum(_s(p, "SIZES_NBYTES")), sum(_s(p, "SIZES_NBYTES"))),
+    "01_c12_lock_copy": lambda p: (2 * p.get("NBYTES", 0), p.get("NBYTES", 0)),
+    "02_c2_staging": lambda p: (3 * sum(_s(p, "SIZES_NBYTES")), sum(_s(p, "SIZES_NBYTES")) + _peak(p, "SIZES_NBYTES")),
+    "03_c6_c7_c9_lock_cost": lambda p: ((len(_s(p, "KINDS", ["heap", "huge_pages"])) + 1) * sum(_s(p, "SIZES_NBYTES")),
+                                       sum(_s(p, "SIZES_NBYTES")) + _peak(p, "SIZES_NBYTES")),
+    "04_c1_offload_region": lambda p: (40 * out_nbytes(max(_s(p, "NW", 16) + _s(p, "SWEEP_NW", 1))),
+                                      20 * out_nbytes(max(_s(p, "NW", 16) + _s(p, "SWEEP_NW", 1)))),
+    "05_c3_c5_lock_or_stage": lambda p: (3 * sum(_s(p, "SIZES_NBYTES")) + 20 * sum(_s(p, "KIND_NBYTES")),
+                                        2 * _peak(p, "SIZES_NBYTES") + 4 * sum(_s(p, "KIND_NBYTES"))),
+    "06_c4_query_vs_lock": lambda p: (5 * sum(_s(p, "SIZES_NBYTES")), 3 * sum(_s(p, "SIZES_NBYTES")) + _peak(p, "SIZES_NBYTES")),
+    "07_c8_semantics": lambda p: (64 * KiB, 64 * KiB),
+    "08_c10_api_stats": lambda p: (8 * out_nbytes(p.get("NW", 16)), 4 * out_nbytes(p.get("NW", 16))),
+    "09_c11_hazard_limits": lambda p: (3 * p.get("HAZARD_NBYTES", 0) + 8 * out_nbytes(p.get("NW", 16)),
+                                       p.get("HAZARD_NBYTES", 0) + 4 * out_nbytes(p.get("NW", 16))),
+    "10_c13_concurrency": lambda p: (4 * _peak(p, "THREADS", 1) * p.get("NBYTES", 15360),
+                                     2 * _peak(p, "THREADS", 1) * p.get("NBYTES", 15360)),
+    "11_c14_tracked_locking": lambda p: (3 * sum(_s(p, "COPY_NBYTES")) + 40 * out_nbytes(_peak(p, "NW_VALUES", 16)),
+                                         sum(_s(p, "COPY_NBYTES")) + 20 * out_nbytes(_peak(p, "NW_VALUES", 16))),
+    "13_real_runtime": lambda p: (40 * out_nbytes(_peak(p, "NW_VALUES", 16)), 20 * out_nbytes(_peak(p, "NW_VALUES", 16))),
+    "12_c15_overlap": lambda p: (4 * p.get("CHAINS", 8) * p.get("NBYTES", 0), 2 * p.get("CHAINS", 8) * p.get("NBYTES", 0)),
+}
+#: the size parameters that may be shrunk to fit, per notebook
+SHRINKABLE = ("SIZES_NBYTES", "KIND_NBYTES", "COPY_NBYTES", "NBYTES", "HAZARD_NBYTES")
+
+
+def needs(stem: str, params: dict[str, Any]) -> tuple[int, int]:
+    """(host bytes, locked bytes) notebook ``stem`` holds at its peak; (0, 0) if unknown."""
+    fn = NEEDS.get(stem)
+    return fn(params) if fn else (0, 0)
+
+
+def _shrink(params: dict[str, Any], explicit: set[str]) -> tuple[str, Any] | None:
+    """One step smaller: the largest size of a size list, or half a single size; None if nothing
+    the preset set may shrink further."""
+    for name in SHRINKABLE:
+        v = params.get(name)
+        if name in explicit or v is None:
+            continue
+        if isinstance(v, list) and len(v) > 1:
+            return name, v[:-1]
+        if isinstance(v, int) and v // 2 >= _MIN_NBYTES:
+            return name, v // 2
+    return None
+
+
+def fit(stem: str, params: dict[str, Any], *, lock_checked: bool, explicit: set[str], where: str) -> tuple[dict, list[str]]:
+    """``params`` shrunk until the notebook fits in available memory (and, where
+    ``lock_checked``, in what this process may lock); the notices saying what was left out.
+    BadParameter when a size given explicitly does not fit, or nothing more can be left out."""
+    avail = osinfo.meminfo_nbytes("MemAvailable") or osinfo.meminfo_nbytes("MemTotal")
+    lockable = osinfo.lockable_nbytes() if lock_checked else -1
+    p, first_why = dict(params), ""
+    while True:
+        host, locked = needs(stem, p)
+        over_mem = avail and host > avail
+        over_lock = lockable >= 0 and locked > lockable
+        if not (over_mem or over_lock):
+            break
+        why = (f"needs about {fmt_nbytes(host)} of memory, {fmt_nbytes(avail)} is available" if over_mem else
+               f"would lock about {fmt_nbytes(locked)}, and this user may lock {fmt_nbytes(lockable)} more "
+               "(RLIMIT_MEMLOCK; raise it with `ulimit -l` or in /etc/security/limits.conf)")
+        first_why = first_why or why
+        step = _shrink(p, explicit)
+        if step is None:
+            named = sorted(explicit & set(SHRINKABLE)) or ["its sizes"]
+            raise BadParameter(f"{where}: {', '.join(named)} cannot run here: the notebook {why}")
+        p[step[0]] = step[1]
+    if not first_why:
+        return p, []
+
+    def shown(v):
+        return "[" + ", ".join(fmt_nbytes(x) for x in v) + "]" if isinstance(v, list) else fmt_nbytes(v)
+    changed = "; ".join(f"{n} {shown(params[n])} -> {shown(p[n])}" for n in SHRINKABLE if p.get(n) != params.get(n))
+    return p, [f"{stem}: left out {changed}, because with them the notebook {first_why}"]

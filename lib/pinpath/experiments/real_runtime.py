@@ -1,0 +1,648 @@
+"""The real offload runtime as ground truth (issue #11).
+
+The miniqmc region of the replica (``native/offload/region.cpp``), compiled with OpenMP offload
+(``tools/offload-bundle``), runs through LLVM's libomptarget under each variant: ``plain``,
+``app_pinned`` (the application registers its two arrays before ``target enter data``, as QMCPACK
+does), and the runtime's own switches set in the environment (``lock_mapped``:
+``LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1``; on AMD ``async_threshold0``:
+``LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES=0``). Always with ``OMP_TARGET_OFFLOAD=MANDATORY``,
+so a silent host fallback stops the run.
+
+Each point runs twice: a timed run (nothing but the region's own clock), and a traced run with
+``LIBOMPTARGET_INFO=32`` (every copy: direction, size, variable) and ``LIBOMPTARGET_PROFILE``
+(the runtime's phases, Chrome-trace JSON, 1 us resolution). Beside it the replica runs under the
+policy that models that runtime (``MODELS``), and ``model_real_ratio`` says how far the model's
+per-invocation cost is from the real one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import NotAvailable, PinpathError, VerificationFailed
+from ..kernels import NSPLINES, VGH_DIM
+from ..paths import PROJECT_ROOT
+from .. import schema as _schema
+from ..schema import frame
+
+__all__ = ["REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
+           "DATASETS", "VARIANTS", "MODELS", "OFFLOAD_DIR", "RUNTIME_DIR", "Build", "RealRun", "find_build", "runtime_env",
+           "build_host_region", "run_region", "parse_facts", "parse_info", "parse_profile", "real_runtime",
+           "real_runtime_or_reason", "model_plan", "replica_model", "summary", "copies_table", "phase_table",
+           "model_real_ratio", "beside", "describe", "plan_vendor"]
+
+# -- tables (the lead moves them into schema.py) ------------------------------------------------
+REAL_RUNS = {            # one row per run of the binary
+    "variant": "str", "mode": "str",   # the variant; the binary's --variant (plain, app_pinned)
+    "env": "str",                      # the runtime switches set, "K=V K=V"
+    "nw": "int", "traced": "bool?", "steps": "int", "invocations": "int",
+    "offload_devices": "int", "on_device": "bool?",
+    "register": "str",                 # the application's pinning call (cuMemHostRegister, hipHostRegister, mlock, none)
+    "register_rc": "int", "register_ns": "int", "unregister_ns": "int",
+    "enter_ns": "int", "exit_ns": "int",   # target enter data / exit data
+    "wrong": "int",                    # invocations whose D2H bytes differed from the formula
+    "wall_ns": "int", "vendor": "str", "arch": "str",
+}
+REAL_INVOCATIONS = {     # one row per region invocation (host steady_clock around the target region)
+    "variant": "str", "nw": "int", "traced": "bool?", "step": "int", "invocation": "int",
+    "ns": "int", "verified": "bool?", "vendor": "str", "arch": "str",
+}
+REAL_COPIES = {          # one row per copy LIBOMPTARGET_INFO reported
+    "variant": "str", "nw": "int", "segment": "str",   # setup, invocation, teardown
+    "step": "int", "invocation": "int",                # -1 outside invocations
+    "direction": "str", "nbytes": "int", "name": "str",   # h2d/d2h; the mapped variable's name
+    "source": "str",                                   # who printed it: omptarget, PluginInterface ...
+    "device": "int", "host_ptr": "str", "tgt_ptr": "str",
+}
+REAL_PHASES = {          # one row per LIBOMPTARGET_PROFILE event
+    "variant": "str", "nw": "int", "segment": "str", "step": "int", "invocation": "int",
+    "phase": "str",                # the runtime's name: Runtime: target exe, HostToDev, Kernel Target ...
+    "nbytes": "Int",               # Size=...B where the event names one
+    "location": "str",             # file:line of the construct
+    "start_us": "int", "dur_ns": "int",   # the profile counts whole microseconds
+}
+MODEL_INVOCATIONS = {    # the replica's cost per invocation: sum of its events' host time
+    "variant": "str", "policy": "str", "user_pinned": "bool?", "threshold_nbytes": "Int",
+    "nw": "int", "step": "int", "invocation": "int", "ns": "int", "platform": "str",
+}
+SUMMARY = {"source": "str", "variant": "str", "nw": "int", "n": "int",
+           "median_ns": "float", "lo_ns": "float", "hi_ns": "float"}   # bootstrap 95 % of the median
+RATIO = {"variant": "str", "nw": "int", "policy": "str", "user_pinned": "bool?",
+         "model_median_ns": "float", "real_median_ns": "float",
+         "ratio": "float", "ratio_lo": "float", "ratio_hi": "float",   # model / real, bootstrap 95 %
+         "n_model": "int", "n_real": "int"}
+
+#: the data sets notebook 13 writes (run-level names, as in schema.DATASETS)
+DATASETS = {"real_runs": REAL_RUNS, "real_invocations": REAL_INVOCATIONS, "real_copies": REAL_COPIES,
+            "real_phases": REAL_PHASES, "real_model": MODEL_INVOCATIONS, "real_ratio": RATIO}
+for _name, _table in DATASETS.items():   # until schema.DATASETS declares them (drop these lines then)
+    _schema.DATASETS.setdefault(_name, _table)
+
+# -- variants and the policies that model them --------------------------------------------------
+VARIANTS = {   # name -> (binary's --variant, environment, vendors where it means something)
+    "plain": ("plain", {}, ("nvidia", "amd", "host")),
+    "app_pinned": ("app_pinned", {}, ("nvidia", "amd", "host")),
+    "lock_mapped": ("plain", {"LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS": "1"}, ("nvidia", "amd", "host")),
+    "async_threshold0": ("plain", {"LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES": "0"}, ("amd",)),
+}
+MODELS = {   # (vendor, variant) -> (policy, user_pinned, threshold_nbytes or None for the default)
+    ("nvidia", "plain"): ("driver_pageable", False, None),       # the CUDA plugin never pins
+    ("nvidia", "app_pinned"): ("prepinned", True, None),
+    ("nvidia", "lock_mapped"): ("driver_pageable", False, None),  # its dataLockImpl returns the pointer
+    ("amd", "plain"): ("nextgen", False, None),
+    ("amd", "app_pinned"): ("nextgen", True, None),              # pinned before the map: an external entry
+    ("amd", "lock_mapped"): ("nextgen_lock_mapped", False, None),
+    ("amd", "async_threshold0"): ("nextgen", False, 0),
+    ("host", "plain"): ("driver_pageable", False, None),         # the x86_64 plugin: memcpy
+    ("host", "app_pinned"): ("prepinned", True, None),
+    ("host", "lock_mapped"): ("driver_pageable", False, None),
+}
+_CLEAR_ENV = ("LIBOMPTARGET_", "OMPX_", "OMP_TARGET_OFFLOAD")   # nothing inherited changes the runtime
+
+OFFLOAD_DIR = Path(os.environ.get("PINPATH_OFFLOAD_DIR", PROJECT_ROOT / "build" / "offload"))
+RUNTIME_DIR = PROJECT_ROOT / "build" / "offload-runtime"   # the unpacked bundle (never carried)
+_LIBCUDA_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib",
+                 "/usr/lib")
+
+
+@dataclass
+class Build:
+    """What ``tools/offload-bundle`` (or ``build_host_region``) left in a directory."""
+    binary: Path
+    vendor: str                     # nvidia, amd or host
+    arch: str
+    bundle: Path | None             # bundle.tar.xz, None where the runtime is the machine's own
+    ld_library_path: list[str]      # relative entries are inside the unpacked bundle
+    manifest: dict = field(default_factory=dict)
+
+
+@dataclass
+class RealRun:
+    """The frames of one ``real_runtime`` call; where it could not run, each is the same one-row
+    frame whose ``not_applicable`` column says why."""
+    runs: pd.DataFrame
+    invocations: pd.DataFrame
+    copies: pd.DataFrame
+    phases: pd.DataFrame
+    vendor: str = ""
+    arch: str = ""
+
+    @property
+    def reason(self) -> str:
+        return str(self.runs.not_applicable.iloc[0]) if "not_applicable" in self.runs.columns else ""
+
+
+def _rel(p: Path) -> str:
+    try:
+        return str(Path(p).resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(p)
+
+
+# -- the build and its runtime ------------------------------------------------------------------
+def find_build(offload_dir: Path | str = OFFLOAD_DIR) -> Build:
+    """The build in ``offload_dir`` from its manifest.json; NotAvailable (one sentence) if none."""
+    d = Path(offload_dir)
+    man_path = d / "manifest.json"
+    if not man_path.is_file():
+        how = ("tools/offload-bundle builds it" if shutil.which("clang++-19") or shutil.which("clang++")
+               else "no clang-19 with OpenMP offload is here to build it (tools/offload-bundle installs one on Debian)")
+        raise NotAvailable(f"no offload build: {_rel(man_path)} is missing, and {how}")
+    man = json.loads(man_path.read_text())
+    binary = d / man["binary"]
+    if not binary.is_file():
+        raise NotAvailable(f"no offload build: {_rel(binary)}, which {_rel(man_path)} names, is missing")
+    bundle = d / man["bundle"]["file"] if man.get("bundle") else None
+    if bundle is not None and not bundle.is_file():
+        raise NotAvailable(f"the offload build's runtime bundle {_rel(bundle)} is missing")
+    return Build(binary, man["vendor"], man["arch"], bundle, list(man.get("ld_library_path", [])), man)
+
+
+def find_libcuda() -> str | None:
+    """The path of this machine's libcuda.so.1 (the driver's), or None."""
+    ldconfig = shutil.which("ldconfig") or ("/sbin/ldconfig" if os.path.exists("/sbin/ldconfig") else None)
+    if ldconfig:
+        r = subprocess.run([ldconfig, "-p"], capture_output=True, text=True)
+        for m in re.finditer(r"^\s*libcuda\.so\.1 \(([^)]*)\) => (\S+)", r.stdout, re.M):
+            if "x86-64" in m.group(1) or "64bit" in m.group(1):
+                return m.group(2)
+    dirs = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p] + list(_LIBCUDA_DIRS)
+    for d in dirs:
+        p = os.path.join(d, "libcuda.so.1")
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _unpack(bundle: Path, runtime_dir: Path) -> Path:
+    """Unpack the bundle into ``runtime_dir`` unless this very bundle is already there; its lib/."""
+    stamp = runtime_dir / ".bundle-sha256"
+    digest = _sha256(bundle)
+    if not (stamp.is_file() and stamp.read_text().strip() == digest):
+        shutil.rmtree(runtime_dir, ignore_errors=True)
+        runtime_dir.mkdir(parents=True)
+        with tarfile.open(bundle) as tar:
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(runtime_dir, filter="data")
+            else:
+                tar.extractall(runtime_dir)
+        stamp.write_text(digest + "\n")
+    return runtime_dir / "lib"
+
+
+def runtime_env(build: Build, runtime_dir: Path = RUNTIME_DIR) -> dict[str, str]:
+    """LD_LIBRARY_PATH for the build: the unpacked bundle's lib/ (with a libcuda.so link to this
+    machine's libcuda.so.1, which LLVM's CUDA plugin opens by its unversioned name) and the
+    manifest's other entries."""
+    entries = []
+    if build.bundle is not None:
+        lib = _unpack(build.bundle, Path(runtime_dir))
+        if build.vendor == "nvidia":
+            link = lib / "libcuda.so"
+            target = find_libcuda()
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            if target:
+                link.symlink_to(target)
+        entries += [str(lib if e == "lib" else e) for e in build.ld_library_path]
+    else:
+        entries += list(build.ld_library_path)
+    old = os.environ.get("LD_LIBRARY_PATH", "")
+    return {"LD_LIBRARY_PATH": ":".join(entries + ([old] if old else []))}
+
+
+def _device_reason(build: Build) -> str | None:
+    """Why this machine has no GPU for the build, in one sentence, or None."""
+    if build.vendor == "nvidia":
+        path = find_libcuda()
+        if not path:
+            return f"no NVIDIA driver here (libcuda.so.1 not found), so the {build.arch} region has no GPU to run on"
+        try:
+            cu = ctypes.CDLL(path)
+            rc = cu.cuInit(0)
+            count = ctypes.c_int(0)
+            rc = rc or cu.cuDeviceGetCount(ctypes.byref(count))
+        except OSError as e:
+            return f"the NVIDIA driver library {path} cannot be loaded ({e})"
+        if rc != 0 or count.value == 0:
+            return f"the NVIDIA driver answers cuInit/cuDeviceGetCount with {rc} and {count.value} GPU(s)"
+    elif build.vendor == "amd":
+        if not os.path.exists("/dev/kfd"):
+            return f"no AMD GPU here (/dev/kfd is missing), so the {build.arch} region has no GPU to run on"
+    return None
+
+
+def build_host_region(dest: Path | str, *, cxx: str | None = None, timeout_s: int = 120) -> Build:
+    """Compile the region for libomptarget's host (x86_64) offload target into ``dest`` (a
+    directory) with a manifest, so ``find_build(dest)`` finds it: a real libomptarget run on a
+    machine without a GPU. NotAvailable if no clang with OpenMP offload is here."""
+    cxx = cxx or shutil.which("clang++-19")
+    if not cxx:
+        raise NotAvailable("no clang++-19 here to build the region for the host offload target")
+    resource = Path(subprocess.run([cxx, "-print-resource-dir"], capture_output=True, text=True).stdout.strip())
+    llvm_lib = resource.parents[1]   # <llvm>/lib/clang/<major> -> <llvm>/lib
+    if not (llvm_lib / "libomptarget.so").exists():
+        raise NotAvailable(f"{cxx} has no libomptarget ({llvm_lib}/libomptarget.so is missing: libomp-19-dev)")
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    binary = dest / "region-x86_64"
+    with resources.as_file(resources.files("pinpath").joinpath("native/offload/region.cpp")) as src:
+        r = subprocess.run([cxx, "-O2", "-gline-tables-only", "-std=c++17", "-fopenmp", "-ffp-contract=off",
+                            "-fopenmp-targets=x86_64-pc-linux-gnu", str(src), "-o", str(binary)],
+                           capture_output=True, text=True, timeout=timeout_s)
+    if r.returncode != 0:
+        first = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        raise NotAvailable(f"the region did not compile for the host offload target ({first})")
+    man = {"vendor": "host", "arch": "x86_64", "binary": binary.name, "compiler": cxx, "bundle": None,
+           "runtime": "system", "ld_library_path": [str(llvm_lib)]}
+    (dest / "manifest.json").write_text(json.dumps(man, indent=1) + "\n")
+    return find_build(dest)
+
+
+# -- one run of the binary and what it leaves ---------------------------------------------------
+def parse_facts(lines) -> dict:
+    """The binary's '#' lines (key=value words) as one dict; numbers as int."""
+    facts = {}
+    for line in lines:
+        for word in line.lstrip("#").split():
+            k, _, v = word.partition("=")
+            facts[k] = int(v) if re.fullmatch(r"-?\d+", v) else v
+    return facts
+
+
+_DIRECTION = {"host": "h2d", "device": "d2h"}   # by where the copy starts
+_MARK_RE = re.compile(r"^pinpath-region: (?:invocation step=(\d+) invocation=(\d+)|(teardown))$")
+# libomptarget (LLVM 19: offload/src/OpenMP/Mapping.cpp printCopyInfoImpl; the plugin layer prints
+# the same words for its kernel launch environment):
+#   omptarget device 0 info: Copying data from host to device, HstPtr=0x..., TgtPtr=0x..., Size=384, Name=pos[0:pos_len]
+#   omptarget device 0 info: Copying data from device to host, TgtPtr=0x..., HstPtr=0x..., Size=245760, Name=out[0:out_len]
+# (older releases: "Libomptarget device 0 info: ...")
+_COPY_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: Copying data from (?P<src>host|device) to "
+                      r"(?P<dst>host|device), (?P<l1>Hst|Tgt)Ptr=(?P<p1>0x[0-9a-fA-F]+), (?P<l2>Hst|Tgt)Ptr="
+                      r"(?P<p2>0x[0-9a-fA-F]+), Size=(?P<nbytes>\d+)(?:, Name=(?P<name>.*))?$")
+
+
+def parse_info(text: str, *, variant: str = "", nw: int = 0) -> pd.DataFrame:
+    """REAL_COPIES rows from the binary's stderr: LIBOMPTARGET_INFO=32 lines, assigned to the
+    invocation whose ``pinpath-region:`` marker (``--markers``) precedes them."""
+    context = {"variant": variant, "nw": nw}
+    rows, segment, step, inv = [], "setup", -1, -1
+    for line in text.splitlines():
+        line = line.rstrip("\r")
+        m = _MARK_RE.match(line)
+        if m:
+            if m.group(3):
+                segment, step, inv = "teardown", -1, -1
+            else:
+                segment, step, inv = "invocation", int(m.group(1)), int(m.group(2))
+            continue
+        c = _COPY_RE.match(line)
+        if not c:
+            continue
+        ptrs = {c.group("l1"): c.group("p1"), c.group("l2"): c.group("p2")}
+        rows.append({**context, "segment": segment, "step": step, "invocation": inv,
+                     "direction": _DIRECTION[c.group("src")], "nbytes": int(c.group("nbytes")),
+                     "name": c.group("name") or "", "source": c.group("source").strip('"'),
+                     "device": int(c.group("device")), "host_ptr": ptrs.get("Hst", ""), "tgt_ptr": ptrs.get("Tgt", "")})
+    return frame(rows, REAL_COPIES)
+
+
+def parse_profile(doc: dict | str | Path, *, invocations_per_step: int, variant: str = "",
+                  nw: int = 0) -> pd.DataFrame:
+    """REAL_PHASES rows from a LIBOMPTARGET_PROFILE file (Chrome trace: ``traceEvents`` of
+    ``ph: X`` events with ``ts``/``dur`` in us and ``args.detail`` ";file;function;line;col;;k=v;..."),
+    without the "Total ..." summary events. The region's invocations are the "Runtime: target exe"
+    events at the construct that has most of them, in time order; events inside one belong to it."""
+    if not isinstance(doc, dict):
+        doc = json.loads(Path(doc).read_text())
+    ev = [e for e in doc.get("traceEvents", []) if e.get("ph") == "X" and not str(e.get("name", "")).startswith("Total ")]
+    rows = []
+    for e in ev:
+        detail = str((e.get("args") or {}).get("detail", ""))
+        parts = detail.split(";")
+        loc = f"{os.path.basename(parts[1])}:{parts[3]}" if len(parts) > 4 and parts[1] else ""
+        size = re.search(r"(?:^|;)Size=(\d+)B", detail)
+        rows.append({"phase": e["name"], "location": loc, "start_us": int(e.get("ts", 0)),
+                     "dur_ns": int(round(float(e.get("dur", 0)) * 1000)), "tid": e.get("tid"),
+                     "nbytes": int(size.group(1)) if size else None})
+    df = pd.DataFrame(rows, columns=["phase", "location", "start_us", "dur_ns", "tid", "nbytes"])
+    df["segment"], df["step"], df["invocation"] = "setup", -1, -1
+    exe = df[df.phase == "Runtime: target exe"]
+    if len(exe):
+        region_loc = exe.location.value_counts().index[0]
+        exe = exe[exe.location == region_loc].sort_values("start_us")
+        starts = exe.start_us.to_numpy()
+        ends = starts + exe.dur_ns.to_numpy() // 1000
+        k = np.searchsorted(starts, df.start_us.to_numpy(), side="right") - 1
+        inside = (k >= 0) & (df.start_us.to_numpy() <= ends[np.maximum(k, 0)])
+        df.loc[inside, "segment"] = "invocation"
+        df.loc[inside, "step"] = k[inside] // invocations_per_step
+        df.loc[inside, "invocation"] = k[inside] % invocations_per_step
+        df.loc[~inside & (df.start_us.to_numpy() > ends[-1]), "segment"] = "teardown"
+    df["variant"], df["nw"] = variant, nw
+    df = df.drop(columns="tid").sort_values("start_us", kind="stable")
+    return frame(df.to_dict("records"), REAL_PHASES)
+
+
+def _failure(rc: int, stderr: str) -> str:
+    """The most telling lines of a failed run's stderr, in one sentence."""
+    lines = [l.strip() for l in stderr.splitlines() if l.strip() and not l.startswith("pinpath-region:")]
+    telling = [l for l in lines if re.search(r"error|fatal|No images|fallback|region:", l, re.I)
+               and "Consult https" not in l] or lines[-2:]
+    return "; ".join(dict.fromkeys(telling[:3])) or f"exit status {rc}, no message"
+
+
+def run_region(build: Build, env: dict[str, str], *, variant: str, nw: int, steps: int, invocations: int,
+               verify: str = "all", trace: bool = False, seed: int = 1, timeout_s: int = 600) -> dict:
+    """Run the binary once; returns ``facts`` (dict), ``invocations``, ``copies`` and ``phases``
+    (frames; the last two empty unless ``trace``). A run the runtime refused (host fallback under
+    MANDATORY, no image for this GPU ...) raises NotAvailable; wrong bytes VerificationFailed."""
+    mode, extra_env, _ = VARIANTS[variant]
+    cmd = [str(build.binary), "--variant", mode, "--nw", str(nw), "--steps", str(steps),
+           "--invocations", str(invocations), "--verify", verify, "--seed", str(seed)]
+    base = {k: v for k, v in os.environ.items() if not k.startswith(_CLEAR_ENV)}
+    run_env = {**base, **env, "OMP_TARGET_OFFLOAD": "MANDATORY", **extra_env}
+    ctx = {"variant": variant, "nw": nw}
+    with tempfile.TemporaryDirectory(prefix="pinpath-offload-") as d:
+        profile = Path(d) / "profile.json"
+        if trace:
+            cmd.append("--markers")
+            run_env.update(LIBOMPTARGET_INFO="32", LIBOMPTARGET_PROFILE=str(profile),
+                           LIBOMPTARGET_PROFILE_GRANULARITY="0")
+        t0 = time.perf_counter_ns()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, env=run_env, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise PinpathError(f"the offload region ({variant}, nw={nw}) did not finish in {timeout_s} s") from None
+        wall = time.perf_counter_ns() - t0
+        if r.returncode == 4:
+            raise VerificationFailed(f"the offload region ({variant}, nw={nw}): {_failure(4, r.stderr)}")
+        if r.returncode != 0:
+            why = _failure(r.returncode, r.stderr)
+            if r.returncode == 5:
+                raise PinpathError(f"the offload region ({variant}, nw={nw}): {why}")
+            raise NotAvailable(f"the {build.arch} region stopped under OMP_TARGET_OFFLOAD=MANDATORY "
+                               f"(exit status {r.returncode}): {why}")
+        out_lines = r.stdout.splitlines()
+        facts = parse_facts(l for l in out_lines if l.startswith("#"))
+        csv = "\n".join(l for l in out_lines if not l.startswith("#"))
+        inv = pd.read_csv(pd.io.common.StringIO(csv), keep_default_na=False, dtype={"verified": str})
+        inv["verified"] = inv.verified.map({"true": True, "false": False, "": None})
+        inv = inv.assign(variant=variant, traced=trace, vendor=build.vendor, arch=build.arch)
+        copies = parse_info(r.stderr, **ctx) if trace else frame([], REAL_COPIES)
+        phases = parse_profile(profile, invocations_per_step=invocations, **ctx) \
+            if trace and profile.is_file() else frame([], REAL_PHASES)
+    facts.update(wall_ns=wall, env=" ".join(f"{k}={v}" for k, v in extra_env.items()), traced=trace, mode=mode)
+    return {"facts": facts, "invocations": frame(inv.to_dict("records"), REAL_INVOCATIONS),
+            "copies": copies, "phases": phases}
+
+
+def _run_row(facts: dict, variant: str, build: Build) -> dict:
+    return {"variant": variant, "mode": facts["mode"], "env": facts["env"], "nw": facts["nw"],
+            "traced": facts["traced"], "steps": facts["steps"], "invocations": facts["invocations"],
+            "offload_devices": facts["offload_devices"], "on_device": bool(facts["on_device"]),
+            "register": facts["register"], "register_rc": facts["register_rc"], "register_ns": facts["register_ns"],
+            "unregister_ns": facts["unregister_ns"], "enter_ns": facts["enter_ns"], "exit_ns": facts["exit_ns"],
+            "wrong": facts["wrong"], "wall_ns": facts["wall_ns"], "vendor": build.vendor, "arch": build.arch}
+
+
+def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: int = 5, invocations: int = 384,
+                 trace_steps: int = 1, verify: str = "all", seed: int = 1, build: Build | None = None,
+                 offload_dir: Path | str | None = None, timeout_s: int = 600) -> RealRun:
+    """Run the real region for every variant the build's vendor knows and every walker count:
+    a timed run of ``steps`` x ``invocations`` and, if ``trace_steps``, a traced run of
+    ``trace_steps`` steps. The build is ``build``, else the one in ``offload_dir`` (default
+    build/offload). NotAvailable (one sentence) where it cannot run."""
+    build = build or find_build(offload_dir or OFFLOAD_DIR)
+    why = _device_reason(build)
+    if why:
+        raise NotAvailable(why)
+    env = runtime_env(build)
+    runs, invs, copies, phases = [], [], [], []
+    for variant in variants:
+        if variant not in VARIANTS:
+            raise NotAvailable(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+        if build.vendor not in VARIANTS[variant][2]:
+            continue   # e.g. an AMD switch on an NVIDIA build: model_plan says so
+        for nw in nw_values:
+            todo = [(False, steps)] + ([(True, trace_steps)] if trace_steps else [])
+            for traced, n_steps in todo:
+                res = run_region(build, env, variant=variant, nw=nw, steps=n_steps, invocations=invocations,
+                                 verify=verify, trace=traced, seed=seed, timeout_s=timeout_s)
+                runs.append(_run_row(res["facts"], variant, build))
+                invs.append(res["invocations"])
+                copies.append(res["copies"])
+                phases.append(res["phases"])
+    cat = lambda fs, table: frame(pd.concat(fs, ignore_index=True).to_dict("records") if fs else [], table)  # noqa: E731
+    return RealRun(frame(runs, REAL_RUNS), cat(invs, REAL_INVOCATIONS), cat(copies, REAL_COPIES),
+                       cat(phases, REAL_PHASES), build.vendor, build.arch)
+
+
+def real_runtime_or_reason(**kw) -> RealRun:
+    """``real_runtime``, or where it cannot run a RealRun whose frames are one row with a
+    ``not_applicable`` column saying why in one sentence."""
+    try:
+        return real_runtime(**kw)
+    except NotAvailable as e:
+        reason = pd.DataFrame([{"not_applicable": str(e)}])
+        b = kw.get("build")
+        return RealRun(reason, reason, reason, reason, getattr(b, "vendor", ""), getattr(b, "arch", ""))
+
+
+def plan_vendor(vendor: str, ran: RealRun | None = None) -> str:
+    """The vendor whose runtime the model plays: ``vendor`` unless "auto"; then the real run's,
+    the build's, or nvidia (the project's H200) where there is neither."""
+    if vendor != "auto":
+        return vendor
+    if ran is not None and ran.vendor:
+        return ran.vendor
+    try:
+        return find_build().vendor
+    except NotAvailable:
+        return "nvidia"
+
+
+def describe(build: Build | None = None) -> pd.DataFrame:
+    """One row: what the build is (vendor, arch, compiler, CUDA ptxas, device image, bundle)."""
+    try:
+        build = build or find_build()
+    except NotAvailable as e:
+        return pd.DataFrame([{"not_applicable": str(e)}])
+    m = build.manifest
+    img, bun = m.get("image") or {}, m.get("bundle") or {}
+    return pd.DataFrame([{"vendor": build.vendor, "arch": build.arch, "binary": build.binary.name,
+                          "compiler": m.get("compiler_version", m.get("compiler", "")),
+                          "ptxas": (m.get("cuda_toolkit") or {}).get("ptxas_release", ""),
+                          "image_elf_abi": img.get("ei_abiversion"), "runtime": m.get("runtime", ""),
+                          "bundle_nbytes": bun.get("nbytes"),
+                          "standins": " ".join(s["soname"] for s in bun.get("standins", []))}])
+
+
+# -- the model beside it ------------------------------------------------------------------------
+def model_plan(vendor: str, variants) -> pd.DataFrame:
+    """Which replica run models each variant on this vendor's runtime (MODELS); a variant the
+    vendor's runtime does not have gets a ``note``."""
+    rows = []
+    for v in variants:
+        key = (vendor, v)
+        if key in MODELS:
+            policy, pinned, thr = MODELS[key]
+            rows.append({"variant": v, "policy": policy, "user_pinned": pinned, "threshold_nbytes": thr, "note": ""})
+        else:
+            rows.append({"variant": v, "policy": "", "user_pinned": None, "threshold_nbytes": None,
+                         "note": f"no such switch in the {vendor} runtime"})
+    return pd.DataFrame(rows).astype({"threshold_nbytes": "Int64", "user_pinned": "boolean"})
+
+
+def replica_model(rt, plan: pd.DataFrame, *, nw_values, steps: int, invocations: int,
+                  verify: str = "first") -> pd.DataFrame:
+    """Run pinpath's replica once per distinct (policy, user_pinned, threshold) of ``plan`` and
+    return MODEL_INVOCATIONS: per invocation the host time of its H2D, kernel, D2H (and any other
+    event of the invocation, e.g. the region's wait), each variant labelled."""
+    from .replica import replica
+    rows = []
+    plan = plan[plan.policy != ""]
+    for (policy, pinned, thr), group in plan.groupby(["policy", "user_pinned", "threshold_nbytes"], dropna=False):
+        kw = {} if pd.isna(thr) else {"threshold_nbytes": int(thr)}
+        transfers, _ = replica(rt, policies=[policy], nw_values=list(nw_values), steps=steps,
+                               invocations_per_step=invocations, user_pinned=[bool(pinned)], verify=verify, **kw)
+        t = transfers[(transfers.invocation >= 0) & (transfers.step >= 0) & ~transfers.event.isin(["map", "unmap"])]
+        per = t.groupby(["nw", "step", "invocation"], as_index=False).total_ns.sum()
+        for variant in group.variant:
+            rows += [{"variant": variant, "policy": policy, "user_pinned": bool(pinned),
+                      "threshold_nbytes": None if pd.isna(thr) else int(thr), "nw": int(r.nw), "step": int(r.step),
+                      "invocation": int(r.invocation), "ns": int(r.total_ns), "platform": rt.name}
+                     for r in per.itertuples()]
+    return frame(rows, MODEL_INVOCATIONS)
+
+
+def _steady(df: pd.DataFrame, skip_first: int) -> pd.DataFrame:
+    """Without the first ``skip_first`` invocations of step 0 (first-touch and warm-up)."""
+    return df[~((df.step == 0) & (df.invocation < skip_first))]
+
+
+def _boot_medians(values: np.ndarray, rng, n_boot: int) -> np.ndarray:
+    idx = rng.integers(0, len(values), size=(n_boot, len(values)))
+    return np.median(values[idx], axis=1)
+
+
+def summary(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, n_boot: int = 2000, seed: int = 0,
+            skip_first: int = 1) -> pd.DataFrame:
+    """Median per-invocation time with a bootstrap 95 % interval, per source (model, real,
+    real_traced), variant and nw."""
+    rng = np.random.default_rng(seed)
+    parts = [("model", model)]
+    inv = real.invocations if isinstance(real, RealRun) else real
+    if "not_applicable" not in inv.columns and len(inv):
+        parts += [("real", inv[~inv.traced.astype(bool)]), ("real_traced", inv[inv.traced.astype(bool)])]
+    rows = []
+    for source, df in parts:
+        for (variant, nw), g in _steady(df, skip_first).groupby(["variant", "nw"]):
+            v = g.ns.to_numpy(dtype=float)
+            if not len(v):
+                continue
+            b = _boot_medians(v, rng, n_boot)
+            rows.append({"source": source, "variant": variant, "nw": nw, "n": len(v), "median_ns": float(np.median(v)),
+                         "lo_ns": float(np.percentile(b, 2.5)), "hi_ns": float(np.percentile(b, 97.5))})
+    return frame(rows, SUMMARY)
+
+
+def model_real_ratio(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, n_boot: int = 2000, seed: int = 0,
+                     skip_first: int = 1) -> pd.DataFrame:
+    """Model / real per variant and nw: the ratio of the median per-invocation times, with a
+    bootstrap 95 % interval (both samples resampled, seeded). Only the untraced real runs count.
+    Where the real runtime could not run, its one-row reason frame."""
+    inv = real.invocations if isinstance(real, RealRun) else real
+    if "not_applicable" in inv.columns:
+        return inv
+    rng = np.random.default_rng(seed)
+    inv = _steady(inv[~inv.traced.astype(bool)], skip_first)
+    model = _steady(model, skip_first)
+    rows = []
+    for (variant, nw), r in inv.groupby(["variant", "nw"]):
+        m = model[(model.variant == variant) & (model.nw == nw)]
+        if not len(m) or not len(r):
+            continue
+        mv, rv = m.ns.to_numpy(dtype=float), r.ns.to_numpy(dtype=float)
+        ratios = _boot_medians(mv, rng, n_boot) / _boot_medians(rv, rng, n_boot)
+        rows.append({"variant": variant, "nw": nw, "policy": m.policy.iloc[0], "user_pinned": bool(m.user_pinned.iloc[0]),
+                     "model_median_ns": float(np.median(mv)), "real_median_ns": float(np.median(rv)),
+                     "ratio": float(np.median(mv) / np.median(rv)), "ratio_lo": float(np.percentile(ratios, 2.5)),
+                     "ratio_hi": float(np.percentile(ratios, 97.5)), "n_model": len(mv), "n_real": len(rv)})
+    return frame(rows, RATIO)
+
+
+def copies_table(copies: pd.DataFrame) -> pd.DataFrame:
+    """Copies per region invocation by direction, beside what the replica moves (one H2D of
+    24 nw bytes, one D2H of 15,360 nw bytes); ``as_replica`` says whether they agree."""
+    if "not_applicable" in copies.columns:
+        return copies
+    c = copies[copies.segment == "invocation"]
+    cols = ["variant", "nw", "h2d_per_invocation", "h2d_nbytes", "d2h_per_invocation", "d2h_nbytes",
+            "replica_h2d_nbytes", "replica_d2h_nbytes", "as_replica", "names"]
+    if not len(c):
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for (variant, nw), g in c.groupby(["variant", "nw"]):
+        n_inv = g[["step", "invocation"]].drop_duplicates().shape[0]
+        h, d = g[g.direction == "h2d"], g[g.direction == "d2h"]
+        want_h, want_d = 3 * 8 * nw, VGH_DIM * 8 * nw * NSPLINES
+        per_h, per_d = len(h) / n_inv, len(d) / n_inv
+        rows.append({"variant": variant, "nw": nw, "h2d_per_invocation": per_h, "h2d_nbytes": sorted(set(h.nbytes)),
+                     "d2h_per_invocation": per_d, "d2h_nbytes": sorted(set(d.nbytes)),
+                     "replica_h2d_nbytes": want_h, "replica_d2h_nbytes": want_d,
+                     "as_replica": bool(per_h == 1 and per_d == 1 and set(h.nbytes) == {want_h}
+                                        and set(d.nbytes) == {want_d}),
+                     "names": " ".join(sorted(set(g.name)))})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def phase_table(phases: pd.DataFrame) -> pd.DataFrame:
+    """The runtime's phases inside the region's invocations: events per invocation and their
+    median duration, per variant and nw."""
+    if "not_applicable" in phases.columns:
+        return phases
+    p = phases[phases.segment == "invocation"]
+    cols = ["variant", "nw", "phase", "per_invocation", "median_ns", "p90_ns"]
+    if not len(p):
+        return pd.DataFrame(columns=cols)
+    n_inv = p.groupby(["variant", "nw"])[["step", "invocation"]].apply(lambda g: len(g.drop_duplicates()))
+    out = p.groupby(["variant", "nw", "phase"]).dur_ns.agg(events="size", median_ns="median",
+                                                            p90_ns=lambda s: s.quantile(0.9)).reset_index()
+    out["per_invocation"] = out.events / out.set_index(["variant", "nw"]).index.map(n_inv)
+    return out.sort_values(["variant", "nw", "median_ns"], ascending=[True, True, False])[cols]
+
+
+def beside(model: pd.DataFrame, real: RealRun | pd.DataFrame) -> pd.DataFrame:
+    """Model and (untraced) real per-invocation rows in one frame for a figure: columns
+    source, variant, nw, label ("variant, nw=N"), ns."""
+    inv = real.invocations if isinstance(real, RealRun) else real
+    parts = [model.assign(source="model")[["source", "variant", "nw", "ns"]]]
+    if "not_applicable" not in inv.columns and len(inv):
+        parts.append(inv[~inv.traced.astype(bool)].assign(source="real")[["source", "variant", "nw", "ns"]])
+    df = pd.concat(parts, ignore_index=True)
+    df["label"] = df.variant + ", nw=" + df.nw.astype(str)
+    return df

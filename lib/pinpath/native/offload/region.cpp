@@ -1,0 +1,297 @@
+// The miniqmc offload region of aomp#160, compiled with OpenMP offload and run through LLVM's
+// libomptarget: pinpath's ground truth for experiments/replica.py.
+//
+// einspline_spo_omp<T>::multi_evaluate_vgh (miniqmc 46073436): the positions (24 nw bytes) and the
+// value/gradient/hessian output (15,360 nw bytes) are mapped once (`target enter data`, as miniqmc's
+// OMPallocator does); every invocation is one `target teams` region with map(always, to: pos) and
+// map(always, from: out): one H2D, one kernel, one D2H. 384 invocations per Monte Carlo step.
+//
+// The kernel writes out[w][c][s] = pos[3w + c%3] * (s+1) + c (pinpath.kernels.replica_expected),
+// so every D2H can be checked byte for byte against the positions sent.
+//
+// Usage: region --nw N [--variant plain|app_pinned] [--steps S (5)] [--invocations I (384)]
+//               [--verify all|first|none] [--seed K] [--markers] [--allow-host]
+// --verify: after its timing, compare the D2H of every invocation (all, the default), of the first
+// invocation of each step (first), or of none with the formula; the output is poisoned (0xA5)
+// before each checked invocation. --allow-host: accept a host execution (tests of a build
+// without offload); otherwise a region that runs on the host fails (probe region, NaN output).
+// stdout: '#'-lines of facts (key=value), then CSV: variant,nw,step,invocation,ns,verified.
+// --markers writes "pinpath-region: ..." lines to stderr between invocations (outside the timed
+// part), so the runtime's LIBOMPTARGET_INFO lines, also on stderr, can be assigned to invocations.
+// Exit status: 0 ok, 2 usage, 3 not on the device, 4 wrong bytes, 5 registration failed.
+
+#include <omp.h>
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+
+#include <chrono>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#pragma STDC FP_CONTRACT OFF  // no fused multiply-add: the host check must see the same rounding
+
+// PINPATH_VENDOR: 1 NVIDIA (nvptx64), 2 AMD (amdgcn), 0 no GPU (host build, tests)
+#ifndef PINPATH_VENDOR
+#define PINPATH_VENDOR 0
+#endif
+
+namespace {
+
+constexpr int kVghDim = 10;              // value, 3 gradient, 6 hessian components
+constexpr int kNsplines = 192;           // getAlignedSize<double>(192) for the NiO 32-atom cell
+constexpr int kInvocationsPerStep = 384; // one region per electron move: 32 atoms x 12 electrons
+constexpr size_t kPageNbytes = 4096;
+
+using Clock = std::chrono::steady_clock;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+[[noreturn]] void die(int code, const std::string &msg) {
+  std::fprintf(stderr, "region: %s\n", msg.c_str());
+  std::exit(code);
+}
+
+struct Options {
+  std::string variant = "plain";
+  long nw = 0;
+  int steps = 5;
+  int invocations = kInvocationsPerStep;
+  std::string verify = "all";
+  uint64_t seed = 1;
+  bool markers = false;
+  bool allow_host = false;
+};
+
+Options parse(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) die(2, "option " + a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--variant") o.variant = value();
+    else if (a == "--nw") o.nw = std::atol(value().c_str());
+    else if (a == "--steps") o.steps = std::atoi(value().c_str());
+    else if (a == "--invocations") o.invocations = std::atoi(value().c_str());
+    else if (a == "--verify") o.verify = value();
+    else if (a == "--seed") o.seed = std::strtoull(value().c_str(), nullptr, 10);
+    else if (a == "--markers") o.markers = true;
+    else if (a == "--allow-host") o.allow_host = true;
+    else die(2, "unknown option " + a);
+  }
+  if (o.nw < 1 || o.nw > 1 << 20) die(2, "--nw must be a walker count >= 1");
+  if (o.steps < 1 || o.invocations < 1) die(2, "--steps and --invocations must be >= 1");
+  if (o.variant != "plain" && o.variant != "app_pinned") die(2, "--variant is plain or app_pinned");
+  if (o.verify != "all" && o.verify != "first" && o.verify != "none") die(2, "--verify is all, first or none");
+  return o;
+}
+
+// -- the application's own pinning (app_pinned), resolved at run time: no link-time GPU dependency --
+// NVIDIA: cuMemHostRegister from libcuda.so.1, the driver library every NVIDIA node has (the CUDA
+// plugin loads it too), in the device's primary context, which is the one cudaHostRegister and
+// libomptarget use; flags 0 = cudaHostRegisterDefault. libcudart is a toolkit library that a node
+// need not have on its search path. AMD: hipHostRegister from libamdhip64, as QMCPACK does.
+// No GPU: mlock, the host platform's page locking.
+struct Pinner {
+  std::string how = "mlock";
+  void *lib = nullptr;
+  int (*reg)(void *, size_t, unsigned) = nullptr;
+  int (*unreg)(void *) = nullptr;
+  int (*push)(void *) = nullptr;   // NVIDIA: make the primary context current around each call
+  int (*pop)(void **) = nullptr;
+  void *ctx = nullptr;
+
+  template <class F> F sym(const char *name) {
+    void *p = dlsym(lib, name);
+    if (!p) die(5, std::string("app_pinned: ") + name + " not found (" + how + ")");
+    return reinterpret_cast<F>(p);
+  }
+
+  void open() {
+#if PINPATH_VENDOR == 1
+    how = "cuMemHostRegister";
+    lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) die(5, "app_pinned: libcuda.so.1 cannot be loaded");
+    int device = 0;
+    int rc = sym<int (*)(unsigned)>("cuInit")(0);
+    if (rc == 0) rc = sym<int (*)(int *, int)>("cuDeviceGet")(&device, omp_get_default_device());
+    if (rc == 0) rc = sym<int (*)(void **, int)>("cuDevicePrimaryCtxRetain")(&ctx, device);
+    if (rc != 0) die(5, "app_pinned: no CUDA primary context (CUresult " + std::to_string(rc) + ")");
+    reg = sym<int (*)(void *, size_t, unsigned)>("cuMemHostRegister_v2");
+    unreg = sym<int (*)(void *)>("cuMemHostUnregister");
+    push = sym<int (*)(void *)>("cuCtxPushCurrent_v2");
+    pop = sym<int (*)(void **)>("cuCtxPopCurrent_v2");
+#elif PINPATH_VENDOR == 2
+    how = "hipHostRegister";
+    lib = dlopen("libamdhip64.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) lib = dlopen("/opt/rocm/lib/libamdhip64.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) die(5, "app_pinned: libamdhip64.so cannot be loaded");
+    reg = sym<int (*)(void *, size_t, unsigned)>("hipHostRegister");   // hipHostRegisterDefault = 0
+    unreg = sym<int (*)(void *)>("hipHostUnregister");
+#endif
+  }
+
+  int lock(void *p, size_t n) {
+    if (!reg) return mlock(p, n) == 0 ? 0 : errno;
+    if (push && push(ctx) != 0) return -1;
+    const int rc = reg(p, n, 0u);
+    void *old = nullptr;
+    if (pop) pop(&old);
+    return rc;
+  }
+
+  int unlock(void *p, size_t n) {
+    if (!unreg) return munlock(p, n) == 0 ? 0 : errno;
+    if (push && push(ctx) != 0) return -1;
+    const int rc = unreg(p);
+    void *old = nullptr;
+    if (pop) pop(&old);
+    return rc;
+  }
+};
+
+// the positions: uniform in [-1, 1], never zero, so every output element depends on the H2D
+void fill_positions(double *pos, long n, std::mt19937_64 &rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (long i = 0; i < n; ++i) {
+    double v = 0.0;
+    while (v == 0.0) v = u(rng);
+    pos[i] = v;
+  }
+}
+
+// first wrong element, or -1: the same expression as the kernel and pinpath.kernels.replica_expected
+long first_mismatch(const double *pos, const double *out, long nw) {
+  for (long w = 0; w < nw; ++w)
+    for (int c = 0; c < kVghDim; ++c)
+      for (int s = 0; s < kNsplines; ++s) {
+        const double want = pos[3 * w + c % 3] * static_cast<double>(s + 1) + static_cast<double>(c);
+        const long i = (w * kVghDim + c) * kNsplines + s;
+        if (std::memcmp(&want, &out[i], sizeof(double)) != 0) return i;
+      }
+  return -1;
+}
+
+void *page_aligned(size_t nbytes) {
+  // page-aligned so the two registrations of app_pinned never share a page
+  size_t rounded = (nbytes + kPageNbytes - 1) / kPageNbytes * kPageNbytes;
+  void *p = std::aligned_alloc(kPageNbytes, rounded);
+  if (!p) die(1, "out of memory");
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const Options o = parse(argc, argv);
+  const long nw = o.nw;
+  const long pos_len = 3 * nw, out_len = kVghDim * nw * kNsplines;
+  const size_t pos_nbytes = sizeof(double) * pos_len, out_nbytes = sizeof(double) * out_len;
+  double *pos = static_cast<double *>(page_aligned(pos_nbytes));
+  double *out = static_cast<double *>(page_aligned(out_nbytes));
+  std::mt19937_64 rng(o.seed);
+  fill_positions(pos, pos_len, rng);
+  std::memset(out, 0, out_nbytes);
+
+  const int devices = omp_get_num_devices();
+  // one probe region before anything is timed: where does a target region run?
+  int initial = 1;
+#pragma omp target map(from : initial)
+  { initial = omp_is_initial_device(); }
+  if (initial && !o.allow_host)
+    die(3, "the target region ran on the host (offload devices: " + std::to_string(devices) +
+               "); set OMP_TARGET_OFFLOAD=MANDATORY to see why the runtime fell back");
+
+  Pinner pin;
+  int64_t register_ns = 0, unregister_ns = 0;
+  int register_rc = 0, unregister_rc = 0;
+  if (o.variant == "app_pinned") {
+    pin.open();
+    const int64_t t0 = now_ns();
+    register_rc = pin.lock(pos, pos_nbytes);
+    if (register_rc == 0) register_rc = pin.lock(out, out_nbytes);
+    register_ns = now_ns() - t0;
+    if (register_rc != 0) die(5, "app_pinned: " + pin.how + " failed with " + std::to_string(register_rc));
+  }
+
+  // mapped once, as miniqmc's OMPallocator does: enter data map(alloc), exit data map(delete)
+  int64_t t0 = now_ns();
+#pragma omp target enter data map(alloc : pos[0:pos_len], out[0:out_len])
+  const int64_t enter_ns = now_ns() - t0;
+
+  std::printf("# offload_devices=%d on_device=%d vendor=%d variant=%s nw=%ld steps=%d invocations=%d "
+              "verify=%s pos_nbytes=%zu out_nbytes=%zu register=%s register_rc=%d register_ns=%lld "
+              "enter_ns=%lld\n",
+              devices, initial ? 0 : 1, PINPATH_VENDOR, o.variant.c_str(), nw, o.steps, o.invocations,
+              o.verify.c_str(), pos_nbytes, out_nbytes, o.variant == "app_pinned" ? pin.how.c_str() : "none",
+              register_rc, static_cast<long long>(register_ns), static_cast<long long>(enter_ns));
+
+  struct Row { int step, inv; int64_t ns; int verified; };   // verified: 1 yes, 0 wrong, -1 not checked
+  std::vector<Row> rows;
+  rows.reserve(static_cast<size_t>(o.steps) * o.invocations);
+  long wrong = 0;
+  const int on_host_ok = o.allow_host ? 1 : 0;
+  const int nsplines = kNsplines;
+  for (int step = 0; step < o.steps; ++step) {
+    for (int inv = 0; inv < o.invocations; ++inv) {
+      const bool check = o.verify == "all" || (o.verify == "first" && inv == 0);
+      fill_positions(pos, pos_len, rng);
+      if (check) std::memset(out, 0xA5, out_nbytes);   // a D2H that did not happen cannot pass
+      if (o.markers) std::fprintf(stderr, "pinpath-region: invocation step=%d invocation=%d\n", step, inv);
+      const int64_t start = now_ns();
+#pragma omp target teams distribute num_teams(nw) thread_limit(nsplines) \
+    map(always, to : pos[0:pos_len]) map(always, from : out[0:out_len])
+      for (long w = 0; w < nw; ++w) {
+        // a host execution writes NaN: the byte check then fails loudly (unless --allow-host)
+        const double poison = (omp_is_initial_device() && !on_host_ok) ? NAN : 0.0;
+#pragma omp parallel for
+        for (int s = 0; s < nsplines; ++s)
+          for (int c = 0; c < kVghDim; ++c)
+            out[(w * kVghDim + c) * nsplines + s] =
+                pos[3 * w + c % 3] * static_cast<double>(s + 1) + static_cast<double>(c) + poison;
+      }
+      const int64_t ns = now_ns() - start;
+      int verified = -1;
+      if (check) {
+        verified = first_mismatch(pos, out, nw) < 0 ? 1 : 0;
+        wrong += verified == 0;
+      }
+      rows.push_back({step, inv, ns, verified});
+    }
+  }
+
+  if (o.markers) std::fprintf(stderr, "pinpath-region: teardown\n");
+  t0 = now_ns();
+#pragma omp target exit data map(delete : pos[0:pos_len], out[0:out_len])
+  const int64_t exit_ns = now_ns() - t0;
+  if (o.variant == "app_pinned") {
+    const int64_t u0 = now_ns();
+    unregister_rc = pin.unlock(pos, pos_nbytes);
+    const int rc2 = pin.unlock(out, out_nbytes);
+    if (unregister_rc == 0) unregister_rc = rc2;
+    unregister_ns = now_ns() - u0;
+  }
+
+  std::printf("# exit_ns=%lld unregister_rc=%d unregister_ns=%lld wrong=%ld\n", static_cast<long long>(exit_ns),
+              unregister_rc, static_cast<long long>(unregister_ns), wrong);
+  std::printf("variant,nw,step,invocation,ns,verified\n");
+  for (const Row &r : rows)
+    std::printf("%s,%ld,%d,%d,%lld,%s\n", o.variant.c_str(), nw, r.step, r.inv, static_cast<long long>(r.ns),
+                r.verified < 0 ? "" : (r.verified ? "true" : "false"));
+  std::fflush(stdout);
+  std::free(pos);
+  std::free(out);
+  if (wrong) die(4, std::to_string(wrong) + " invocation(s) delivered bytes that differ from the kernel's formula");
+  return 0;
+}

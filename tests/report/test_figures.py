@@ -1,0 +1,215 @@
+"""Every figure function on a tiny synthetic frame (Agg): words on the axes, binary units,
+legends beside the data, the thread's figures as reference lines."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from pinpath.report import figures  # noqa: E402
+
+SIZES = [4096, 65536, 1 << 20, 16 << 20, 800_000_000]
+DECIMAL = re.compile(r"\b\d+(\.\d+)?\s?(kB|MB|GB|TB)\b")
+RAW_COLUMNS = {"nbytes", "ns", "total_ns", "overhead_ns", "wall_ns", "AverageNs", "threads", "step"}
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    figures.theme()
+    yield
+    plt.close("all")
+
+
+def _rng():
+    return np.random.default_rng(7)
+
+
+def cost_frame(backings=("4k", "thp")) -> pd.DataFrame:
+    rng, rows = _rng(), []
+    for backing in backings:
+        for op, state, base in (("lock", "pageable", 60_000), ("unlock", "locked", 40_000), ("query", "locked", 900)):
+            for n in SIZES:
+                for r in range(3):
+                    rows.append({"op": op, "state": state, "kind": "heap", "backing": backing, "nbytes": n,
+                                 "ns": base * (1 + n / 2**24) * rng.uniform(0.9, 1.1) / (2 if backing == "thp" else 1),
+                                 "direction": "h2d" if r % 2 else "d2h"})
+    return pd.DataFrame(rows)
+
+
+def transfers_frame() -> pd.DataFrame:
+    rng = _rng()
+    return pd.DataFrame([{"policy": p, "array": a, "case": c, "nbytes": n, "total_ns": rng.uniform(5e3, 5e5),
+                          "lock_ns": 3e4, "dma_ns": 1e4, "wait_ns": 2e3, "unlock_ns": 7e3, "direction": d}
+                         for p in ("lock_always", "stage_per_copy") for a in ("pos", "out") for c in ("1_lock", "2_pre")
+                         for n in SIZES[:3] for d in ("h2d", "d2h")])
+
+
+def _texts(fig) -> list[str]:
+    out = []
+    for ax in fig.axes:
+        out += [ax.get_xlabel(), ax.get_ylabel(), ax.get_title()]
+        out += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+        out += [t.get_text() for t in ax.texts]
+    out += [t.get_text() for t in fig.texts]
+    return out
+
+
+def _render(fig) -> None:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=40)
+    assert buf.tell() > 1000
+
+
+def _check(fig, *, refs=(), size_axis=False, time_axis=True) -> None:
+    assert isinstance(fig, matplotlib.figure.Figure)
+    fig.canvas.draw()
+    texts = _texts(fig)
+    labels = [t for ax in fig.axes for t in (ax.get_xlabel(), ax.get_ylabel()) if t]
+    assert labels and not RAW_COLUMNS & set(labels), labels
+    assert not any(DECIMAL.search(t) for t in texts), [t for t in texts if DECIMAL.search(t)]
+    if size_axis:
+        assert "transfer size" in labels and any(re.search(r"\d (KiB|MiB|GiB)$", t) for t in texts)
+    if time_axis:
+        assert any(re.search(r"\d (ns|us|ms|s)$", t) for t in texts), texts
+    for label in refs:
+        assert label in texts, (label, texts)
+    _render(fig)
+
+
+def _legend_outside(fig) -> None:
+    """Each legend lies right of the axes it belongs to (it hides no data)."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    legends = [lg for ax in fig.axes for lg in ([ax.get_legend()] if ax.get_legend() else [])] + list(fig.legends)
+    assert legends
+    right = max(ax.get_window_extent(r).x1 for ax in fig.axes)
+    for lg in legends:
+        assert lg.get_window_extent(r).x0 >= right - 1
+
+
+REF = [("thread: lock 35 us", 35_000), ("thread: unlock 7 us", 7_000)]
+
+
+def test_vs_size_binary_axis_log_time_and_references():
+    fig = figures.vs_size(cost_frame(("4k",)), "ns", hue="op", col="direction", title="t", reference=REF)
+    _check(fig, refs=[r[0] for r in REF], size_axis=True)
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "log"
+    assert any(np.allclose(line.get_ydata(), 35_000) for line in ax.get_lines())
+    _legend_outside(fig)
+
+
+def test_vs_size_old_call_still_works():
+    bw = cost_frame(("4k",)).assign(gb_per_s=lambda d: d.nbytes / d.ns)
+    fig = figures.vs_size(bw, "gb_per_s", hue="op", col="direction", ns=False, logy=False, ylabel="GB/s (decimal)")
+    _check(fig, size_axis=True, time_axis=False)
+    assert fig.axes[0].get_yscale() == "linear"
+
+
+def test_vs_size_picks_linear_when_values_are_close():
+    d = cost_frame(("4k",)).assign(ns=lambda d: 1000 + d.nbytes % 7)
+    fig = figures.vs_size(d, "ns", hue="op")
+    assert fig.axes[0].get_yscale() == "linear"
+
+
+def test_reference_accepts_one_pair_or_a_mapping_and_refuses_nonsense():
+    want = [("thread: 35 us", 35_000.0)]
+    assert figures._references(("thread: 35 us", 35_000)) == want
+    assert figures._references({"thread: 35 us": 35_000}) == want
+    assert figures._references(None) == []
+    for bad in ([("bad", -1)], [("bad", float("nan"))]):
+        with pytest.raises(ValueError):
+            figures._references(bad)
+
+
+def test_lock_cost_by_backing_side_by_side():
+    fig = figures.lock_cost_by_backing(cost_frame(), title="lock cost", reference=REF[:1])
+    _check(fig, refs=[REF[0][0]], size_axis=True)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["4 KiB pages", "transparent huge pages (THP)"]
+    assert fig.axes[0].get_ylim() == fig.axes[1].get_ylim()       # one time axis for both
+    _legend_outside(fig)
+
+
+def test_phase_bars_sizes_in_binary_units():
+    t = transfers_frame().assign(nbytes=lambda d: d.nbytes.replace(1 << 20, 800_000_000))
+    fig = figures.phase_bars(t, ["lock", "dma", "wait", "unlock"], row="nbytes", col="direction",
+                             reference=[("thread: 7 us", 7_000)])
+    _check(fig, refs=["thread: 7 us"])
+    assert "763 MiB" in _texts(fig)
+    _legend_outside(fig)
+    _check(figures.phase_bars(t, ["lock", "dma"], row="case", title="c12"))
+
+
+def test_case_bars_and_overlap():
+    t = transfers_frame()
+    fig = figures.case_bars(t, "policy", "total_ns", hue="array", title="per transfer", reference=REF[:1])
+    _check(fig, refs=[REF[0][0]])
+    _legend_outside(fig)
+    ov = pd.DataFrame({"queues": [1, 1, 2, 2], "wall_ns": [2e7, 2.1e7, 1.2e7, 1.1e7]})
+    _check(figures.overlap_bars(ov))
+    na = figures.overlap_bars(pd.DataFrame({"not_applicable": ["no second queue on host"]}))
+    assert "not applicable here: no second queue on host" in _texts(na)
+
+
+def test_vs_threads():
+    rng = _rng()
+    conc = pd.DataFrame([{"threads": th, "policy": p, "overhead_ns": rng.uniform(1e3, 1e5) * th}
+                         for th in (1, 2, 4, 8) for p in ("nextgen", "lock_always") for _ in range(3)])
+    fig = figures.vs_threads(conc, "overhead_ns", title="overhead", reference=[("thread: 1.6 us", 1_600)])
+    _check(fig, refs=["thread: 1.6 us"])
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["1", "2", "4", "8"]
+    _legend_outside(fig)
+
+
+def test_timeline():
+    tr = pd.DataFrame([{"event": "transfer", "step": 0, "invocation": 0, "transfer_id": i, "policy": p}
+                       for i, p in enumerate(("stage_per_copy", "nextgen"))])
+    calls = pd.DataFrame([{"transfer_id": i, "category": c, "start_ns": 1000 * k, "duration_ns": 500}
+                          for i in range(2) for k, c in enumerate(("alloc", "copy", "free"))])
+    fig = figures.timeline(tr, calls, title="one invocation")
+    _check(fig, time_axis=False)
+    _legend_outside(fig)
+
+
+def test_answers_grid():
+    probes = pd.DataFrame([{"probe": "lock_twice", "step": s, "action": a, "locked": lk, "error": e}
+                           for s, (a, lk, e) in enumerate((("lock", False, ""), ("lock", False, "712"),
+                                                           ("query", True, "")))])
+    fig = figures.answers_grid(probes, title="answers")
+    _check(fig, time_axis=False)
+    assert {"ok", "refused", "locked"} <= set(_texts(fig))
+
+
+def test_stats_bars():
+    ours = pd.DataFrame({"Name": ["cudaHostRegister", "cudaHostUnregister"] * 2, "AverageNs": [94_925, 58_720, 12_167, 9_000],
+                         "user_pinned": [False, False, True, True]})
+    thread = pd.DataFrame({"Name": ["hsa_amd_memory_lock", "hsa_amd_memory_unlock"], "AverageNs": [84_873, 24_143]})
+    fig = figures.stats_bars(ours, thread, title="average per call", reference=REF[:1])
+    _check(fig, refs=[REF[0][0]])
+    _legend_outside(fig)
+
+
+def test_limits_bars():
+    limits = pd.DataFrame({"op": ["lock", "lock", "alloc_pinned"], "nbytes": [32 << 20, 128 << 20, 64 << 20],
+                           "granted": [True, False, True], "limit_nbytes": [64 << 20] * 3})
+    fig = figures.limits_bars(limits, title="limits")
+    _check(fig, time_axis=False)
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
+    assert "64 MiB" in ticks and all(re.fullmatch(r"0|\d+ (KiB|MiB|GiB)", t) for t in ticks), ticks
+    _legend_outside(fig)
+
+
+@pytest.mark.parametrize("nbytes, text", [(4096, "4 KiB"), (800_000_000, "763 MiB"), (1 << 30, "1 GiB"),
+                                          (1536, "1.50 KiB"), (12, "12 B")])
+def test_binary_size(nbytes, text):
+    assert figures.binary_size(nbytes) == text

@@ -1,0 +1,286 @@
+"""The HTML pages: escaped, no machine paths, no network, readable verdicts and statuses."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pinpath.paths import PROJECT_ROOT
+from pinpath.report import html as H
+from pinpath.report.atomic import replacing, write_text_atomic
+
+FIXTURES = Path(__file__).resolve().parents[1] / "notebooks"
+EVIL = "<script>alert('x')</script>"
+VERDICT_WORDS = ["holds", "does not hold", "inconclusive", "not applicable", "not measured"]
+STATUS_WORDS = ["ok", "failed", "leaked", "dead_kernel", "interrupted", "pending", "running", "stale"]
+UNITS = ["x", "ns", "%", "count", "GB/s", ""]
+
+
+def claims_frame(platform: str = "cuda", evil: bool = False) -> pd.DataFrame:
+    """A claims frame as claims.py writes it: C1..C15, every verdict word and unit."""
+    rows = []
+    for i in range(1, 16):
+        unit = UNITS[i % len(UNITS)]
+        verdict = VERDICT_WORDS[i % len(VERDICT_WORDS)]
+        measured = {"x": 12.34, "ns": 35_120.0, "%": 45.2, "count": 803.0, "GB/s": 55.31, "": 0.731}[unit]
+        none = verdict == "not measured"
+        rows.append({
+            "id": f"C{i}", "who": "ye-luo" if i % 2 else "JonChesterfield",
+            "claim": f"Claim {i} in full: locking costs more than a query | with a pipe" + (EVIL if evil else ""),
+            "short": f"claim {i} in a few words" + (EVIL if evil and i == 1 else ""),
+            "thread": "lock 35 us, unlock 7 us", "metric": "median lock time over sizes",
+            "measured": math.nan if none else measured, "low": math.nan if none else measured * 0.9,
+            "high": math.nan if none else measured * 1.1, "unit": unit, "comparison": ">=", "threshold": 10.0,
+            "verdict": verdict,
+            "why": ("the lock costs at least ten times the query at every size, which is what the thread says; "
+                    "a long reason gets the room it needs") + (EVIL if evil else ""),
+            "detail": "at 4 KiB 62 us, at 1 MiB 111 us", "rule": "holds if lock / query >= 10 at every size",
+            "notebook": "03_c6_c7_c9_lock_cost" if i % 3 else "99_missing_page", "platform": platform,
+        })
+    return pd.DataFrame(rows)
+
+
+def manifest(run_id: str, statuses=STATUS_WORDS, platform: str = "cuda", preset: str = "smoke", error: str = "") -> dict:
+    nbs = {}
+    for i, s in enumerate(statuses):
+        e = {"status": s, "duration_s": 1.5 * i}
+        if s not in ("ok", "pending", "running"):
+            e["error"] = error or f"ValueError: broken {s}"
+        nbs[f"{i:02d}_nb_{s}"] = e
+    return {"run_id": run_id, "preset": preset, "platform": platform, "status": "failed",
+            "start": "2026-12-02T13:13:19+00:00", "end": "2026-12-02T13:17:19+00:00", "duration_s": 240.0,
+            "git": {"commit": "b4d2cc396755e509494d52d5d643d9efd0301925", "dirty": True},
+            "runtime": {"platform": platform, "device": "NVIDIA H200", "driver_version": "13.0"},
+            "harness_ns": {"null_call_ns": 181.3}, "machine": {"hostname": "vm", "mem_total_nbytes": 135128870912,
+                                                                "env": {}},
+            "packages": {"numpy": "2.4.6", "hip-python": None},
+            "parameters": {"00_nb_ok": {"SIZES_NBYTES": [4096, 1048576, 800000000], "REPEATS": 3}},
+            "notebooks": nbs}
+
+
+def _png(path: Path, color=(40, 90, 160)) -> None:
+    from PIL import Image
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (1400, 700), color).save(path)
+
+
+def make_run(root: Path, run_id: str = "20261202T131319Z-vm-cuda", *, evil: bool = False,
+             platform: str = "cuda", preset: str = "smoke", statuses=STATUS_WORDS) -> tuple[Path, dict]:
+    """A small run folder: manifest, claims.csv, fidelity.csv, figures, some notebook pages."""
+    run_dir = root / "outputs" / (run_id if not evil else "evil-run")
+    man = manifest(run_id, statuses, platform, preset,
+                   error=f"OSError: cannot open {run_dir}/data/x.parquet; see {PROJECT_ROOT}/lib/pinpath/x.py")
+    for sub in ("report", "data", "notebooks"):
+        (run_dir / sub).mkdir(parents=True)
+    (run_dir / "manifest.json").write_text(json.dumps(man, indent=1))
+    claims_frame(platform, evil).to_csv(run_dir / "report" / "claims.csv", index=False)
+    pd.DataFrame([{"quantity": "lock", "platform": platform, "kind": "heap", "backing": "4k", "nbytes": 4096,
+                   "python_ns": 62_000.0, "native_ns": 51_000.0, "ratio": 62 / 51, "null_call_ns": 210.0},
+                  {"quantity": "query", "platform": platform, "kind": "heap", "backing": "thp", "nbytes": 2 << 20,
+                   "python_ns": 900.0, "native_ns": 400.0, "ratio": 2.25, "null_call_ns": 210.0}]
+                 ).to_csv(run_dir / "report" / "fidelity.csv", index=False)
+    for stem in ("00_nb_ok", "03_c6_c7_c9_lock_cost"):
+        (run_dir / "report" / f"{stem}.html").write_text("<!doctype html><title>nb</title><p>notebook</p>")
+    _png(run_dir / "figures" / "00_nb_ok-bandwidth.png")
+    _png(run_dir / "figures" / "03_c6_c7_c9_lock_cost-calls.png", (160, 60, 40))
+    _png(run_dir / "figures" / "03_c6_c7_c9_lock_cost-zz-second.png", (60, 160, 40))
+    return run_dir, man
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.refs, self.scripts, self.text = [], 0, []
+
+    def handle_starttag(self, tag, attrs):
+        self.scripts += tag == "script"
+        self.refs += [v for k, v in attrs if k in ("href", "src") and v]
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(page: str) -> _Links:
+    p = _Links()
+    p.feed(page)
+    return p
+
+
+def no_machine_paths(text: str, *roots: Path) -> None:
+    for r in (PROJECT_ROOT, *roots):
+        for form in {str(Path(r).absolute()), str(Path(r).resolve())}:
+            assert form not in text, f"{form} appears in the output"
+
+
+# -- tests -------------------------------------------------------------------------------------
+def test_atomic_write_replaces_and_leaves_no_temp(tmp_path):
+    p = tmp_path / "sub" / "a.html"
+    write_text_atomic(p, "one")
+    write_text_atomic(p, "two \u2013 dash")
+    assert p.read_text(encoding="utf-8") == "two \u2013 dash"
+    with pytest.raises(RuntimeError):
+        with replacing(p) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("crash")
+    assert p.read_text(encoding="utf-8") == "two \u2013 dash"
+    assert [x.name for x in p.parent.iterdir()] == ["a.html"]
+
+
+@pytest.mark.parametrize("value, low, high, unit, text", [
+    (12.34, 11.0, 13.91, "x", "12.3x (95 % CI 11.0\u201313.9)"),
+    (35_120.0, 33_100.0, 37_200.0, "ns", "35.1 us (95 % CI 33.1\u201337.2 us)"),
+    (2.5e6, math.nan, math.nan, "ns", "2.50 ms"),
+    (45.2, 40.0, 50.0, "%", "45.2 % (95 % CI 40.0\u201350.0 %)"),
+    (803.0, 800.0, 806.0, "count", "803 (95 % CI 800\u2013806)"),
+    (55.31, 55.1, 55.4, "GB/s", "55.3 GB/s (95 % CI 55.1\u201355.4 GB/s)"),
+    (math.nan, math.nan, math.nan, "x", ""),
+    ("text of an older run", None, None, "", "text of an older run"),
+])
+def test_format_measured(value, low, high, unit, text):
+    assert H.format_measured(value, low, high, unit) == text
+
+
+def test_binary_size_never_decimal():
+    assert H.binary_size(4096) == "4 KiB" and H.binary_size(800_000_000) == "763 MiB"
+    assert H.binary_size(1 << 30) == "1 GiB" and H.binary_size(100) == "100 B"
+
+
+def test_index_escapes_everything_from_the_run(tmp_path):
+    run_dir, man = make_run(tmp_path, evil=True)
+    man["run_id"], man["preset"], man["platform"] = EVIL, EVIL, "cuda" + EVIL
+    man["runtime"]["device"] = EVIL
+    man["parameters"][EVIL] = {EVIL: EVIL}
+    page = H.render_index(run_dir, man).read_text()
+    p = parse(page)
+    assert p.scripts == 0 and "<script>" not in page
+    assert "&lt;script&gt;" in page
+    assert "alert(&#39;x&#39;)" in page
+    assert H.external_scripts(page) == []
+
+
+def test_index_has_no_machine_path(tmp_path):
+    run_dir, man = make_run(tmp_path)
+    page = H.render_index(run_dir, man).read_text()
+    no_machine_paths(page, run_dir, tmp_path)
+    assert "cannot open data/x.parquet" in page and "see lib/pinpath/x.py" in page
+
+
+def test_index_reads_claims_fidelity_and_links_only_existing_pages(tmp_path):
+    run_dir, man = make_run(tmp_path)
+    page = H.render_index(run_dir, man).read_text()
+    p = parse(page)
+    text = " ".join(p.text)
+    for word in VERDICT_WORDS:
+        assert f"'badge {H.VERDICTS[word]}'>{word}</span>" in page, word
+    for word in STATUS_WORDS:
+        assert f">{word}</span>" in page, word
+    assert "12.3x (95 % CI 11.1\u201313.6)" in text and "35.1 us (95 % CI 31.6\u201338.6 us)" in text
+    assert "holds if \u2265 10.0x" in text
+    local = [r for r in p.refs if not r.startswith(("#", "data:"))]
+    assert local and all((run_dir / "report" / r).is_file() for r in local), local
+    assert "href='03_c6_c7_c9_lock_cost.html'" in page and "99_missing_page.html" not in page
+    assert "href='00_nb_ok.html'" in page and "href='01_nb_failed.html'" not in page
+    banner = page.split("class='banner'", 1)[1].split("</div>", 1)[0]
+    assert all(f"_nb_{s}" in banner for s in ("failed", "leaked", "dead_kernel", "interrupted", "stale"))
+    assert not any(f"_nb_{s}" in banner for s in ("ok", "pending", "running"))
+    assert "Python \u00f7 native" in page and "2.25x" in page and "2 MiB" in page
+    assert page.count("data:image/png;base64") == 2          # the first figure of each notebook
+    assert "not installed" in page and "800000000 B (763 MiB)" in page
+
+
+def test_extra_sections_escaped_unless_markup(tmp_path):
+    run_dir, man = make_run(tmp_path)
+    page = H.render_index(run_dir, man, [("Notes", EVIL), ("Claims", H.claims_section(claims_frame())),
+                                         ("Trusted", H.Markup("<p class='t'>fine</p>"))]).read_text()
+    assert "&lt;script&gt;" in page and "<p class='t'>fine</p>" in page
+    assert page.count("<h2>Claims</h2>") == 1
+
+
+def test_index_without_claims_or_figures(tmp_path):
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    page = H.render_index(run_dir, {"run_id": "r", "notebooks": {}}).read_text()
+    assert "No claims table" in page and "No figures" in page
+
+
+def test_older_claims_csv_still_renders(tmp_path):
+    old = claims_frame()[["id", "who", "claim", "thread", "platform", "verdict", "why", "rule", "notebook"]]
+    old = old.assign(measured="stage_per_copy per transfer: alloc 1.00", verdict="not applicable here")
+    section = H.claims_section(old)
+    assert "stage_per_copy per transfer: alloc 1.00" in section and ">not applicable</span>" in section
+
+
+def test_compare_marks_differences_and_links_runs(tmp_path):
+    a, man_a = make_run(tmp_path, "run-a", platform="host")
+    b, man_b = make_run(tmp_path, "run-b", platform="cuda")
+    for d, m in ((a, man_a), (b, man_b)):
+        H.render_index(d, m)
+    ca, cb = claims_frame("host"), claims_frame("cuda")
+    cb.loc[cb.id == "C2", "verdict"] = "holds"
+    cb.loc[cb.id == "C7", "verdict"] = "does not hold"
+    out = tmp_path / "outputs" / "compare.html"
+    H.render_compare(out, [(man_a, ca, a), (man_b, cb)])      # the second found beside compare.html
+    page = out.read_text()
+    assert page.count("<tr>") == 16 and H.external_scripts(page) == []
+    assert "href='run-a/report/index.html'" in page and "href='run-b/report/index.html'" in page
+    rows = re.findall(r"<tr>(.*?)</tr>", page, re.S)[1:]
+    marked = [re.search(r"id(?: differs)?'>(C\d+)", r).group(1) for r in rows if "differs'>" in r]
+    assert marked == ["C2", "C7"]
+    no_machine_paths(page, tmp_path)
+
+
+def test_compare_escapes(tmp_path):
+    m = manifest(EVIL)
+    out = tmp_path / "c.html"
+    H.render_compare(out, [(m, claims_frame(evil=True)), (m, claims_frame())])
+    page = out.read_text()
+    assert "<script>" not in page and parse(page).scripts == 0
+
+
+def test_scrubber():
+    s = H.Scrubber(PROJECT_ROOT / "outputs" / "r1")
+    root = str(PROJECT_ROOT)
+    assert s(f"{root}/outputs/r1/data/a.parquet") == "data/a.parquet"
+    assert s(f"{root}/outputs/r2/x") == "../r2/x"
+    assert s(f"{root}/lib/pinpath/x.py and {root}") == "lib/pinpath/x.py and ."
+    assert s(f"{root}x/y") == f"{root}x/y"            # another folder that merely starts alike
+    assert s("/usr/lib/python3/site-packages/numpy/core.py") == "site-packages/numpy/core.py"
+
+
+def test_render_notebook_is_offline(tmp_path):
+    html_path = tmp_path / "run" / "report" / "00_ok.html"
+    H.render_notebook(FIXTURES / "00_ok.ipynb", html_path)
+    page = html_path.read_text()
+    assert H.external_scripts(page) == [] and "cdn." not in page.lower()
+    no_machine_paths(page, tmp_path)
+
+
+CHROMIUM = next((c for c in ("chromium", "chromium-browser", "google-chrome") if shutil.which(c)), None)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine to open the page")
+def test_index_opens_in_headless_chromium_offline(tmp_path):
+    run_dir, man = make_run(tmp_path, evil=True)
+    index = H.render_index(run_dir, man)
+    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                          '--host-resolver-rules=MAP * ~NOTFOUND', f"--user-data-dir={tmp_path / 'profile'}",
+                          "--dump-dom", index.as_uri()], capture_output=True, text=True, timeout=60).stdout
+    assert "<h2>Claims</h2>" in dom and "claim 1 in a few words" in dom
+    assert "alert(" not in dom.replace("alert('x')", "") and "<script>alert" not in dom
+
+
+def test_claims_section_given_by_the_runner_links_only_existing_pages(tmp_path):
+    """The runner's call today: render_index(run_dir, man, [("Claims", claims_section(df)), ...])."""
+    run_dir, man = make_run(tmp_path)
+    page = H.render_index(run_dir, man, [("Claims", H.claims_section(claims_frame())),
+                                         ("Headline figures", H.figures_section(run_dir))]).read_text()
+    assert "href='03_c6_c7_c9_lock_cost.html'" in page and "99_missing_page.html" not in page
+    assert page.count("<h2>Claims</h2>") == 1 and page.count("<h2>Headline figures</h2>") == 1

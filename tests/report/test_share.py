@@ -1,0 +1,208 @@
+"""Sharing a run: summary.md as GFM, resized figures, a zip that opens offline; compare in Markdown."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import zipfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pinpath.errors import BadParameter
+from pinpath.paths import PROJECT_ROOT
+from pinpath.report import html as H
+from pinpath.report import share as S
+
+markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py parses the summary")
+
+VERDICTS = ["holds", "does not hold", "inconclusive", "not applicable", "not measured"]
+CHROMIUM = next((c for c in ("chromium", "chromium-browser", "google-chrome") if shutil.which(c)), None)
+
+
+def claims(platform: str) -> pd.DataFrame:
+    rows = []
+    for i in range(1, 16):
+        v = VERDICTS[i % 5]
+        rows.append({"id": f"C{i}", "who": "ye-luo", "short": f"short {i} | with a pipe\nand a newline <b>x</b>",
+                     "claim": f"claim {i} in full", "thread": "lock 35 us | unlock 7 us", "metric": "lock / query",
+                     "measured": math.nan if v == "not measured" else 12.34, "low": 11.0, "high": 13.9,
+                     "unit": "x", "comparison": ">=", "threshold": 10.0, "verdict": v, "why": "because",
+                     "detail": "", "rule": "holds if >= 10x", "notebook": "03_c6_c7_c9_lock_cost",
+                     "platform": platform})
+    return pd.DataFrame(rows)
+
+
+def make_run(outputs: Path, run_id: str, platform: str = "cuda") -> tuple[Path, dict]:
+    from PIL import Image
+    run_dir = outputs / run_id
+    for sub in ("report", "data", "figures", "notebooks"):
+        (run_dir / sub).mkdir(parents=True)
+    man = {"run_id": run_id, "preset": "smoke", "platform": platform, "status": "ok",
+           "git": {"commit": "b4d2cc396755e509494d52d5d643d9efd0301925", "dirty": False},
+           "runtime": {"device": "NVIDIA H200", "driver_version": "13.0"},
+           "machine": {"hostname": "vm"}, "parameters": {},
+           "notebooks": {"00_platform": {"status": "ok", "duration_s": 1.0},
+                         "03_c6_c7_c9_lock_cost": {"status": "failed", "error": f"OSError: {run_dir}/x"}}}
+    (run_dir / "manifest.json").write_text(json.dumps(man))
+    claims(platform).to_csv(run_dir / "report" / "claims.csv", index=False)
+    pd.DataFrame({"Name": ["cudaHostRegister", "cudaHostUnregister", "cudaMemcpyAsync", "cudaHostRegister"],
+                  "Calls": [3840, 3840, 3840, 3840], "TotalDurationNs": [364514851, 225486743, 26534968, 46724804],
+                  "AverageNs": [94925, 58720, 6910, 12167], "Percentage": [54.9, 33.9, 4.0, 1.1],
+                  "user_pinned": [False, False, False, True], "category": ["lock", "unlock", "copy", "lock"]}
+                 ).to_parquet(run_dir / "data" / "api_stats.parquet", index=False)
+    for name, color in (("00_platform-bandwidth", "navy"), ("03_c6_c7_c9_lock_cost-calls", "darkred"),
+                        ("03_c6_c7_c9_lock_cost-zz", "green")):
+        Image.new("RGB", (1800, 600), color).save(run_dir / "figures" / f"{name}.png")
+    (run_dir / "notebooks" / "00_platform.ipynb").write_text("{}")
+    (run_dir / "report" / "00_platform.html").write_text("<!doctype html><title>00</title><p>nb</p>")
+    H.render_index(run_dir, man)
+    return run_dir, man
+
+
+@pytest.fixture
+def run(tmp_path):
+    outputs = tmp_path / "outputs"
+    run_dir, man = make_run(outputs, "20261202T131319Z-vm-cuda")
+    (outputs / "latest").symlink_to(run_dir.name)
+    return outputs, run_dir, man
+
+
+def _md():
+    return markdown_it.MarkdownIt("commonmark").enable("table").enable("strikethrough")
+
+
+def _tables(tokens) -> list[list[list[str]]]:
+    """Each table as rows of cell types ('th'/'td')."""
+    tables, cur, row = [], None, None
+    for t in tokens:
+        if t.type == "table_open":
+            cur = []
+        elif t.type == "tr_open":
+            row = []
+        elif t.type in ("th_open", "td_open"):
+            row.append(t.type[:2])
+        elif t.type == "tr_close":
+            cur.append(row)
+        elif t.type == "table_close":
+            tables.append(cur)
+    return tables
+
+
+def _images(tokens) -> list[str]:
+    return [c.attrGet("src") for t in tokens if t.type == "inline" for c in (t.children or []) if c.type == "image"]
+
+
+def _no_machine_paths(text: str, *roots) -> None:
+    for r in (PROJECT_ROOT, *roots):
+        assert str(r) not in text and str(Path(r).resolve()) not in text, r
+
+
+def test_summary_reads_as_gfm(run, tmp_path):
+    outputs, run_dir, _ = run
+    share = S.share_run(S.resolve_run("latest", outputs))
+    assert share == run_dir.resolve() / "share"
+    text = (share / "summary.md").read_text()
+    assert text.count("\n") < 80
+    tokens = _md().parse(text)
+    assert not [t for t in tokens if t.type.startswith("html")]
+    assert not [c for t in tokens if t.type == "inline" for c in t.children if c.type.startswith("html")]
+    tables = _tables(tokens)
+    claims_t, locks_t = tables[0], tables[1]
+    assert len(claims_t) == 1 + 15 and claims_t[0] == ["th"] * 5 and all(r == ["td"] * 5 for r in claims_t[1:])
+    assert len({len(r) for r in locks_t}) == 1 and len(locks_t[0]) == 7
+    assert len(locks_t) == 1 + 2 + 2 + 3 + 1        # thread and ours, without then with user pinning
+    assert "12.3x (95 % CI 11.0\u201313.9)" in text and "**does not hold**" in text
+    assert "`hsa_amd_memory_lock`" in text and "`cudaHostRegister`" in text and "cudaMemcpyAsync" not in text
+    images = _images(tokens)
+    assert images and all(not Path(i).is_absolute() and (share / i).is_file() for i in images)
+    assert images[0] == "figures/03_c6_c7_c9_lock_cost-calls.png"     # the lock cost leads
+    assert "make reproduce PRESET=smoke PLATFORM=cuda" in text and "b4d2cc396755e509494d52d5d643d9efd0301925" in text
+    _no_machine_paths(text, tmp_path)
+
+
+def test_figures_resized(run):
+    _, run_dir, _ = run
+    from PIL import Image
+    share = S.share_run(run_dir)
+    figs = sorted((share / "figures").glob("*.png"))
+    assert [p.name for p in figs] == ["00_platform-bandwidth.png", "03_c6_c7_c9_lock_cost-calls.png"]
+    for p in figs:
+        with Image.open(p) as im:
+            assert im.size == (900, 300)
+
+
+def test_zip_holds_the_run_and_opens_offline(run, tmp_path):
+    _, run_dir, _ = run
+    share = S.share_run(run_dir)
+    S.share_run(run_dir)                         # again: the share folder never goes into the zip
+    rid = run_dir.name
+    zpath = share / f"{rid}.zip"
+    with zipfile.ZipFile(zpath) as z:
+        names = z.namelist()
+        z.extractall(tmp_path / "unz")
+    assert names[:2] == [f"{rid}/index.html", f"{rid}/report/index.html"]
+    assert not [n for n in names if "/share/" in n or n.endswith(".tmp")]
+    for need in ("manifest.json", "report/claims.csv", "data/api_stats.parquet", "notebooks/00_platform.ipynb",
+                 "figures/00_platform-bandwidth.png", "report/00_platform.html"):
+        assert f"{rid}/{need}" in names, need
+    root = tmp_path / "unz" / rid
+    assert "url=report/index.html" in (root / "index.html").read_text()     # the way in, for people
+    index = (root / "report" / "index.html").read_text()
+    assert H.external_scripts(index) == []
+    refs = []
+
+    class P(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            refs.extend(v for k, v in attrs if k in ("href", "src") and v)
+    P().feed(index)
+    local = [r for r in refs if not r.startswith(("#", "data:"))]
+    assert local and all((root / "report" / r).is_file() for r in local), local
+    assert not [r for r in refs if r.startswith(("http:", "https:", "//", "/"))]
+    if CHROMIUM is None:
+        pytest.skip("no chromium on this machine to open the unzipped report")
+    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                          "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={tmp_path / 'profile'}",
+                          "--dump-dom", (root / "report" / "index.html").as_uri()],
+                         capture_output=True, text=True, timeout=60)
+    assert "<h2>Claims</h2>" in dom.stdout and "C15" in dom.stdout, dom.stderr[-2000:]
+
+
+def test_compare_markdown(tmp_path):
+    a, man_a = make_run(tmp_path / "outputs", "run-a", "host")
+    b, man_b = make_run(tmp_path / "outputs", "run-b", "cuda")
+    ca, cb = claims("host"), claims("cuda")
+    cb.loc[cb.id == "C3", "verdict"] = "holds"
+    text = S.render_compare_markdown([(man_a, ca, a), (man_b, cb, b)])
+    tables = _tables(_md().parse(text))
+    assert len(tables) == 1 and len(tables[0]) == 16 and {len(r) for r in tables[0]} == {5}
+    differing = [line for line in text.splitlines() if line.endswith("**differs** |")]
+    assert len(differing) == 1 and differing[0].startswith("| **C3** |")
+    assert "1 with verdicts that differ" in text
+    _no_machine_paths(text, tmp_path)
+
+
+def test_resolve_run_refuses_what_is_not_a_run(tmp_path):
+    with pytest.raises(BadParameter, match="not a pinpath run"):
+        S.resolve_run("nope", tmp_path)
+    with pytest.raises(BadParameter, match="not a pinpath run"):
+        S.share_run(tmp_path)
+
+
+@pytest.mark.parametrize("raw, cell", [("a|b", "a\\|b"), ("two\nlines", "two lines"), ("<script>", "\\<script>"),
+                                       ("memory_pool_allocate", "memory_pool_allocate"), ("_x_", "\\_x\\_"),
+                                       (float("nan"), "")])
+def test_md_cell(raw, cell):
+    assert S.md_cell(raw) == cell
+
+
+def test_main_prints_relative_paths(run, capsys, monkeypatch):
+    outputs, run_dir, _ = run
+    monkeypatch.chdir(outputs.parent)
+    assert S.main([str(run_dir)]) == 0
+    out = capsys.readouterr().out.split()
+    assert out == [f"outputs/{run_dir.name}/share/summary.md", f"outputs/{run_dir.name}/share/{run_dir.name}.zip"]

@@ -30,7 +30,8 @@ ENV        ?= venv
 # wheels in wheelhouse/ are preferred when present; OFFLINE=1 forbids the package index altogether
 OFFLINE    ?=
 CLUSTER    ?=
-export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT EXTRAS WHEELHOUSE SKIP PYVER
+ARCH       ?=
+export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT EXTRAS WHEELHOUSE SKIP PYVER ARCH
 
 PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE),) $(if $(OFFLINE),--no-index,)
 ifeq ($(ENV),system)
@@ -41,7 +42,7 @@ else
   STAMP := $(VENV)/.stamp
 endif
 
-.PHONY: help setup test reproduce validate runs report share compare lab wheelhouse clean
+.PHONY: help setup test reproduce validate runs report share compare lab wheelhouse offload-bundle offload-probe clean
 
 ## COMMANDS
 help:  ## list the targets
@@ -104,6 +105,12 @@ wheelhouse:  ## download wheels for an offline node into wheelhouse/ (PYVER=3.12
 	  --platform manylinux2014_x86_64 --platform any setuptools $$(tools/requirements.py "$$EXTRAS")
 	@for p in $$SKIP; do n=$$(echo $$p | tr '-' '_'); rm -fv "$$WHEELHOUSE"/$$n-[0-9]*.whl "$$WHEELHOUSE"/$$p-[0-9]*.whl; done
 	@du -sh "$$WHEELHOUSE"
+
+offload-bundle:  ## build the OpenMP offload region and its runtime bundle into build/offload/ (Debian; ARCH=sm_90|gfx90a)
+	tools/offload-bundle $${ARCH:+--arch "$$ARCH"}
+
+offload-probe:  ## on a GPU node: run the real region from build/offload/ and print a table
+	tools/offload-probe.sh
 
 clean:  ## remove the environments and caches (outputs/ stays)
 	rm -rf $(VENV) .site .pytest_cache .hypothesis

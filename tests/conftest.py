@@ -33,6 +33,16 @@ def report():
 
 
 def pytest_terminal_summary(terminalreporter):
+    """Skips grouped by reason (one line each, with a count), then the figures tests measured."""
+    reasons: dict[str, int] = {}
+    for rep in terminalreporter.stats.get("skipped", []):
+        text = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        text = text.removeprefix("Skipped: ")
+        reasons[text] = reasons.get(text, 0) + 1
+    if reasons:
+        terminalreporter.section("skipped, by reason")
+        for text, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+            terminalreporter.write_line(f"{n:5d}  {text}")
     if _REPORT:
         terminalreporter.section("pinpath figures")
         for line in _REPORT:

@@ -74,7 +74,7 @@ def _only(text: str) -> list[str] | None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from . import runfolder, runner
-    from .paths import OUTPUTS_DIR
+    from . import paths
     try:
         if args.cmd == "list":
             for nb in runner.available_notebooks():
@@ -85,14 +85,16 @@ def main(argv: list[str] | None = None) -> int:
             print(runner.compare(args.runs, args.out))
             return 0
         if args.cmd == "runs":
-            for rid, man, status in runfolder.list_runs(args.outputs or OUTPUTS_DIR):
+            for rid, man, status in runfolder.list_runs(args.outputs or paths.OUTPUTS_DIR):
                 man = man or {}
                 print(f"{rid}  {status:11} {man.get('preset', '?'):8} {man.get('platform', '?'):5} "
                       f"{man.get('duration_s', '?')} s")
             return 0
         if args.cmd == "share":
             from .report.share import resolve_run, share_run
-            share = share_run(resolve_run(args.run, args.outputs or OUTPUTS_DIR))
+            run_dir = resolve_run(args.run, args.outputs or paths.OUTPUTS_DIR)
+            runfolder.read_manifest(run_dir)      # one sentence for a broken run folder
+            share = share_run(run_dir)
             print(share / "summary.md")
             print(share / f"{share.parent.name}.zip")
             return 0
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             man = runner.finalize(args.run_dir)
             print(f"{man['status']}: {args.run_dir}; report: {Path(args.run_dir) / 'report' / 'index.html'}")
             return 0 if man["status"] == "ok" else 1
-        out_dir = args.outputs or OUTPUTS_DIR
+        out_dir = args.outputs or paths.OUTPUTS_DIR
         if args.cmd == "run" and args.resume:
             run_dir, man = runner.resume(args.resume, out_dir=out_dir, cell_timeout_s=args.cell_timeout)
         elif args.cmd in ("validate", "init"):

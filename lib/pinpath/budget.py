@@ -55,10 +55,15 @@ NEEDS: dict[str, Callable[[dict], tuple[int, int]]] = {
 SHRINKABLE = ("SIZES_NBYTES", "KIND_NBYTES", "COPY_NBYTES", "NBYTES", "HAZARD_NBYTES")
 
 
+def _any_notebook(p: dict) -> tuple[int, int]:
+    """A notebook not in NEEDS: at least every size it names, held at once; the largest locked."""
+    sizes = [v for n, val in p.items() if n.endswith("NBYTES") for v in _s(p, n)]
+    return sum(sizes), max(sizes, default=0)
+
+
 def needs(stem: str, params: dict[str, Any]) -> tuple[int, int]:
-    """(host bytes, locked bytes) notebook ``stem`` holds at its peak; (0, 0) if unknown."""
-    fn = NEEDS.get(stem)
-    return fn(params) if fn else (0, 0)
+    """(host bytes, locked bytes) notebook ``stem`` holds at its peak."""
+    return NEEDS.get(stem, _any_notebook)(params)
 
 
 def _shrink(params: dict[str, Any], explicit: set[str]) -> tuple[str, Any] | None:

@@ -36,7 +36,7 @@ from . import session
 from .errors import BadParameter, PinpathError, UnknownName
 from . import budget
 from .params import OPS_BUDGET, RESERVED, estimated_ops, load_preset, notebook_parameters, parse_override, resolve
-from .paths import NOTEBOOKS_DIR, OUTPUTS_DIR, PARAMS_DIR, PROJECT_ROOT
+from . import paths
 from .runtimes import open_runtime
 from .trace import measure_harness
 from .vocab import Platform, Relock, choose
@@ -65,17 +65,18 @@ class Plan:
         self.notices: list[str] = list(notices)     #: what validation changed, e.g. sizes left out
 
 
-def available_notebooks(nb_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
-    return sorted(p for p in Path(nb_dir).glob("[0-9][0-9]_*.ipynb"))
+def available_notebooks(nb_dir: Path | None = None) -> list[Path]:
+    return sorted(p for p in Path(nb_dir or paths.NOTEBOOKS_DIR).glob("[0-9][0-9]_*.ipynb"))
 
 
 def plan(preset: str, platform: str, *, only: list[str] | None = None, overrides: list[str] = (),
-         nb_dir: Path = NOTEBOOKS_DIR, params_dir: Path = PARAMS_DIR) -> Plan:
+         nb_dir: Path | None = None, params_dir: Path | None = None) -> Plan:
     """Validate everything; raise a PinpathError naming the first thing that is wrong.
 
     ``overrides``: ``NOTEBOOK.NAME=VALUE`` texts from the command line; a size given there that
     does not fit the machine is refused, where a preset's size is left out with a notice."""
     choose(Platform, platform, "platform")
+    params_dir = Path(params_dir or paths.PARAMS_DIR)
     sections = load_preset(params_dir, preset)
     file = Path(params_dir) / f"{preset}.yaml"
     found = {p.stem: p for p in available_notebooks(nb_dir)}
@@ -122,9 +123,9 @@ def plan(preset: str, platform: str, *, only: list[str] | None = None, overrides
                 info, selection, harness, notices)
 
 
-def init_run(p: Plan, out_dir: Path = OUTPUTS_DIR, run_id: str | None = None) -> Path:
+def init_run(p: Plan, out_dir: Path | None = None, run_id: str | None = None) -> Path:
     """Make the run folder of a validated plan; every notebook is ``pending``."""
-    out_dir = Path(out_dir)
+    out_dir = Path(out_dir or paths.OUTPUTS_DIR)
     if out_dir.exists() and not out_dir.is_dir():
         raise BadParameter(f"{out_dir}: the folder of runs is not a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -133,11 +134,11 @@ def init_run(p: Plan, out_dir: Path = OUTPUTS_DIR, run_id: str | None = None) ->
         raise BadParameter(f"{rid}: a run of that name exists already")
     man = {
         "run_id": rid, "preset": p.preset, "platform": p.platform, "status": "running",
-        "start": mf.utc_now(), "end": None, "git": mf.git_state(PROJECT_ROOT),
+        "start": mf.utc_now(), "end": None, "git": mf.git_state(paths.PROJECT_ROOT),
         "runner": {"pid": os.getpid(), "host": socket.gethostname()},
         "runtime": p.runtime_info, "runtime_selection": p.selection, "harness_ns": p.harness,
         "machine": mf.machine(), "packages": mf.packages(), "parameters": p.parameters, "notices": p.notices,
-        "sources": {nb.stem: os.path.relpath(nb, PROJECT_ROOT) for nb in p.notebooks},
+        "sources": {nb.stem: os.path.relpath(nb, paths.PROJECT_ROOT) for nb in p.notebooks},
         "notebooks": {nb.stem: {"status": "pending"} for nb in p.notebooks},
     }
     return rf.create(out_dir, man)
@@ -252,14 +253,13 @@ def _note_in_notebook(nb_path: Path, text: str) -> None:
     nbformat.write(nb, nb_path)
 
 
-def _relative_paths(out_nb: Path, base: Path) -> None:
-    """papermill writes absolute input and output paths into the notebook's metadata."""
+def _relative_paths(out_nb: Path, source: str, output: str) -> None:
+    """papermill writes absolute input and output paths into the notebook's metadata: the
+    notebook's place in the checkout and in the run folder instead."""
     import nbformat
     nb = nbformat.read(out_nb, as_version=4)
     meta = nb.metadata.get("papermill", {})
-    for key in ("input_path", "output_path"):
-        if meta.get(key):
-            meta[key] = os.path.relpath(meta[key], base)
+    meta["input_path"], meta["output_path"] = source, output
     nbformat.write(nb, out_nb)
 
 
@@ -281,7 +281,7 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
         raise UnknownName("notebook", stem, man.get("parameters", {}))
     if cell_timeout_s is not None and cell_timeout_s <= 0:
         raise BadParameter(f"cell timeout: must be a positive number of seconds, got {cell_timeout_s}")
-    src = PROJECT_ROOT / man["sources"][stem]
+    src = paths.PROJECT_ROOT / man["sources"][stem]
     out_nb = run_dir / "notebooks" / f"{stem}.ipynb"
     for stale in (out_nb, run_dir / "report" / f"{stem}.html", run_dir / "status" / f"{stem}.kernel.json",
                   *run_dir.glob(f"data/{stem}*.parquet"), *run_dir.glob(f"figures/{stem}-*")):
@@ -289,8 +289,8 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
     part = {"status": "running", "pid": os.getpid(), "host": socket.gethostname(), "start": mf.utc_now(),
             **_job()}
     rf.write_part(run_dir, stem, part)
-    params = {**man["parameters"][stem], "PLATFORM": man["platform"],
-              "RUN_DIR": os.path.relpath(run_dir, src.parent), "NOTEBOOK": stem}
+    # the kernel runs in the run folder's notebooks/: RUN_DIR is ".." wherever the folder is
+    params = {**man["parameters"][stem], "PLATFORM": man["platform"], "RUN_DIR": "..", "NOTEBOOK": stem}
     t0 = time.monotonic()
     interrupted: BaseException | None = None
     with _kernel_env(run_dir, stem) as (kdir, progress_file):
@@ -301,7 +301,8 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
             with prog.Watcher(progress_file, say, prefix=f"      {stem}: "):
                 papermill.execute_notebook(
                     str(src_with_cells), str(partial), parameters=params, kernel_name=KERNEL_NAME,
-                    language="python", progress_bar=False, cwd=str(src.parent), execution_timeout=cell_timeout_s,
+                    language="python", progress_bar=False, cwd=str(run_dir / "notebooks"),
+                    execution_timeout=cell_timeout_s,
                     kernel_manager_class=_kernel_manager(kdir))
             leak = _leak(run_dir, stem)
             part.update(status="leaked", error=leak) if leak else part.update(status="ok")
@@ -319,7 +320,7 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
     part["end"] = mf.utc_now()
     if out_nb.exists():
         try:
-            _relative_paths(out_nb, src.parent)
+            _relative_paths(out_nb, man["sources"][stem], f"notebooks/{stem}.ipynb")
             if part["status"] in ("dead_kernel", "interrupted"):
                 _note_in_notebook(out_nb, part["error"])
             render_notebook(out_nb, run_dir / "report" / f"{stem}.html")
@@ -441,8 +442,8 @@ def _execute(run_dir: Path, stems: list[str], *, say, cell_timeout_s=None) -> tu
     return run_dir, finalize(run_dir)
 
 
-def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: Path = OUTPUTS_DIR,
-        nb_dir: Path = NOTEBOOKS_DIR, params_dir: Path = PARAMS_DIR, progress=None,
+def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: Path | None = None,
+        nb_dir: Path | None = None, params_dir: Path | None = None, progress=None,
         cell_timeout_s: int | None = None, overrides: list[str] = ()) -> tuple[Path, dict]:
     """Validate, make the run folder, run every notebook, finalize."""
     say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
@@ -455,11 +456,11 @@ def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: P
     return _execute(run_dir, [nb.stem for nb in p.notebooks], say=say, cell_timeout_s=cell_timeout_s)
 
 
-def resume(run: str | Path, *, out_dir: Path = OUTPUTS_DIR, progress=None,
+def resume(run: str | Path, *, out_dir: Path | None = None, progress=None,
            cell_timeout_s: int | None = None) -> tuple[Path, dict]:
     """Run every notebook of an earlier run that is not ``ok`` into the same run folder."""
     say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
-    run_dir = Path(run) if Path(run).is_dir() else Path(out_dir) / str(run)
+    run_dir = Path(run) if Path(run).is_dir() else Path(out_dir or paths.OUTPUTS_DIR) / str(run)
     man = rf.merge(run_dir, rf.read_manifest(run_dir))
     todo = [s for s, v in man["notebooks"].items() if v.get("status") != "ok"]
     man.update(status="running", runner={"pid": os.getpid(), "host": socket.gethostname()})

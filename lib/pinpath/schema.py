@@ -16,7 +16,9 @@ from .errors import SchemaMismatch
 from .records import PHASE_FIELDS, TransferRecord
 
 __all__ = ["TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
-           "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "TABLES", "DATASETS",
+           "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
+           "REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
+           "TABLES", "DATASETS",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
 
 TRANSFERS = {
@@ -134,7 +136,56 @@ NATIVE_THREADS = {"threads": "int", "thread": "int", "repeat": "int", "op": "str
 OVERLAP = {"queues": "int", "chains": "int", "nbytes": "int", "repeat": "int", "wall_ns": "int",
            "verified": "bool?", "kernel": "bool?", "platform": "str"}
 LINK = {"link": "str", "peak_gb_per_s": "float", "platform": "str"}
+COPY_PATHS = {"policy": "str", "kind": "str", "nbytes": "int", "direction": "str",
+              "path": "str",            # the path pinpath recorded
+              "host_ns": "int",         # host time of copy + wait (observed run: CUPTI adds its own cost)
+              "copies_seen": "int",     # memcpy records CUPTI attributed to the transfer
+              "src_kind": "str", "dst_kind": "str",   # PAGEABLE, PINNED, DEVICE as CUPTI saw them
+              "device_ns": "int",       # the copies' device-side duration
+              "observed_path": "str",   # the path, the driver's part resolved from what CUPTI saw
+              "platform": "str"}
 API_STATS = {**STATS, "user_pinned": "bool?", "category": "str", "refused": "int"}
+# -- the real offload runtime (notebook 13) ------------------------------------------------------
+REAL_RUNS = {            # one row per run of the binary
+    "variant": "str", "mode": "str",   # the variant; the binary's --variant (plain, app_pinned)
+    "env": "str",                      # the runtime switches set, "K=V K=V"
+    "nw": "int", "traced": "bool?", "steps": "int", "invocations": "int",
+    "offload_devices": "int", "on_device": "bool?",
+    "register": "str",                 # the application's pinning call (cuMemHostRegister, hipHostRegister, mlock, none)
+    "register_rc": "int", "register_ns": "int", "unregister_ns": "int",
+    "enter_ns": "int", "exit_ns": "int",   # target enter data / exit data
+    "wrong": "int",                    # invocations whose D2H bytes differed from the formula
+    "wall_ns": "int", "vendor": "str", "arch": "str",
+}
+REAL_INVOCATIONS = {     # one row per region invocation (host steady_clock around the target region)
+    "variant": "str", "nw": "int", "traced": "bool?", "step": "int", "invocation": "int",
+    "ns": "int", "verified": "bool?", "vendor": "str", "arch": "str",
+}
+REAL_COPIES = {          # one row per copy LIBOMPTARGET_INFO reported
+    "variant": "str", "nw": "int", "segment": "str",   # setup, invocation, teardown
+    "step": "int", "invocation": "int",                # -1 outside invocations
+    "direction": "str", "nbytes": "int", "name": "str",   # h2d/d2h; the mapped variable's name
+    "source": "str",                                   # who printed it: omptarget, PluginInterface ...
+    "device": "int", "host_ptr": "str", "tgt_ptr": "str",
+}
+REAL_PHASES = {          # one row per LIBOMPTARGET_PROFILE event
+    "variant": "str", "nw": "int", "segment": "str", "step": "int", "invocation": "int",
+    "phase": "str",                # the runtime's name: Runtime: target exe, HostToDev, Kernel Target ...
+    "nbytes": "Int",               # Size=...B where the event names one
+    "location": "str",             # file:line of the construct
+    "start_us": "int", "dur_ns": "int",   # the profile counts whole microseconds
+}
+MODEL_INVOCATIONS = {    # the replica's cost per invocation: sum of its events' host time
+    "variant": "str", "policy": "str", "user_pinned": "bool?", "threshold_nbytes": "Int",
+    "nw": "int", "step": "int", "invocation": "int", "ns": "int", "platform": "str",
+}
+SUMMARY = {"source": "str", "variant": "str", "nw": "int", "n": "int",
+           "median_ns": "float", "lo_ns": "float", "hi_ns": "float"}   # bootstrap 95 % of the median
+RATIO = {"variant": "str", "nw": "int", "policy": "str", "user_pinned": "bool?",
+         "model_median_ns": "float", "real_median_ns": "float",
+         "ratio": "float", "ratio_lo": "float", "ratio_hi": "float",   # model / real, bootstrap 95 %
+         "n_model": "int", "n_real": "int"}
+
 TABLES = {"transfers": TRANSFERS, "calls": CALLS, "stats": STATS, "api_stats": API_STATS, "lock_cost": LOCK_COST,
           "c12": C12, "harness": HARNESS, "bandwidth": BANDWIDTH, "link": LINK,
           "lock_outcomes": LOCK_OUTCOMES, "semantics": SEMANTICS, "hazard": HAZARD, "limits": LIMITS,
@@ -150,6 +201,9 @@ DATASETS: dict[str, dict[str, str]] = {
     "api_stats": API_STATS, "api_calls": {**CALLS, "user_pinned": "bool?"}, "hazard": HAZARD, "limits": LIMITS, "allocator": TRANSFERS,
     "concurrency": THREADS, "concurrency_native": NATIVE_THREADS,
     "tracked": TRANSFERS, "tracked_calls": CALLS, "copy": BANDWIDTH, "link": LINK, "overlap": OVERLAP,
+    "copy_paths": COPY_PATHS,
+    "real_runs": REAL_RUNS, "real_invocations": REAL_INVOCATIONS, "real_copies": REAL_COPIES,
+    "real_phases": REAL_PHASES, "real_model": MODEL_INVOCATIONS, "real_ratio": RATIO,
 }
 
 _CAST = {"int": "int64", "Int": "Int64", "float": "float64", "bool?": "boolean"}

@@ -15,7 +15,7 @@ import pytest
 
 from pinpath.paths import PROJECT_ROOT
 from pinpath.report import html as H
-from pinpath.report.atomic import replacing, write_text_atomic
+from pinpath.atomic import replacing, write_text_atomic
 
 FIXTURES = Path(__file__).resolve().parents[1] / "notebooks"
 EVIL = "<script>alert('x')</script>"

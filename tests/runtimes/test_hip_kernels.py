@@ -3,15 +3,14 @@ CUDA one, a real hiprtc compile for gfx90a, the HIP launch and latch calls over 
 the HSA latch as a copy dependency, and the overlap experiment without kernels.
 
 hiprtc compiles for a named target without a device (ROCm 5.2 keeps it in libamdhip64 and
-needs libamd-comgr2); those tests skip, saying why, where hip-python or hiprtc is missing.
+needs libamd-comgr2); those tests are marked ``needs("hiprtc")`` and skip, saying why, where
+hip-python or hiprtc is missing. Header checks run once per header tree (``hip_tree``).
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,11 +18,12 @@ from types import SimpleNamespace
 import pytest
 
 from pinpath import kernels
-from pinpath.errors import NotAvailable, RuntimeCallFailed, RuntimeUnavailable
+from pinpath.errors import NotAvailable, RuntimeCallFailed
 from pinpath.experiments import overlap
 from pinpath.runtimes import hip_
 from pinpath.runtimes.hip_ import HipLatch, HipRuntime
-from pinpath.runtimes.hsa_ import CTYPES, HSA_CONSTANTS, Agent, HsaLatch, HsaRuntime
+from pinpath.runtimes.hsa_ import HsaLatch, HsaRuntime
+from pinpath.runtimes.hsa_abi import CTYPES, HSA_CONSTANTS, Agent
 from pinpath.schema import OVERLAP, check_frame
 from pinpath.trace import Recorder
 from pinpath.vocab import Capability, Direction
@@ -32,6 +32,7 @@ K = HSA_CONSTANTS
 TARGET = "gfx90a"                       # MI200, known to ROCm 5.2's comgr
 TARGET_ID = "gfx90a:sramecc+:xnack-"    # the form gcnArchName takes
 _KERNEL = re.compile(r'extern "C" __global__ void (\w+)\(([^)]*)\)')
+HIPRTC = pytest.mark.needs("hiprtc")
 
 
 def _one_sentence(msg: str) -> bool:
@@ -82,14 +83,8 @@ def test_spin_limit_arithmetic_is_ns_times_rate_without_overflow():
 # -- a real hiprtc compile, no device -------------------------------------------------------------
 @pytest.fixture(scope="module")
 def hiprtc():
-    try:
-        from hip import hiprtc  # noqa: F401
-    except ImportError:
-        pytest.skip("hip-python is not installed, so hiprtc cannot be reached")
-    try:
-        return hip_.load_hiprtc()
-    except RuntimeUnavailable as e:
-        pytest.skip(str(e))
+    """hip-python's hiprtc, loaded (its tests are marked ``HIPRTC``)."""
+    return hip_.load_hiprtc()
 
 
 @pytest.fixture(scope="module")
@@ -97,18 +92,10 @@ def code_object(hiprtc):
     return hip_.compile_kernels(kernels.HIP_KERNEL_SOURCE, TARGET, None, recorder=Recorder(), hiprtc=hiprtc)
 
 
-def _objdump() -> str:
-    for name in ("llvm-objdump", *(f"llvm-objdump-{v}" for v in range(20, 12, -1))):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("no llvm-objdump on PATH to disassemble the code object (apt-get install llvm)")
-
-
-def _disassemble(code: bytes, tmp_path: Path, mcpu: str = TARGET) -> str:
+def _disassemble(objdump: str, code: bytes, tmp_path: Path, mcpu: str = TARGET) -> str:
     co = tmp_path / "pinpath.co"
     co.write_bytes(code)
-    out = subprocess.run([_objdump(), "-d", f"--mcpu={mcpu}", str(co)], capture_output=True, text=True)
+    out = subprocess.run([objdump, "-d", f"--mcpu={mcpu}", str(co)], capture_output=True, text=True)
     if out.returncode != 0 or "<pinpath_vgh>:" not in out.stdout:
         pytest.skip(f"llvm-objdump cannot disassemble amdgcn here: {out.stderr.strip()[:200]}")
     return out.stdout
@@ -120,6 +107,7 @@ def _kernel_text(asm: str, name: str) -> str:
     return asm[start:nxt if nxt > 0 else len(asm)]
 
 
+@HIPRTC
 def test_hiprtc_compiles_both_kernels_for_gfx90a(code_object):
     assert code_object[:4] == b"\x7fELF"
     assert int.from_bytes(code_object[18:20], "little") == 0xE0     # e_machine EM_AMDGPU
@@ -128,6 +116,7 @@ def test_hiprtc_compiles_both_kernels_for_gfx90a(code_object):
     assert TARGET.encode() in code_object
 
 
+@HIPRTC
 def test_compile_is_recorded_once(hiprtc):
     rec = Recorder()
     hip_.compile_kernels(kernels.HIP_KERNEL_SOURCE, TARGET_ID, 25_000_000, recorder=rec, hiprtc=hiprtc)
@@ -135,19 +124,22 @@ def test_compile_is_recorded_once(hiprtc):
     assert HipRuntime.call_categories["hiprtcCompileProgram"] == "kernel"
 
 
-def test_vgh_is_not_contracted_into_fma(code_object, tmp_path):
+@pytest.mark.needs("hiprtc", "llvm-objdump")
+def test_vgh_is_not_contracted_into_fma(code_object, objdump, tmp_path):
     """numpy rounds the product, then the sum: a fused multiply-add would differ in the last bit."""
-    vgh = _kernel_text(_disassemble(code_object, tmp_path), kernels.REPLICA_KERNEL)
+    vgh = _kernel_text(_disassemble(objdump, code_object, tmp_path), kernels.REPLICA_KERNEL)
     assert "v_mul_f64" in vgh and "v_add_f64" in vgh and "v_fma_f64" not in vgh
 
 
-def test_spin_polls_the_flag_against_the_realtime_counter(code_object, tmp_path):
-    spin = _kernel_text(_disassemble(code_object, tmp_path), kernels.SPIN_KERNEL)
+@pytest.mark.needs("hiprtc", "llvm-objdump")
+def test_spin_polls_the_flag_against_the_realtime_counter(code_object, objdump, tmp_path):
+    spin = _kernel_text(_disassemble(objdump, code_object, tmp_path), kernels.SPIN_KERNEL)
     assert "s_memrealtime" in spin                # wall_clock64 on gfx9, not s_memtime (clock64)
     assert "s_memtime " not in spin
     assert re.search(r"(flat|global)_load_dword .* glc", spin)   # the volatile flag read misses the cache
 
 
+@HIPRTC
 def test_compile_failure_names_the_first_log_line(hiprtc):
     with pytest.raises(RuntimeCallFailed) as e:
         hip_.compile_kernels('extern "C" __global__ void broken() { undefined_name; }', TARGET, None, hiprtc=hiprtc)
@@ -157,48 +149,47 @@ def test_compile_failure_names_the_first_log_line(hiprtc):
     assert "\n" not in str(err)
 
 
-# -- hipDeviceProp_t and the wall clock attribute against the system header -----------------------
-def _hip_header() -> tuple[str, str]:
-    for d in ("/usr/include", "/opt/rocm/include", os.path.join(os.environ.get("ROCM_PATH", "/opt/rocm"), "include")):
-        path = os.path.join(d, "hip", "hip_runtime_api.h")
-        if os.path.exists(path):
-            return d, Path(path).read_text()
-    pytest.skip("hip/hip_runtime_api.h not found (apt-get install libamdhip64-dev)")
-
-
-def test_old_abi_gcn_arch_name_offset_matches_header(tmp_path):
-    include, _ = _hip_header()
-    version = Path(include, "hip", "hip_version.h").read_text()
-    major = int(re.search(r"#define HIP_VERSION_MAJOR (\d+)", version).group(1))
-    if major >= 6:
-        pytest.skip(f"the system header is HIP {major}.x: the pre-6.0 hipDeviceProp_t is not here to compare")
-    if shutil.which("cc") is None:
-        pytest.skip("no C compiler (cc) on PATH")
-    src = tmp_path / "prop.c"
+# -- hipDeviceProp_t and the wall clock attribute against the headers of each release ---------------
+def _run_c(tree, tmp_path: Path, body: str) -> str:
+    src = tmp_path / "probe.c"
     src.write_text("#include <stddef.h>\n#include <stdio.h>\n#include <hip/hip_runtime_api.h>\n"
-                   'int main(void) { printf("%zu %zu %zu\\n", offsetof(hipDeviceProp_t, gcnArchName), '
-                   "sizeof(((hipDeviceProp_t *)0)->gcnArchName), sizeof(hipDeviceProp_t)); return 0; }\n")
-    subprocess.run(["cc", "-std=c11", "-D__HIP_PLATFORM_AMD__", f"-I{include}", str(src), "-o", str(tmp_path / "prop")],
-                   check=True, capture_output=True)
-    offset, nbytes, total = map(int, subprocess.run([str(tmp_path / "prop")], capture_output=True, text=True,
-                                                    check=True).stdout.split())
-    assert offset == hip_.GCN_ARCH_NAME_OFFSET_BEFORE_6_0 and nbytes == hip_._NAME_NBYTES
-    assert total <= hip_._PROP_NBYTES_BEFORE_6_0
+                   "#define STR2(x) #x\n#define STR(x) STR2(x)\nint main(void) {\n" + body + "\nreturn 0; }\n")
+    built = subprocess.run(["cc", "-std=c11", "-D__HIP_PLATFORM_AMD__", f"-I{tree.include}", str(src), "-o",
+                            str(tmp_path / "probe")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    return subprocess.run([str(tmp_path / "probe")], capture_output=True, text=True, check=True).stdout
 
 
-def test_wall_clock_attribute_is_past_the_old_enum_or_the_same():
-    """hip-python's hipDeviceAttributeWallClockRate must mean that attribute to the system
+def test_device_properties_abi_matches_the_version_branch(hip_tree, tmp_path):
+    """Before 6.0 the backend reads gcnArchName raw at its offset in the old struct; from 6.0
+    on it calls hip-python, whose hipGetDeviceProperties is the header's R0600 symbol."""
+    name, offset, nbytes, total = _run_c(hip_tree, tmp_path, (
+        'printf("%s %zu %zu %zu\\n", STR(hipGetDeviceProperties), offsetof(hipDeviceProp_t, gcnArchName), '
+        "sizeof(((hipDeviceProp_t *)0)->gcnArchName), sizeof(hipDeviceProp_t));")).split()
+    assert int(nbytes) == hip_._NAME_NBYTES
+    if hip_tree.hip_version[:2] < (6, 0):
+        assert name == "hipGetDeviceProperties" and int(offset) == hip_.GCN_ARCH_NAME_OFFSET_BEFORE_6_0
+        assert int(total) <= hip_._PROP_NBYTES_BEFORE_6_0
+    else:
+        assert name == "hipGetDevicePropertiesR0600"
+
+
+def _amd_attributes(api: str) -> list[str]:
+    """The enumerators of hipDeviceAttribute_t's AMD-specific block, after its Begin marker."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", "", api, flags=re.S)
+    block = text[text.index("hipDeviceAttributeAmdSpecificBegin"):text.index("hipDeviceAttributeAmdSpecificEnd")]
+    return [item.split("=")[0].strip() for item in block.split(",")[1:] if item.strip()]
+
+
+@pytest.mark.needs("hip-python")
+def test_wall_clock_attribute_is_past_the_old_enum_or_the_same(hip_tree, tmp_path):
+    """hip-python's hipDeviceAttributeWallClockRate must mean that attribute to each release's
     runtime, or be a value it does not know (then it answers an error and the rate is assumed)."""
-    try:
-        from hip import hip
-    except ImportError:
-        pytest.skip("hip-python is not installed")
-    _, api = _hip_header()
+    from hip import hip
     ours = int(hip.hipDeviceAttribute_t.hipDeviceAttributeWallClockRate)
-    amd = api[api.index("hipDeviceAttributeAmdSpecificBegin = 10000"):api.index("hipDeviceAttributeAmdSpecificEnd")]
-    names = re.findall(r"^\s*(hipDeviceAttribute\w+)", amd, re.M)[1:]   # enumerators after the Begin marker
+    names = _amd_attributes((hip_tree.include / "hip" / "hip_runtime_api.h").read_text())
     if "hipDeviceAttributeWallClockRate" in names:
-        assert 10000 + names.index("hipDeviceAttributeWallClockRate") == ours
+        assert int(_run_c(hip_tree, tmp_path, 'printf("%d\\n", (int)hipDeviceAttributeWallClockRate);')) == ours
     else:
         assert ours >= 10000 + len(names)
 
@@ -274,6 +265,7 @@ def _bare_hip(fake: _FakeHip, version=(6, 2, 0)) -> HipRuntime:
     return rt
 
 
+@HIPRTC
 def test_hip_prepare_kernels_targets_the_device_and_loads_both(hiprtc):
     fake = _FakeHip(wall_clock_khz=25_000)
     rt = _bare_hip(fake)
@@ -451,8 +443,9 @@ def test_hsa_has_a_latch_but_no_kernels():
     assert Capability.KERNELS in HsaRuntime.unavailable and Capability.LATCH not in HsaRuntime.unavailable
     rt, _ = _bare_hsa()
     for call in (rt.prepare_kernels, lambda: rt.launch_replica(rt.new_queue(), 0, 0, 1, 1)):
-        with pytest.raises(NotImplementedError) as e:
+        with pytest.raises(NotAvailable) as e:   # the declared reason, as need() gives it
             call()
+        assert str(e.value) == f"hsa: kernels not available: {HsaRuntime.unavailable[Capability.KERNELS]}"
         assert _one_sentence(str(e.value)), str(e.value)
 
 

@@ -1,16 +1,17 @@
-"""The HSA backend without an AMD GPU: bindings against the real library and headers,
-the refusal to start, and the pure logic (status names, pointer-info sizes, pools, events).
+"""The HSA backend without an AMD GPU: bindings against the real library and the headers of
+every ROCm release at hand, the refusal to start, and the pure logic (status names,
+pointer-info sizes, pools, events).
 
-Header checks compile C at test time; they skip when cc or the Debian packages
-(libhsa-runtime64-1, libhsa-runtime-dev) are absent.
+Header checks compile C at test time, once per header tree (``hsa_tree``: the system's and
+those under ``PINPATH_ROCM_HEADERS``; see conftest.py); tests that need the library are
+marked ``needs("libhsa")`` and skip, saying why, where it is absent.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
-import shutil
+import re
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,45 +19,26 @@ from types import SimpleNamespace
 import pytest
 
 from pinpath.errors import RuntimeCallFailed, RuntimeUnavailable
-from pinpath.runtimes import hsa_
+from pinpath.runtimes import hsa_abi
 from pinpath.runtimes.hsa_ import (
-    CTYPES, HSA_CONSTANTS, LIBRARY, PROTOTYPES, STATUS_NAMES, STRUCTS, Agent, AgentCallback,
-    CopyEvent, HsaRuntime, PointerInfoStruct, PoolInfo, SignalQueue, event_ticks,
-    init_failure_sentence, load_failure_sentence, pick_pool, pointer_answer, soname_version,
-    status_name, ticks_to_ns, valid_pointer_fields,
+    CopyEvent, HsaRuntime, PoolInfo, SignalQueue, event_ticks, pick_pool, pointer_answer, ticks_to_ns,
+)
+from pinpath.runtimes.hsa_abi import (
+    CTYPES, HSA_CONSTANTS, LIBRARY, NEWER_STATUS_NAMES, OPTIONAL_SYMBOLS, PROTOTYPES, STATUS_NAMES, STRUCTS,
+    Agent, AgentCallback, PointerInfoStruct, init_failure_sentence, load_failure_sentence, soname_version,
+    status_name, valid_pointer_fields,
 )
 from pinpath.trace import Recorder
 from pinpath.vocab import Direction
 
-LAYOUT_C = Path(hsa_.__file__).resolve().parent.parent / "native" / "hsa_layout.c"
+LAYOUT_C = Path(hsa_abi.__file__).resolve().parent.parent / "native" / "hsa_layout.c"
 K = HSA_CONSTANTS
+INCLUDES = ("#include <stdbool.h>", "#include <stdio.h>", "#include <hsa/hsa.h>", "#include <hsa/hsa_ext_amd.h>")
 
 
-# -- environment -----------------------------------------------------------------------------
-def _hsa_include_dir() -> str:
-    for d in ("/usr/include", "/opt/rocm/include", os.path.join(os.environ.get("ROCM_PATH", "/opt/rocm"), "include")):
-        if os.path.exists(os.path.join(d, "hsa", "hsa.h")) and os.path.exists(os.path.join(d, "hsa", "hsa_ext_amd.h")):
-            return d
-    pytest.skip("hsa/hsa.h and hsa/hsa_ext_amd.h not found (apt-get install libhsa-runtime-dev)")
-
-
-def _cc() -> str:
-    cc = shutil.which("cc")
-    if cc is None:
-        pytest.skip("no C compiler (cc) on PATH")
-    return cc
-
-
-def _library() -> ctypes.CDLL:
-    try:
-        return ctypes.CDLL(LIBRARY)
-    except OSError:
-        pytest.skip(f"{LIBRARY} not installed (apt-get install libhsa-runtime64-1)")
-
-
-def _compile(tmp: Path, source: Path, *, run: bool = True, extra=()) -> subprocess.CompletedProcess:
+def _compile(tmp: Path, source: Path, tree, *, run: bool = True, extra=()) -> subprocess.CompletedProcess:
     exe = tmp / source.stem
-    args = [_cc(), "-std=c11", "-Wall", "-Werror", f"-I{_hsa_include_dir()}", *extra, str(source)]
+    args = ["cc", "-std=c11", "-Wall", "-Werror", f"-I{tree.include}", *extra, str(source)]
     args += ["-o", str(exe)] if run else ["-fsyntax-only"]
     built = subprocess.run(args, capture_output=True, text=True)
     if not run or built.returncode != 0:
@@ -64,10 +46,18 @@ def _compile(tmp: Path, source: Path, *, run: bool = True, extra=()) -> subproce
     return subprocess.run([str(exe)], capture_output=True, text=True, check=True)
 
 
+def _c_file(tmp: Path, name: str, lines) -> Path:
+    src = tmp / f"{name}.c"
+    src.write_text("\n".join([*INCLUDES, *lines]) + "\n")
+    return src
+
+
 @pytest.fixture(scope="module")
-def header(tmp_path_factory):
-    """sizes, offsets and constants as the real headers define them."""
-    out = _compile(tmp_path_factory.mktemp("hsa_layout"), LAYOUT_C)
+def header(hsa_tree, tmp_path_factory):
+    """sizes, offsets and constants as this tree's headers define them, and which optional
+    symbols they declare."""
+    tmp = tmp_path_factory.mktemp("hsa_layout")
+    out = _compile(tmp, LAYOUT_C, hsa_tree)
     assert out.returncode == 0, out.stderr
     sizes, offsets, consts = {}, {}, {}
     for line in out.stdout.splitlines():
@@ -78,21 +68,39 @@ def header(tmp_path_factory):
             offsets[(rest[0], rest[1])] = int(rest[2])
         elif what == "const":
             consts[rest[0]] = int(rest[1])
-    return SimpleNamespace(sizes=sizes, offsets=offsets, consts=consts)
+    declared = {sym for sym in OPTIONAL_SYMBOLS   # an undeclared function does not compile in C11 -Werror
+                if _compile(tmp, _c_file(tmp, f"probe_{sym}", [f"void probe(void) {{ (void){sym}; }}"]),
+                            hsa_tree, run=False).returncode == 0}
+    return SimpleNamespace(tree=hsa_tree, sizes=sizes, offsets=offsets, consts=consts, declared=declared, tmp=tmp)
 
 
 def _one_sentence(msg: str) -> bool:
     return "\n" not in msg and ". " not in msg.rstrip(".") and len(msg) < 300
 
 
-# -- the real library and headers -----------------------------------------------------------
+# -- the real library --------------------------------------------------------------------------
+@pytest.mark.needs("libhsa")
 def test_library_binds_every_required_symbol():
-    fns, path = hsa_.bind(_library(), LIBRARY)
+    lib = ctypes.CDLL(LIBRARY)
+    fns, path = hsa_abi.bind(lib, LIBRARY)
     for sym in PROTOTYPES:
         fn = getattr(fns, sym)
+        if sym not in OPTIONAL_SYMBOLS:
+            assert fn is not None, sym
+        assert (fn is not None) == hasattr(lib, sym), sym   # an optional one is None exactly where absent
         if fn is not None:
             assert fn.argtypes == [CTYPES[p] for p in PROTOTYPES[sym][1]], sym
     assert path and soname_version(path) != "unknown"
+
+
+# -- the headers of each release ----------------------------------------------------------------
+def test_headers_come_from_the_tree(header):
+    """The compiler must read this tree's hsa/ headers, not fall back on the system's."""
+    src = _c_file(header.tmp, "deps", [])
+    deps = subprocess.run(["cc", "-M", f"-I{header.tree.include}", str(src)], capture_output=True, text=True,
+                          check=True).stdout.replace("\\\n", " ").split()
+    hsa = [d for d in deps if "/hsa/" in d]
+    assert hsa and all(Path(d).resolve().is_relative_to(header.tree.include.resolve()) for d in hsa), hsa
 
 
 def test_struct_layouts_match_header(header):
@@ -115,35 +123,72 @@ def test_every_constant_matches_header(header):
     assert not wrong
 
 
-def _prototype_check(tmp_path: Path, prototypes: dict) -> subprocess.CompletedProcess:
+def _header_statuses(tree) -> list[str]:
+    """Every hsa_status_t enumerator the headers define (comments stripped)."""
+    names: list[str] = []
+    for h in ("hsa/hsa.h", "hsa/hsa_ext_amd.h"):
+        text = re.sub(r"/\*.*?\*/|//[^\n]*", "", (tree.include / h).read_text(), flags=re.S)
+        names += [n for n in re.findall(r"\b(HSA_STATUS_[A-Z0-9_]+)\s*=", text) if n not in names]
+    return names
+
+
+def test_every_status_of_the_header_has_its_name(header):
+    """A status a newer release added must be named, not printed as a number."""
+    names = _header_statuses(header.tree)
+    src = _c_file(header.tmp, "statuses", ["int main(void) {", *(f'printf("{n} %d\\n", (int){n});' for n in names),
+                                            "return 0; }"])
+    out = _compile(header.tmp, src, header.tree)
+    assert out.returncode == 0, out.stderr
+    values = {n: int(v) for n, v in (line.split() for line in out.stdout.splitlines())}
+    assert {n: v for n, v in values.items() if STATUS_NAMES.get(v) != n} == {}
+    release = header.tree.release("libhsa-runtime-dev")
+    if release:   # the release each newer status first appears in
+        have = tuple(map(int, release.split(".")[:2]))
+        assert {v for v, (n, since) in NEWER_STATUS_NAMES.items() if n in values} == \
+            {v for v, (n, since) in NEWER_STATUS_NAMES.items() if have >= since}
+
+
+def _prototype_check(tmp_path: Path, tree, prototypes: dict) -> subprocess.CompletedProcess:
     """A C file that assigns each real function to a pointer of the binding's type (a
     mismatch is an error) and asserts each ctypes size equals its C type's size."""
-    lines = ["#include <stdbool.h>", "#include <hsa/hsa.h>", "#include <hsa/hsa_ext_amd.h>"]
-    for sym, (ret, params) in prototypes.items():
-        lines.append(f"{ret} (*p_{sym})({', '.join(params) or 'void'}) = {sym};")
+    lines = [f"{ret} (*p_{sym})({', '.join(params) or 'void'}) = {sym};" for sym, (ret, params) in prototypes.items()]
+    used = {t for ret, params in prototypes.values() for t in (ret, *params)}
     for cname, ctype in CTYPES.items():
-        if ctype is not None:
+        if ctype is not None and cname in used:
             lines.append(f'_Static_assert(sizeof({cname}) == {ctypes.sizeof(ctype)}, "{cname}");')
-    src = tmp_path / "hsa_prototypes.c"
-    src.write_text("\n".join(lines) + "\n")
-    return _compile(tmp_path, src, run=False, extra=["-Werror=incompatible-pointer-types"])
+    return _compile(tmp_path, _c_file(tmp_path, "hsa_prototypes", lines), tree, run=False,
+                    extra=["-Werror=incompatible-pointer-types"])
 
 
-def test_prototypes_match_header(tmp_path):
-    out = _prototype_check(tmp_path, PROTOTYPES)
+def test_prototypes_match_header(header, tmp_path):
+    """Every required prototype, and each optional one this release declares."""
+    bound = {s: p for s, p in PROTOTYPES.items() if s not in OPTIONAL_SYMBOLS or s in header.declared}
+    out = _prototype_check(tmp_path, header.tree, bound)
     assert out.returncode == 0, out.stderr
 
 
-def test_prototype_check_catches_a_wrong_binding(tmp_path):
+def test_optional_symbols_by_release(header):
+    """hsa_amd_memory_async_copy_on_engine came with ROCr 6.x; the others are in 5.2 already."""
+    assert OPTIONAL_SYMBOLS - {"hsa_amd_memory_async_copy_on_engine"} <= header.declared
+    release = header.tree.release("libhsa-runtime-dev")
+    if release:
+        assert ("hsa_amd_memory_async_copy_on_engine" in header.declared) == (int(release.split(".")[0]) >= 6)
+
+
+def test_prototype_check_catches_a_wrong_binding(hsa_tree, tmp_path):
     wrong = dict(PROTOTYPES, hsa_amd_memory_unlock=("hsa_status_t", ("void *", "size_t")))
-    assert _prototype_check(tmp_path, wrong).returncode != 0
+    wrong.pop("hsa_amd_memory_async_copy_on_engine")
+    assert _prototype_check(tmp_path, hsa_tree, wrong).returncode != 0
+
+
+def test_every_c_type_is_used_by_a_prototype():
+    used = {t for ret, params in PROTOTYPES.values() for t in (ret, *params)}
+    assert set(CTYPES) == used
 
 
 # -- refusing to start, in one sentence -------------------------------------------------------
+@pytest.mark.needs("libhsa", "no-kfd")
 def test_no_gpu_refuses_with_out_of_resources():
-    _library()
-    if os.path.exists("/dev/kfd"):
-        pytest.skip("an AMD GPU (/dev/kfd) is present: this test is for machines without one")
     rec = Recorder()
     with pytest.raises(RuntimeUnavailable) as e:
         HsaRuntime(recorder=rec)
@@ -174,6 +219,7 @@ def test_status_names():
     assert status_name(0x1000) == "HSA_STATUS_ERROR"
     assert status_name(40) == "HSA_STATUS_ERROR_INVALID_MEMORY_POOL"
     assert status_name(46) == "HSA_STATUS_ERROR_RESOURCE_BUSY"   # newer than the 5.2 headers
+    assert status_name(47) == "HSA_STATUS_ERROR_NOT_SUPPORTED"   # ROCr 7.2
     assert status_name(0x7777) == "HSA_STATUS_UNKNOWN_0x7777"
     assert len(set(STATUS_NAMES.values())) == len(STATUS_NAMES)   # no two codes share a name
 

@@ -18,14 +18,14 @@ __all__ = ["policy_sweep", "lock_outcomes"]
 
 def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), sizes_nbytes,
                  directions=("h2d", "d2h"), kinds=(MemoryKind.HEAP,), repeats: int = 10, warmup: int = 1,
-                 verify: str = "first", app_pinned: bool = False, label: str = "policy sweep") -> pd.DataFrame:
+                 verify: str = "first", app_pinned=False, label: str = "policy sweep") -> pd.DataFrame:
     """TRANSFERS rows (with ``repeat``, ``backing``, ``app_pinned``) of each policy for each kind,
     size and direction, every point visited once per round in a shuffled order.
 
     Each (kind, size, policy) has its own host buffer, mapped before the first round and
     unmapped after the last, so map-time policies see it as an offload runtime would. With
-    ``app_pinned`` the application registers each buffer itself first (as QMCPACK does with
-    hipHostRegister) and unregisters it at the end. A (kind, direction) pair that cannot be done
+    ``app_pinned`` (True, or the values to sweep: ``(True, False)``) the application registers
+    each buffer itself first (as QMCPACK does with hipHostRegister) and unregisters it at the end. A (kind, direction) pair that cannot be done
     - a D2H into read-only memory - is left out; a kind this machine cannot make (rodata
     without a compiler) gives one row saying why (``not_available``). The phases (query, lock,
     alloc, grant, copy_in, dma, wait, copy_out, unlock, free) say where the time goes.
@@ -36,26 +36,30 @@ def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), s
         dptrs = {n: dev.get(n) for n in sizes_nbytes}
         pols = {p: stack.enter_context(make_policy(p, rt)) for p in policies}
         bufs = {}
-        for kind, n, p in (tuple(pt.values()) for pt in grid(kind=kinds, nbytes=sizes_nbytes, policy=policies)):
+        pinned_axis = list(app_pinned) if isinstance(app_pinned, (list, tuple)) else [bool(app_pinned)]
+        for pt in grid(kind=kinds, nbytes=sizes_nbytes, policy=policies, app_pinned=pinned_axis):
+            key = tuple(pt.values())
             try:
-                buf = stack.enter_context(host_buffer(kind, n, rt=rt))
+                buf = stack.enter_context(host_buffer(pt["kind"], pt["nbytes"], rt=rt))
             except NotAvailable as e:
-                missing.append({"kind": str(kind), "nbytes": n, "not_available": str(e)})
+                missing.append({"kind": str(pt["kind"]), "nbytes": pt["nbytes"], "not_available": str(e)})
                 continue
-            if app_pinned:
+            if pt["app_pinned"]:
                 rt.lock(buf.ptr, buf.nbytes)
                 stack.callback(rt.unlock, buf.ptr, buf.nbytes)
-            pols[p].map(buf)
-            stack.callback(pols[p].unmap, buf)
-            bufs[(kind, n, p)] = buf
-        points = [pt for pt in grid(kind=kinds, nbytes=sizes_nbytes, direction=directions, policy=policies)
-                  if (pt["kind"], pt["nbytes"], pt["policy"]) in bufs and not supports(pt["kind"], pt["direction"])]
+            pols[pt["policy"]].map(buf)
+            stack.callback(pols[pt["policy"]].unmap, buf)
+            bufs[key] = buf
+        points = [pt for pt in grid(kind=kinds, nbytes=sizes_nbytes, policy=policies, app_pinned=pinned_axis,
+                                    direction=directions)
+                  if (pt["kind"], pt["nbytes"], pt["policy"], pt["app_pinned"]) in bufs
+                  and not supports(pt["kind"], pt["direction"])]
         for i, pt in rounds(points, repeats=repeats, warmup=warmup, label=label):
-            buf = bufs[(pt["kind"], pt["nbytes"], pt["policy"])]
+            buf = bufs[(pt["kind"], pt["nbytes"], pt["policy"], pt["app_pinned"])]
             r = transfer(pols[pt["policy"]], buf, dev, dptrs[pt["nbytes"]], pt["direction"],
                          verify=checks(verify, i))
             if i >= 0:
-                rows.append((r, {"repeat": i, "backing": buf.backing, "app_pinned": app_pinned}))
+                rows.append((r, {"repeat": i, "backing": buf.backing, "app_pinned": pt["app_pinned"]}))
     out = transfers_frame(rows, rt.name)
     if missing:
         out = pd.concat([out, pd.DataFrame(missing).assign(platform=rt.name)], ignore_index=True)

@@ -37,61 +37,12 @@ import pandas as pd
 from ..errors import NotAvailable, PinpathError, VerificationFailed
 from ..kernels import NSPLINES, VGH_DIM
 from ..paths import PROJECT_ROOT
-from .. import schema as _schema
-from ..schema import frame
+from ..schema import MODEL_INVOCATIONS, RATIO, REAL_COPIES, REAL_INVOCATIONS, REAL_PHASES, REAL_RUNS, SUMMARY, frame
 
-__all__ = ["REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
-           "DATASETS", "VARIANTS", "MODELS", "OFFLOAD_DIR", "RUNTIME_DIR", "Build", "RealRun", "find_build", "runtime_env",
+__all__ = ["VARIANTS", "MODELS", "OFFLOAD_DIR", "RUNTIME_DIR", "Build", "RealRun", "find_build", "runtime_env",
            "build_host_region", "run_region", "parse_facts", "parse_info", "parse_profile", "real_runtime",
            "real_runtime_or_reason", "model_plan", "replica_model", "summary", "copies_table", "phase_table",
            "model_real_ratio", "beside", "describe", "plan_vendor"]
-
-# -- tables (the lead moves them into schema.py) ------------------------------------------------
-REAL_RUNS = {            # one row per run of the binary
-    "variant": "str", "mode": "str",   # the variant; the binary's --variant (plain, app_pinned)
-    "env": "str",                      # the runtime switches set, "K=V K=V"
-    "nw": "int", "traced": "bool?", "steps": "int", "invocations": "int",
-    "offload_devices": "int", "on_device": "bool?",
-    "register": "str",                 # the application's pinning call (cuMemHostRegister, hipHostRegister, mlock, none)
-    "register_rc": "int", "register_ns": "int", "unregister_ns": "int",
-    "enter_ns": "int", "exit_ns": "int",   # target enter data / exit data
-    "wrong": "int",                    # invocations whose D2H bytes differed from the formula
-    "wall_ns": "int", "vendor": "str", "arch": "str",
-}
-REAL_INVOCATIONS = {     # one row per region invocation (host steady_clock around the target region)
-    "variant": "str", "nw": "int", "traced": "bool?", "step": "int", "invocation": "int",
-    "ns": "int", "verified": "bool?", "vendor": "str", "arch": "str",
-}
-REAL_COPIES = {          # one row per copy LIBOMPTARGET_INFO reported
-    "variant": "str", "nw": "int", "segment": "str",   # setup, invocation, teardown
-    "step": "int", "invocation": "int",                # -1 outside invocations
-    "direction": "str", "nbytes": "int", "name": "str",   # h2d/d2h; the mapped variable's name
-    "source": "str",                                   # who printed it: omptarget, PluginInterface ...
-    "device": "int", "host_ptr": "str", "tgt_ptr": "str",
-}
-REAL_PHASES = {          # one row per LIBOMPTARGET_PROFILE event
-    "variant": "str", "nw": "int", "segment": "str", "step": "int", "invocation": "int",
-    "phase": "str",                # the runtime's name: Runtime: target exe, HostToDev, Kernel Target ...
-    "nbytes": "Int",               # Size=...B where the event names one
-    "location": "str",             # file:line of the construct
-    "start_us": "int", "dur_ns": "int",   # the profile counts whole microseconds
-}
-MODEL_INVOCATIONS = {    # the replica's cost per invocation: sum of its events' host time
-    "variant": "str", "policy": "str", "user_pinned": "bool?", "threshold_nbytes": "Int",
-    "nw": "int", "step": "int", "invocation": "int", "ns": "int", "platform": "str",
-}
-SUMMARY = {"source": "str", "variant": "str", "nw": "int", "n": "int",
-           "median_ns": "float", "lo_ns": "float", "hi_ns": "float"}   # bootstrap 95 % of the median
-RATIO = {"variant": "str", "nw": "int", "policy": "str", "user_pinned": "bool?",
-         "model_median_ns": "float", "real_median_ns": "float",
-         "ratio": "float", "ratio_lo": "float", "ratio_hi": "float",   # model / real, bootstrap 95 %
-         "n_model": "int", "n_real": "int"}
-
-#: the data sets notebook 13 writes (run-level names, as in schema.DATASETS)
-DATASETS = {"real_runs": REAL_RUNS, "real_invocations": REAL_INVOCATIONS, "real_copies": REAL_COPIES,
-            "real_phases": REAL_PHASES, "real_model": MODEL_INVOCATIONS, "real_ratio": RATIO}
-for _name, _table in DATASETS.items():   # until schema.DATASETS declares them (drop these lines then)
-    _schema.DATASETS.setdefault(_name, _table)
 
 # -- variants and the policies that model them --------------------------------------------------
 VARIANTS = {   # name -> (binary's --variant, environment, vendors where it means something)

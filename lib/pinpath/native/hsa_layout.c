@@ -1,10 +1,12 @@
 /* Prints the layout of every HSA struct and the value of every HSA constant that
- * pinpath's ctypes bindings (runtimes/hsa_.py) use, from the real headers, one per line:
+ * pinpath's ctypes bindings (runtimes/hsa_abi.py) use, from the real headers, one per line:
  *   sizeof <type> <bytes>
  *   offsetof <type> <member> <bytes>
  *   const <name> <value>
  * tests/runtimes/test_hsa.py compiles it at test time and compares each line with the
  * bindings. No HSA call is made, so it runs without a GPU and without linking the runtime.
+ * Everything listed here exists, with these values, from ROCm 5.2 to 7.2; statuses added
+ * later (45-47) and optional prototypes are probed by the test itself, release by release.
  * Build: cc -std=c11 -I<include dir holding hsa/> hsa_layout.c -o hsa_layout
  */
 #include <stddef.h>

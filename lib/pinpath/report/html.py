@@ -27,7 +27,7 @@ from markupsafe import Markup
 from ..paths import PROJECT_ROOT
 from ..units import fmt_ns
 from ..atomic import write_text_atomic
-from .fmt import _isnum, binary_size, format_measured, format_threshold
+from .fmt import _exact_binary, _isnum, binary_size, format_measured, format_threshold
 
 __all__ = ["render_notebook", "render_index", "external_scripts", "claims_section", "figures_section",
            "fidelity_section", "render_compare", "format_measured", "format_threshold", "verdict_word",

@@ -11,6 +11,7 @@ changed in 6.0, so ``describe`` uses only calls whose ABI did not change).
 from __future__ import annotations
 
 import ctypes
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..vocab import PageableCopy, Relock
 from .streams import StreamRuntime, rc_of
 
 __all__ = ["HipRuntime", "parse_hip_version", "memory_type_names", "PointerAttributes", "load_hiprtc",
-           "compile_kernels", "HipLatch"]
+           "compile_kernels", "HipLatch", "plain", "dlopen_reason"]
 
 HIP_SUCCESS = 0
 HIP_ERROR_INVALID_VALUE = 1     # also what HIP before 6.x answers for a pointer it does not know
@@ -67,6 +68,29 @@ class PointerAttributes(ctypes.Structure):
 
 
 _rc = rc_of
+_BYTES_REPR = re.compile(r"""\bb(['"])(.*?)\1""", re.S)
+
+
+def plain(value) -> str:
+    """Text for a sentence: bytes decoded, and any ``b'...'`` repr inside a string (hip-python's
+    loader formats its bytes arguments with ``str``) reduced to its content."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode(errors="replace")
+    return _BYTES_REPR.sub(r"\2", str(value))
+
+
+def _dll_name(module) -> str:
+    """The library name a hip-python C module opens (its ``DLL``)."""
+    return plain(getattr(module, "DLL", b"?"))
+
+
+def dlopen_reason(error) -> str | None:
+    """Why hip-python's dlopen failed (its RuntimeError or that text), without bytes reprs
+    and on one line; None where the library is simply not on the library path."""
+    text = plain(error).strip()
+    m = re.match(r"failed to dlopen '[^']*': (.*)", text, re.S)
+    text = " ".join((m.group(1) if m else text).split())
+    return None if "cannot open shared object file" in text else text
 
 
 def load_hiprtc():
@@ -74,23 +98,25 @@ def load_hiprtc():
     does not have (hiprtc lived inside libamdhip64 then, as Debian's 5.2 ships it): where
     that open fails, hiprtc is pointed at the library hip-python's HIP module opens."""
     from hip import hiprtc
+    import hip.chip
+    import hip.chiprtc
+    first = _dll_name(hip.chiprtc)
     try:
         hiprtc.hiprtcVersion()
     except RuntimeError:   # dlopen failed; chiprtc retries the open at its next call
-        import hip.chip
-        import hip.chiprtc
         hip.chiprtc.DLL = hip.chip.DLL
         try:
             hiprtc.hiprtcVersion()
         except RuntimeError as e:
-            raise RuntimeUnavailable(f"hip kernels unavailable: neither libhiprtc.so nor "
-                                     f"{hip.chip.DLL.decode()} provides hiprtc ({e})") from None
+            both, reason = f"neither {first} nor {_dll_name(hip.chip)}", dlopen_reason(e)
+            raise RuntimeUnavailable(f"hip kernels unavailable: {both} is on the library path to provide hiprtc"
+                                     if reason is None else
+                                     f"hip kernels unavailable: {both} provides hiprtc ({reason})") from None
     return hiprtc
 
 
 def _hiprtc_failed(hiprtc, call: str, err) -> RuntimeCallFailed:
-    name = hiprtc.hiprtcGetErrorString(err)[0]
-    return RuntimeCallFailed("hip", call, int(err), name.decode() if isinstance(name, bytes) else str(name))
+    return RuntimeCallFailed("hip", call, int(err), plain(hiprtc.hiprtcGetErrorString(err)[0]))
 
 
 def compile_kernels(source: str, arch: str | None, wall_clock_hz: int | None, *, recorder: Recorder | None = None,
@@ -172,7 +198,12 @@ class HipRuntime(StreamRuntime):
         try:
             out = hip.hipRuntimeGetVersion()
         except RuntimeError as e:   # hip-python opens libamdhip64.so at its first call
-            raise RuntimeUnavailable(f"hip runtime unavailable: hip-python cannot load libamdhip64.so ({e})") from None
+            from hip import chip
+            library, reason = _dll_name(chip), dlopen_reason(e)
+            raise RuntimeUnavailable(
+                f"hip runtime unavailable: {library} not found on the library path (hip-python opens it at its "
+                "first call)" if reason is None else
+                f"hip runtime unavailable: hip-python cannot load {library} ({reason})") from None
         version = self._check("hipRuntimeGetVersion", out)
         self.runtime_version = parse_hip_version(int(version))
         self._memory_types = memory_type_names(*self.runtime_version[:2])
@@ -197,7 +228,7 @@ class HipRuntime(StreamRuntime):
         except ValueError:   # a code newer than hip-python's enum
             return f"hipError {int(err)}"
         e, name = self._hip.hipGetErrorName(code)
-        return str(name) if int(e) == HIP_SUCCESS else code.name
+        return plain(name) if int(e) == HIP_SUCCESS and name is not None else code.name
 
     def describe(self) -> dict:
         import importlib.metadata
@@ -208,9 +239,9 @@ class HipRuntime(StreamRuntime):
         drv = self._check("hipDriverGetVersion", hip.hipDriverGetVersion())
         return {
             "platform": self.name,
-            "device": str(name),
+            "device": plain(name),
             "device_index": self.device,
-            "pci_bus_id": str(bus),
+            "pci_bus_id": plain(bus),
             "driver_version": ".".join(map(str, parse_hip_version(int(drv)))),
             "runtime_version": ".".join(map(str, self.runtime_version)),
             "hip_python_version": importlib.metadata.version("hip-python"),

@@ -201,10 +201,10 @@ class HostRuntime(RuntimeBase):
     def free_latch(self, latch) -> None:
         latch.set()
 
-    def new_event(self):
-        raise NotImplementedError("host has no device events")
+    def _no_events(self, *args):
+        raise NotImplementedError("host has no device events (has_events is False)")
 
-    free_event = record_event = elapsed_ns = new_event
+    new_event = free_event = record_event = elapsed_ns = _no_events
 
     # -- untimed helpers ---------------------------------------------------------------
     null_native = staticmethod(_L.getppid)   #: the cheapest real call (a syscall), unrecorded
@@ -219,6 +219,7 @@ class HostRuntime(RuntimeBase):
         return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr)).copy()
 
     def write_device(self, ptr: int, src: np.ndarray) -> None:
+        src = np.ascontiguousarray(src)
         libc.memmove(ptr, src.ctypes.data, src.nbytes)
 
     def plain_copy_ns(self, dst: int, src: int, nbytes: int, direction: Direction, repeats: int) -> list[int]:

@@ -5,18 +5,15 @@ Every native call goes through the recorder under its HSA symbol and every statu
 checked: a refused lock raises LockFailed, anything else RuntimeCallFailed with the
 status name. Names come from a table (``STATUS_NAMES``), because ``hsa_status_string``
 itself needs an initialised runtime, which is exactly what is missing when naming
-matters most. Struct layouts, prototypes and constants are data (``STRUCTS``,
-``PROTOTYPES``, ``HSA_CONSTANTS``) so that tests can compare each with the real headers.
+matters most. The C interface (constants, structs, prototypes, loading) is data in
+``hsa_abi``, which tests compare with the real headers; its names are re-exported here.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
-import re
 import time
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import NamedTuple
 
 import numpy as np
@@ -25,236 +22,17 @@ from ..errors import LockFailed, RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
 from ..vocab import Capability, Direction, PageableCopy, Relock
-from .base import RuntimeBase
+from .base import RuntimeBase, need
+from .hsa_abi import (  # noqa: F401  (re-exported: the names tests and nativelib import from here)
+    CTYPES, HSA_CONSTANTS, LIBRARY, NAME_NBYTES, POINTER_TYPE_NAMES, PROTOTYPES, STATUS_NAMES, STRUCTS,
+    U64_MAX, Agent, AgentCallback, AsyncCopyTime, MemoryPool, PointerInfoStruct, PoolCallback, Signal, bind,
+    init_failure_sentence, load_failure_sentence, missing_symbol_sentence, soname_version, status_name,
+    valid_pointer_fields,
+)
+from .hsa_abi import K as _K
 
 __all__ = ["HsaRuntime", "HsaLatch", "HSA_CONSTANTS", "STATUS_NAMES", "STRUCTS", "PROTOTYPES", "CTYPES",
            "status_name", "LIBRARY"]
-
-LIBRARY = "libhsa-runtime64.so.1"
-
-#: every enum constant the bindings use, with its value in hsa.h / hsa_ext_amd.h
-#: (the test compiles those headers and compares each one)
-HSA_CONSTANTS: dict[str, int] = {
-    # hsa_status_t (hsa.h)
-    "HSA_STATUS_SUCCESS": 0x0,
-    "HSA_STATUS_INFO_BREAK": 0x1,
-    "HSA_STATUS_ERROR": 0x1000,
-    "HSA_STATUS_ERROR_INVALID_ARGUMENT": 0x1001,
-    "HSA_STATUS_ERROR_INVALID_QUEUE_CREATION": 0x1002,
-    "HSA_STATUS_ERROR_INVALID_ALLOCATION": 0x1003,
-    "HSA_STATUS_ERROR_INVALID_AGENT": 0x1004,
-    "HSA_STATUS_ERROR_INVALID_REGION": 0x1005,
-    "HSA_STATUS_ERROR_INVALID_SIGNAL": 0x1006,
-    "HSA_STATUS_ERROR_INVALID_QUEUE": 0x1007,
-    "HSA_STATUS_ERROR_OUT_OF_RESOURCES": 0x1008,
-    "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT": 0x1009,
-    "HSA_STATUS_ERROR_RESOURCE_FREE": 0x100A,
-    "HSA_STATUS_ERROR_NOT_INITIALIZED": 0x100B,
-    "HSA_STATUS_ERROR_REFCOUNT_OVERFLOW": 0x100C,
-    "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS": 0x100D,
-    "HSA_STATUS_ERROR_INVALID_INDEX": 0x100E,
-    "HSA_STATUS_ERROR_INVALID_ISA": 0x100F,
-    "HSA_STATUS_ERROR_INVALID_CODE_OBJECT": 0x1010,
-    "HSA_STATUS_ERROR_INVALID_EXECUTABLE": 0x1011,
-    "HSA_STATUS_ERROR_FROZEN_EXECUTABLE": 0x1012,
-    "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME": 0x1013,
-    "HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED": 0x1014,
-    "HSA_STATUS_ERROR_VARIABLE_UNDEFINED": 0x1015,
-    "HSA_STATUS_ERROR_EXCEPTION": 0x1016,
-    "HSA_STATUS_ERROR_INVALID_ISA_NAME": 0x1017,
-    "HSA_STATUS_ERROR_INVALID_CODE_SYMBOL": 0x1018,
-    "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL": 0x1019,
-    "HSA_STATUS_ERROR_INVALID_FILE": 0x1020,
-    "HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER": 0x1021,
-    "HSA_STATUS_ERROR_INVALID_CACHE": 0x1022,
-    "HSA_STATUS_ERROR_INVALID_WAVEFRONT": 0x1023,
-    "HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP": 0x1024,
-    "HSA_STATUS_ERROR_INVALID_RUNTIME_STATE": 0x1025,
-    "HSA_STATUS_ERROR_FATAL": 0x1026,
-    # AMD additions to hsa_status_t (hsa_ext_amd.h)
-    "HSA_STATUS_ERROR_INVALID_MEMORY_POOL": 40,
-    "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION": 41,
-    "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION": 42,
-    "HSA_STATUS_ERROR_MEMORY_FAULT": 43,
-    "HSA_STATUS_CU_MASK_REDUCED": 44,
-    # hsa_system_info_t
-    "HSA_SYSTEM_INFO_VERSION_MAJOR": 0,
-    "HSA_SYSTEM_INFO_VERSION_MINOR": 1,
-    "HSA_SYSTEM_INFO_TIMESTAMP": 2,
-    "HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY": 3,
-    # hsa_agent_info_t, hsa_amd_agent_info_t, hsa_device_type_t
-    "HSA_AGENT_INFO_NAME": 0,
-    "HSA_AGENT_INFO_NODE": 16,
-    "HSA_AGENT_INFO_DEVICE": 17,
-    "HSA_AMD_AGENT_INFO_PRODUCT_NAME": 0xA009,
-    "HSA_DEVICE_TYPE_CPU": 0,
-    "HSA_DEVICE_TYPE_GPU": 1,
-    # hsa_amd_memory_pool_info_t, hsa_amd_segment_t, hsa_amd_memory_pool_global_flag_t
-    "HSA_AMD_MEMORY_POOL_INFO_SEGMENT": 0,
-    "HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS": 1,
-    "HSA_AMD_MEMORY_POOL_INFO_SIZE": 2,
-    "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED": 5,
-    "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE": 6,
-    "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT": 7,
-    "HSA_AMD_SEGMENT_GLOBAL": 0,
-    "HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT": 1,
-    "HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED": 2,
-    "HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED": 4,
-    # hsa_amd_pointer_type_t
-    "HSA_EXT_POINTER_TYPE_UNKNOWN": 0,
-    "HSA_EXT_POINTER_TYPE_HSA": 1,
-    "HSA_EXT_POINTER_TYPE_LOCKED": 2,
-    "HSA_EXT_POINTER_TYPE_GRAPHICS": 3,
-    "HSA_EXT_POINTER_TYPE_IPC": 4,
-    # hsa_signal_condition_t, hsa_wait_state_t
-    "HSA_SIGNAL_CONDITION_LT": 2,
-    "HSA_WAIT_STATE_BLOCKED": 0,
-}
-#: the same constants as attributes, for the code below (one source of truth)
-_K = SimpleNamespace(**HSA_CONSTANTS)
-
-#: statuses newer than the ROCm 5.2 headers the constants were checked against; names only
-_NEWER_STATUS_NAMES = {45: "HSA_STATUS_ERROR_OUT_OF_REGISTERS", 46: "HSA_STATUS_ERROR_RESOURCE_BUSY"}
-
-#: hsa_status_t value -> its name
-STATUS_NAMES: dict[int, str] = {
-    **{v: k for k, v in HSA_CONSTANTS.items() if k.startswith("HSA_STATUS_")},
-    **_NEWER_STATUS_NAMES,
-}
-_POINTER_TYPE_NAMES = {v: k for k, v in HSA_CONSTANTS.items() if k.startswith("HSA_EXT_POINTER_TYPE_")}
-
-
-def status_name(rc: int) -> str:
-    """``0x1008`` -> ``'HSA_STATUS_ERROR_OUT_OF_RESOURCES'``; unknown values keep their number."""
-    return STATUS_NAMES.get(rc, f"HSA_STATUS_UNKNOWN_{rc:#x}")
-
-
-# -- structs (field names are the C member names, so the layout test can look them up) ------
-class Agent(ctypes.Structure):
-    """hsa_agent_t: an opaque handle passed by value."""
-    _fields_ = [("handle", ctypes.c_uint64)]
-
-
-class Signal(ctypes.Structure):
-    """hsa_signal_t: an opaque handle passed by value; handle 0 is reserved."""
-    _fields_ = [("handle", ctypes.c_uint64)]
-
-
-class MemoryPool(ctypes.Structure):
-    """hsa_amd_memory_pool_t: an opaque handle passed by value."""
-    _fields_ = [("handle", ctypes.c_uint64)]
-
-
-class PointerInfoStruct(ctypes.Structure):
-    """hsa_amd_pointer_info_t as of ROCm 4.5 (56 bytes); older runtimes fill only 48."""
-    _fields_ = [
-        ("size", ctypes.c_uint32),
-        ("type", ctypes.c_int),
-        ("agentBaseAddress", ctypes.c_void_p),
-        ("hostBaseAddress", ctypes.c_void_p),
-        ("sizeInBytes", ctypes.c_size_t),
-        ("userData", ctypes.c_void_p),
-        ("agentOwner", Agent),
-        ("global_flags", ctypes.c_uint32),
-    ]
-
-
-class AsyncCopyTime(ctypes.Structure):
-    """hsa_amd_profiling_async_copy_time_t: start and end in system timestamp ticks."""
-    _fields_ = [("start", ctypes.c_uint64), ("end", ctypes.c_uint64)]
-
-
-#: C type name -> its ctypes binding
-STRUCTS: dict[str, type[ctypes.Structure]] = {
-    "hsa_agent_t": Agent,
-    "hsa_signal_t": Signal,
-    "hsa_amd_memory_pool_t": MemoryPool,
-    "hsa_amd_pointer_info_t": PointerInfoStruct,
-    "hsa_amd_profiling_async_copy_time_t": AsyncCopyTime,
-}
-
-_AGENT_CB = "hsa_status_t (*)(hsa_agent_t, void *)"
-_POOL_CB = "hsa_status_t (*)(hsa_amd_memory_pool_t, void *)"
-AgentCallback = ctypes.CFUNCTYPE(ctypes.c_int, Agent, ctypes.c_void_p)
-PoolCallback = ctypes.CFUNCTYPE(ctypes.c_int, MemoryPool, ctypes.c_void_p)
-
-#: every C parameter or return type in PROTOTYPES -> the ctypes type used for it.
-#: Enums are C ints here: their values all fit, and ctypes has no enum type.
-CTYPES: dict[str, object] = {
-    "void": None,
-    "hsa_status_t": ctypes.c_int,
-    "hsa_agent_info_t": ctypes.c_int,
-    "hsa_system_info_t": ctypes.c_int,
-    "hsa_amd_memory_pool_info_t": ctypes.c_int,
-    "hsa_signal_condition_t": ctypes.c_int,
-    "hsa_wait_state_t": ctypes.c_int,
-    "hsa_signal_value_t": ctypes.c_int64,   # HSA_LARGE_MODEL, which hsa.h sets for __LP64__
-    "int": ctypes.c_int,
-    "uint32_t": ctypes.c_uint32,
-    "uint64_t": ctypes.c_uint64,
-    "size_t": ctypes.c_size_t,
-    "bool": ctypes.c_bool,
-    "void *": ctypes.c_void_p,
-    "const void *": ctypes.c_void_p,
-    "void **": ctypes.POINTER(ctypes.c_void_p),
-    "void *(*)(size_t)": ctypes.c_void_p,   # only ever NULL: no accessible-agent list wanted
-    "uint32_t *": ctypes.POINTER(ctypes.c_uint32),
-    "const uint32_t *": ctypes.POINTER(ctypes.c_uint32),
-    "hsa_agent_t": Agent,
-    "hsa_agent_t *": ctypes.POINTER(Agent),
-    "const hsa_agent_t *": ctypes.POINTER(Agent),
-    "hsa_agent_t **": ctypes.POINTER(ctypes.POINTER(Agent)),
-    "hsa_signal_t": Signal,
-    "hsa_signal_t *": ctypes.POINTER(Signal),
-    "const hsa_signal_t *": ctypes.POINTER(Signal),
-    "hsa_amd_memory_pool_t": MemoryPool,
-    "hsa_amd_pointer_info_t *": ctypes.POINTER(PointerInfoStruct),
-    "hsa_amd_profiling_async_copy_time_t *": ctypes.POINTER(AsyncCopyTime),
-    _AGENT_CB: AgentCallback,
-    _POOL_CB: PoolCallback,
-}
-
-#: symbol -> (C return type, C parameter types); the test checks each against the header
-PROTOTYPES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "hsa_init": ("hsa_status_t", ()),
-    "hsa_shut_down": ("hsa_status_t", ()),
-    "hsa_system_get_info": ("hsa_status_t", ("hsa_system_info_t", "void *")),
-    "hsa_iterate_agents": ("hsa_status_t", (_AGENT_CB, "void *")),
-    "hsa_agent_get_info": ("hsa_status_t", ("hsa_agent_t", "hsa_agent_info_t", "void *")),
-    "hsa_amd_agent_iterate_memory_pools": ("hsa_status_t", ("hsa_agent_t", _POOL_CB, "void *")),
-    "hsa_amd_memory_pool_get_info": ("hsa_status_t", ("hsa_amd_memory_pool_t",
-                                                      "hsa_amd_memory_pool_info_t", "void *")),
-    "hsa_amd_memory_pool_allocate": ("hsa_status_t", ("hsa_amd_memory_pool_t", "size_t",
-                                                      "uint32_t", "void **")),
-    "hsa_amd_memory_pool_free": ("hsa_status_t", ("void *",)),
-    "hsa_amd_agents_allow_access": ("hsa_status_t", ("uint32_t", "const hsa_agent_t *",
-                                                     "const uint32_t *", "const void *")),
-    "hsa_amd_memory_lock": ("hsa_status_t", ("void *", "size_t", "hsa_agent_t *", "int", "void **")),
-    "hsa_amd_memory_lock_to_pool": ("hsa_status_t", ("void *", "size_t", "hsa_agent_t *", "int",
-                                                     "hsa_amd_memory_pool_t", "uint32_t", "void **")),
-    "hsa_amd_memory_unlock": ("hsa_status_t", ("void *",)),
-    "hsa_amd_pointer_info": ("hsa_status_t", ("const void *", "hsa_amd_pointer_info_t *",
-                                              "void *(*)(size_t)", "uint32_t *", "hsa_agent_t **")),
-    "hsa_amd_memory_async_copy": ("hsa_status_t", ("void *", "hsa_agent_t", "const void *",
-                                                   "hsa_agent_t", "size_t", "uint32_t",
-                                                   "const hsa_signal_t *", "hsa_signal_t")),
-    "hsa_amd_signal_create": ("hsa_status_t", ("hsa_signal_value_t", "uint32_t",
-                                               "const hsa_agent_t *", "uint64_t", "hsa_signal_t *")),
-    "hsa_signal_destroy": ("hsa_status_t", ("hsa_signal_t",)),
-    "hsa_signal_store_screlease": ("void", ("hsa_signal_t", "hsa_signal_value_t")),
-    "hsa_signal_wait_scacquire": ("hsa_signal_value_t", ("hsa_signal_t", "hsa_signal_condition_t",
-                                                         "hsa_signal_value_t", "uint64_t",
-                                                         "hsa_wait_state_t")),
-    "hsa_amd_profiling_async_copy_enable": ("hsa_status_t", ("bool",)),
-    "hsa_amd_profiling_get_async_copy_time": ("hsa_status_t", ("hsa_signal_t",
-                                                               "hsa_amd_profiling_async_copy_time_t *")),
-}
-#: symbols the backend can start without; the methods that need them say so when called
-_OPTIONAL = frozenset({"hsa_amd_memory_lock_to_pool", "hsa_amd_profiling_async_copy_enable",
-                       "hsa_amd_profiling_get_async_copy_time"})
-
-_U64_MAX = 2**64 - 1
-_NAME_NBYTES = 64   # HSA_AGENT_INFO_NAME and PRODUCT_NAME are char[64], NUL padded
 
 
 # -- pure helpers (no runtime needed; unit-tested) ----------------------------------------------
@@ -267,47 +45,6 @@ def _rc_signal(value) -> int:
     return 0 if value >= 0 else int(value)
 
 
-def soname_version(path: str | None) -> str:
-    """``/usr/lib/.../libhsa-runtime64.so.1.5.0`` -> ``'1.5.0'`` (the file behind the soname)."""
-    if not path:
-        return "unknown"
-    m = re.search(r"\.so\.([0-9][0-9.]*)$", os.path.realpath(path))
-    return m.group(1) if m else "unknown"
-
-
-def load_failure_sentence(library: str, reason: str) -> str:
-    """The one sentence for a library that the dynamic loader refused."""
-    if "No such file" in reason or "cannot open shared object" in reason:
-        return f"hsa runtime unavailable: {library} not found on the library path"
-    return f"hsa runtime unavailable: {library} cannot be loaded ({reason.strip()})"
-
-
-def init_failure_sentence(rc: int, kfd_path: str = "/dev/kfd") -> str:
-    """The one sentence for a failed hsa_init, naming the likeliest cause that can be seen."""
-    head = f"hsa runtime unavailable: hsa_init returned {status_name(rc)} ({rc:#x})"
-    if not os.path.exists(kfd_path):
-        return f"{head}: no AMD GPU (kfd) answers, {kfd_path} does not exist"
-    if not os.access(kfd_path, os.R_OK | os.W_OK):
-        return f"{head}: {kfd_path} exists but this user may not open it (render/video group?)"
-    return f"{head} although {kfd_path} is present"
-
-
-def valid_pointer_fields(info: PointerInfoStruct) -> dict[str, object]:
-    """The members the runtime filled: those that end within the ``size`` it wrote back.
-
-    A runtime from before ROCm 4.5 writes 48 and leaves ``global_flags`` untouched; one
-    with a larger struct than ours copies only our 56 bytes.
-    """
-    written_nbytes = min(info.size, ctypes.sizeof(PointerInfoStruct))
-    out: dict[str, object] = {}
-    for name, ctype in PointerInfoStruct._fields_:
-        field = getattr(PointerInfoStruct, name)
-        if field.offset + ctypes.sizeof(ctype) <= written_nbytes:
-            value = getattr(info, name)
-            out[name] = value.handle if isinstance(value, Agent) else value
-    return out
-
-
 def pointer_answer(ptr: int, info: PointerInfoStruct, cpu_agents: frozenset[int]) -> PointerInfo:
     """Turn a filled hsa_amd_pointer_info_t into pinpath's answer for ``ptr``.
 
@@ -316,7 +53,7 @@ def pointer_answer(ptr: int, info: PointerInfoStruct, cpu_agents: frozenset[int]
     """
     f = valid_pointer_fields(info)
     kind = f.get("type", _K.HSA_EXT_POINTER_TYPE_UNKNOWN)
-    detail = _POINTER_TYPE_NAMES.get(kind, f"HSA_EXT_POINTER_TYPE_{kind}")
+    detail = POINTER_TYPE_NAMES.get(kind, f"HSA_EXT_POINTER_TYPE_{kind}")
     locked = kind == _K.HSA_EXT_POINTER_TYPE_LOCKED or (
         kind == _K.HSA_EXT_POINTER_TYPE_HSA and f.get("agentOwner") in cpu_agents)
     if not locked:
@@ -394,56 +131,6 @@ def event_ticks(ev: CopyEvent) -> int | None:
     if 0 <= ev.index < len(times) and times[ev.index] is not None:
         return times[ev.index][0]
     return None
-
-
-def _dlinfo_path(lib: ctypes.CDLL) -> str | None:
-    """The file the loader opened for ``lib`` (link_map.l_name via dlinfo)."""
-    class _LinkMap(ctypes.Structure):
-        _fields_ = [("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p)]
-    libc = ctypes.CDLL(None)
-    dlinfo = getattr(libc, "dlinfo", None)
-    if dlinfo is None:
-        return None
-    dlinfo.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
-    dlinfo.restype = ctypes.c_int
-    lm = ctypes.POINTER(_LinkMap)()
-    if dlinfo(lib._handle, 2, ctypes.byref(lm)) != 0 or not lm:   # 2 = RTLD_DI_LINKMAP
-        return None
-    name = lm.contents.l_name
-    return name.decode(errors="replace") if name else None
-
-
-class _Fns:
-    """The bound symbols, as attributes; a missing optional one is None."""
-
-
-def bind(lib: ctypes.CDLL, library: str) -> tuple[_Fns, str | None]:
-    """Set restype/argtypes of every symbol in PROTOTYPES.
-
-    Raises
-    ------
-    RuntimeUnavailable
-        a required symbol is missing (one sentence naming the library, its version, the call).
-    """
-    fns = _Fns()
-    path = _dlinfo_path(lib)
-    for sym, (ret, params) in PROTOTYPES.items():
-        try:
-            fn = getattr(lib, sym)
-        except AttributeError:
-            if sym in _OPTIONAL:
-                setattr(fns, sym, None)
-                continue
-            raise RuntimeUnavailable(missing_symbol_sentence(library, path, sym)) from None
-        fn.restype = CTYPES[ret]
-        fn.argtypes = [CTYPES[p] for p in params]
-        setattr(fns, sym, fn)
-    return fns, path
-
-
-def missing_symbol_sentence(library: str, path: str | None, sym: str) -> str:
-    return (f"hsa runtime unavailable: {library} version {soname_version(path)} "
-            f"({path or 'path unknown'}) has no {sym}, which pinpath calls")
 
 
 class HsaRuntime(RuntimeBase):
@@ -534,7 +221,7 @@ class HsaRuntime(RuntimeBase):
         self._do("hsa_agent_get_info", Agent(agent), attribute, ctypes.byref(value))
 
     def _agent_name(self, agent: int, attribute: int) -> str:
-        buf = ctypes.create_string_buffer(_NAME_NBYTES)
+        buf = ctypes.create_string_buffer(NAME_NBYTES)
         self._agent_info(agent, attribute, buf)
         return buf.value.decode(errors="replace")
 
@@ -721,7 +408,7 @@ class HsaRuntime(RuntimeBase):
         while q.pending:
             index, sig = q.pending[0]
             value = self.recorder.call("hsa_signal_wait_scacquire", self._f.hsa_signal_wait_scacquire,
-                                       sig, _K.HSA_SIGNAL_CONDITION_LT, 1, _U64_MAX, _K.HSA_WAIT_STATE_BLOCKED,
+                                       sig, _K.HSA_SIGNAL_CONDITION_LT, 1, U64_MAX, _K.HSA_WAIT_STATE_BLOCKED,
                                        rc_of=_rc_signal)
             if value < 0 and failed is None:
                 failed = value
@@ -743,7 +430,8 @@ class HsaRuntime(RuntimeBase):
 
     # -- kernels and latches -----------------------------------------------------------
     def prepare_kernels(self) -> None:
-        raise NotImplementedError("hsa: launching a kernel needs a code object, which this backend does not build")
+        """Refused with the declared reason (NotAvailable): kernels are not a capability here."""
+        need(self, Capability.KERNELS)
 
     def launch_replica(self, q: SignalQueue, pos_ptr: int, out_ptr: int, nw: int, nsplines: int) -> None:
         self.prepare_kernels()
@@ -775,7 +463,7 @@ class HsaRuntime(RuntimeBase):
             for i, sig in q.pending:
                 if i == index:   # completion, not consumption: the queue's own wait still collects it
                     self.recorder.call("hsa_signal_wait_scacquire", self._f.hsa_signal_wait_scacquire, sig,
-                                       _K.HSA_SIGNAL_CONDITION_LT, 1, _U64_MAX, _K.HSA_WAIT_STATE_BLOCKED,
+                                       _K.HSA_SIGNAL_CONDITION_LT, 1, U64_MAX, _K.HSA_WAIT_STATE_BLOCKED,
                                        rc_of=_rc_signal)
         latch.users.clear()
         latch.held.clear()
@@ -824,7 +512,7 @@ class HsaRuntime(RuntimeBase):
             dst_agent, src_agent = self._agents_for(direction)
             self._raw("hsa_amd_memory_async_copy", dst, dst_agent, src, src_agent, nbytes, 0, None, sig,
                       nbytes=nbytes)
-            value = self._f.hsa_signal_wait_scacquire(sig, _K.HSA_SIGNAL_CONDITION_LT, 1, _U64_MAX,
+            value = self._f.hsa_signal_wait_scacquire(sig, _K.HSA_SIGNAL_CONDITION_LT, 1, U64_MAX,
                                                       _K.HSA_WAIT_STATE_BLOCKED)
             if value < 0:
                 raise RuntimeCallFailed("hsa", "hsa_amd_memory_async_copy", int(value),
@@ -879,7 +567,7 @@ class HsaRuntime(RuntimeBase):
                 f.hsa_signal_store_screlease(sig, 1)
                 t0 = time.perf_counter_ns()
                 status = f.hsa_amd_memory_async_copy(dst, dst_agent, src, src_agent, nbytes, 0, None, sig)
-                value = f.hsa_signal_wait_scacquire(sig, _K.HSA_SIGNAL_CONDITION_LT, 1, _U64_MAX,
+                value = f.hsa_signal_wait_scacquire(sig, _K.HSA_SIGNAL_CONDITION_LT, 1, U64_MAX,
                                                     _K.HSA_WAIT_STATE_BLOCKED) if status == 0 else 0
                 out.append(time.perf_counter_ns() - t0)
                 if status != _K.HSA_STATUS_SUCCESS:

@@ -1,0 +1,232 @@
+"""The real offload runtime beside the model (issue #11): parsing of libomptarget's own output
+(fixtures in LLVM 19's formats), the one-sentence reasons, and where clang-19 with OpenMP
+offload is installed, the region built for the host offload target and run for real."""
+
+import json
+import resource
+import shutil
+import stat
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pinpath.errors import NotAvailable
+from pinpath.experiments import real_runtime as rr
+from pinpath.schema import check_frame
+
+# stderr of `region --markers` under LIBOMPTARGET_INFO=32 (LLVM 19.1.7), with the plugin's
+# kernel-launch-environment copy and an older release's prefix mixed in
+INFO = """\
+omptarget device 0 info: Copying data from device to host, TgtPtr=0x000055f72c49cf60, HstPtr=0x00007ffe3bd1757c, Size=4, Name=initial
+pinpath-region: invocation step=0 invocation=0
+omptarget device 0 info: Copying data from host to device, HstPtr=0x000055f72c49b000, TgtPtr=0x000055f72c4a6780, Size=384, Name=pos[0:pos_len]
+"PluginInterface" device 0 info: Copying data from host to device, HstPtr=0x00007ffe3bd17000, TgtPtr=0x0000155547200000, Size=48, Name=KernelLaunchEnv
+omptarget device 0 info: Copying data from device to host, TgtPtr=0x000055f72c4a6950, HstPtr=0x000055f72c49d000, Size=245760, Name=out[0:out_len]
+pinpath-region: invocation step=0 invocation=1
+Libomptarget device 0 info: Copying data from host to device, HstPtr=0x000055f72c49b000, TgtPtr=0x000055f72c4a6780, Size=384, Name=pos[0:pos_len]
+omptarget device 0 info: Copying data from device to host, TgtPtr=0x000055f72c4a6950, HstPtr=0x000055f72c49d000, Size=245760, Name=out[0:out_len]
+OMP: Warning #96: Cannot form a team with 4 threads, using 2 instead.
+pinpath-region: teardown
+omptarget device 0 info: Copying data from device to host, TgtPtr=0x1, HstPtr=0x2, Size=8, Name=unknown
+"""
+
+
+def _x(ts, dur, name, line=None, extra=""):
+    e = {"pid": 7, "tid": 7, "ts": ts, "ph": "X", "dur": dur, "name": name}
+    if line is not None:
+        e["args"] = {"detail": f";/src/region.cpp;main;{line};1;;{extra}"}
+    return e
+
+
+# LIBOMPTARGET_PROFILE with LIBOMPTARGET_PROFILE_GRANULARITY=0 (LLVM 19.1.7): the probe region
+# (line 208), target enter data (228), two invocations of the region (251), exit data (274)
+PROFILE = {"traceEvents": [
+    _x(17, 1840, "void initRuntime()"),
+    _x(2291, 9, "HostToDev", 208, "Size=4B"), _x(2304, 6, "Kernel Target", 208, "NumArguments=1"),
+    _x(2311, 18, "DevToHost", 208, "Size=4B"), _x(2286, 47, "Runtime: target exe", 208, "NumTeams=1;NumArgs=1"),
+    _x(2339, 0, "HostToDev", 228, "Size=384B"), _x(2336, 9, "Runtime: Data Copy", 228, "NumArgs=2"),
+    _x(2360, 1, "HostToDev", 251, "Size=245760B"), _x(2361, 3, "HostToDev", 251, "Size=384B"),
+    _x(2365, 915, "Kernel Target", 251, "NumTeams=2"), _x(3286, 20, "DevToHost", 251, "Size=245760B"),
+    _x(3308, 1, "Runtime: syncronize", 251), _x(2359, 951, "Runtime: target exe", 251, "NumTeams=2;NumArgs=6"),
+    _x(3322, 1, "HostToDev", 251, "Size=245760B"), _x(3324, 4, "HostToDev", 251, "Size=384B"),
+    _x(3330, 106, "Kernel Target", 251, "NumTeams=2"), _x(3438, 6, "DevToHost", 251, "Size=245760B"),
+    _x(3446, 0, "Runtime: syncronize", 251), _x(3321, 126, "Runtime: target exe", 251, "NumTeams=2;NumArgs=6"),
+    _x(3454, 7, "Runtime: Data Copy", 274, "NumArgs=2"),
+    {"pid": 7, "tid": 8, "ph": "X", "ts": 0, "dur": 1123, "name": "Total Runtime: target exe",
+     "args": {"count": 3, "avg ms": 0}},
+    {"cat": "", "pid": 7, "tid": 7, "ts": 0, "ph": "M", "name": "process_name", "args": {"name": "libomptarget"}},
+], "beginningOfTime": 1733150000000000}
+
+
+def test_info_lines_become_copies_of_their_invocation():
+    df = check_frame(rr.parse_info(INFO, variant="plain", nw=16), rr.REAL_COPIES)
+    assert len(df) == 7 and set(df.variant) == {"plain"} and set(df.nw) == {16}
+    setup, inv, tear = (df[df.segment == s] for s in ("setup", "invocation", "teardown"))
+    assert list(setup.name) == ["initial"] and list(setup.direction) == ["d2h"] and list(setup.step) == [-1]
+    assert list(zip(inv.invocation, inv.direction, inv.nbytes)) == [
+        (0, "h2d", 384), (0, "h2d", 48), (0, "d2h", 245760), (1, "h2d", 384), (1, "d2h", 245760)]
+    assert set(inv.source) == {"omptarget", "PluginInterface", "Libomptarget"}
+    d2h = inv[inv.direction == "d2h"].iloc[0]   # D2H lines name the target pointer first
+    assert (d2h.host_ptr, d2h.tgt_ptr) == ("0x000055f72c49d000", "0x000055f72c4a6950")
+    assert len(tear) == 1 and tear.invocation.iloc[0] == -1
+
+
+def test_copies_table_against_the_replica():
+    copies = rr.parse_info(INFO, variant="plain", nw=16)
+    t = rr.copies_table(copies)
+    row = t.iloc[0]
+    # invocation 0 has the plugin's extra H2D: 1.5 H2D per invocation, so not as the replica
+    assert row.h2d_per_invocation == 1.5 and row.d2h_per_invocation == 1.0 and not row.as_replica
+    assert row.replica_h2d_nbytes == 384 and row.replica_d2h_nbytes == 245760
+    plain = rr.copies_table(copies[copies.name != "KernelLaunchEnv"])
+    assert bool(plain.as_replica.iloc[0])
+
+
+def test_profile_events_belong_to_their_invocation():
+    df = check_frame(rr.parse_profile(PROFILE, invocations_per_step=2, variant="plain", nw=16), rr.REAL_PHASES)
+    assert not df.phase.str.startswith("Total ").any() and len(df) == 20
+    inv = df[df.segment == "invocation"]
+    assert len(inv) == 12 and set(inv.location) == {"region.cpp:251"}
+    assert sorted(set(zip(inv.step, inv.invocation))) == [(0, 0), (0, 1)]
+    exe = inv[inv.phase == "Runtime: target exe"]
+    assert list(exe.dur_ns) == [951_000, 126_000]          # whole microseconds
+    h2d = inv[(inv.phase == "HostToDev") & (inv.invocation == 1)]
+    assert sorted(h2d.nbytes.tolist()) == [384, 245760]
+    assert set(df[df.location.isin(["region.cpp:208", "region.cpp:228"])].segment) == {"setup"}
+    assert list(df[df.location == "region.cpp:274"].segment) == ["teardown"]
+    assert df[df.phase == "void initRuntime()"].nbytes.isna().all()
+    t = rr.phase_table(df)
+    k = t[t.phase == "Kernel Target"].iloc[0]
+    assert k.per_invocation == 1.0 and k.median_ns == (915_000 + 106_000) / 2
+    assert t[t.phase == "HostToDev"].per_invocation.iloc[0] == 2.0
+
+
+def test_profile_file_and_facts(tmp_path):
+    p = tmp_path / "profile.json"
+    p.write_text(json.dumps(PROFILE))
+    assert len(rr.parse_profile(p, invocations_per_step=384)) == 20
+    facts = rr.parse_facts(["# offload_devices=1 on_device=1 variant=plain nw=16 register=none register_ns=0",
+                            "# exit_ns=12 wrong=0"])
+    assert facts == {"offload_devices": 1, "on_device": 1, "variant": "plain", "nw": 16, "register": "none",
+                     "register_ns": 0, "exit_ns": 12, "wrong": 0}
+
+
+def _one_sentence(text: str) -> None:
+    assert text and "\n" not in text and text.count(". ") == 0, text
+
+
+def test_no_build_says_why_in_one_sentence(tmp_path):
+    ran = rr.real_runtime_or_reason(offload_dir=tmp_path, nw_values=[4], steps=1, invocations=2)
+    for df in (ran.runs, ran.invocations, ran.copies, ran.phases):
+        assert list(df.columns) == ["not_applicable"] and len(df) == 1
+    _one_sentence(ran.reason)
+    assert "no offload build" in ran.reason and "manifest.json is missing" in ran.reason
+    assert rr.model_real_ratio(pd.DataFrame(columns=list(rr.MODEL_INVOCATIONS)), ran) is ran.invocations
+    assert "not_applicable" in rr.copies_table(ran.copies) and "not_applicable" in rr.phase_table(ran.phases)
+    (tmp_path / "manifest.json").write_text(json.dumps({"vendor": "nvidia", "arch": "sm_90", "binary": "region-sm_90"}))
+    ran = rr.real_runtime_or_reason(offload_dir=tmp_path)
+    _one_sentence(ran.reason)
+    assert "region-sm_90" in ran.reason and "is missing" in ran.reason
+
+
+def _fake_binary(d, script: str):
+    exe = d / "region-x86_64"
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    (d / "manifest.json").write_text(json.dumps({"vendor": "host", "arch": "x86_64", "binary": exe.name,
+                                                 "bundle": None, "ld_library_path": []}))
+
+
+def test_a_refused_offload_says_why(tmp_path):
+    """What libomptarget 19 prints when MANDATORY offload finds no usable device."""
+    _fake_binary(tmp_path, 'echo "omptarget error: Consult https://openmp.llvm.org/design/Runtimes.html for '
+                           'debugging options." >&2\necho "region.cpp:208:1: omptarget fatal error 1: failure of '
+                           'target construct while offloading is mandatory" >&2\nexit 134\n')
+    ran = rr.real_runtime_or_reason(offload_dir=tmp_path, nw_values=[4], steps=1, invocations=2)
+    _one_sentence(ran.reason)
+    assert "OMP_TARGET_OFFLOAD=MANDATORY" in ran.reason and "exit status 134" in ran.reason
+    assert "failure of target construct while offloading is mandatory" in ran.reason and "Consult" not in ran.reason
+
+
+def test_an_nvidia_build_without_a_gpu_says_why(tmp_path):
+    (tmp_path / "region-sm_90").write_text("")
+    (tmp_path / "manifest.json").write_text(json.dumps({"vendor": "nvidia", "arch": "sm_90", "binary": "region-sm_90",
+                                                        "bundle": None, "ld_library_path": []}))
+    if rr.find_libcuda():
+        pytest.skip("this machine has an NVIDIA driver")
+    ran = rr.real_runtime_or_reason(offload_dir=tmp_path)
+    _one_sentence(ran.reason)
+    assert "no NVIDIA driver here" in ran.reason
+
+
+def test_model_plan_and_ratio_interval():
+    plan = rr.model_plan("nvidia", ["plain", "app_pinned", "lock_mapped", "async_threshold0"])
+    assert list(plan.policy) == ["driver_pageable", "prepinned", "driver_pageable", ""]
+    assert plan.note.iloc[3] and list(plan.user_pinned[:3]) == [False, True, False]
+    amd = rr.model_plan("amd", ["plain", "lock_mapped", "async_threshold0"])
+    assert list(amd.policy) == ["nextgen", "nextgen_lock_mapped", "nextgen"] and amd.threshold_nbytes.iloc[2] == 0
+    rng = np.random.default_rng(3)
+    n = 400
+    real = pd.DataFrame({"variant": "plain", "nw": 16, "traced": False, "step": 0, "invocation": np.arange(n),
+                         "ns": rng.normal(100_000, 5_000, n).astype(int)})
+    model = pd.DataFrame({"variant": "plain", "policy": "driver_pageable", "user_pinned": False, "nw": 16, "step": 0,
+                          "invocation": np.arange(n), "ns": rng.normal(200_000, 10_000, n).astype(int)})
+    r1, r2 = rr.model_real_ratio(model, real, seed=5), rr.model_real_ratio(model, real, seed=5)
+    check_frame(r1, rr.RATIO)
+    pd.testing.assert_frame_equal(r1, r2)
+    row = r1.iloc[0]
+    assert row.ratio_lo < row.ratio < row.ratio_hi and row.ratio_lo < 2.0 < row.ratio_hi and 1.9 < row.ratio < 2.1
+    assert row.n_model == row.n_real == n - 1        # the first invocation is warm-up
+    s = check_frame(rr.summary(model, real.assign(vendor="", arch="", verified=None)), rr.SUMMARY)
+    assert set(s.source) == {"model", "real"} and (s.lo_ns <= s.median_ns).all() and (s.median_ns <= s.hi_ns).all()
+
+
+@pytest.fixture(scope="module")
+def host_build(tmp_path_factory):
+    if not shutil.which("clang++-19"):
+        pytest.skip("no clang++-19 here (apt-get install clang-19 libomp-19-dev clang-tools-19)")
+    try:
+        return rr.build_host_region(tmp_path_factory.mktemp("offload"))
+    except NotAvailable as e:
+        pytest.skip(str(e))
+
+
+def test_host_offload_region_runs_through_libomptarget(host_build):
+    """The region offloaded to libomptarget's x86_64 plugin: every invocation's D2H checked
+    against the kernel's formula, the runtime's own copies and phases parsed."""
+    variants = ["plain", "lock_mapped"]
+    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if soft == resource.RLIM_INFINITY or soft >= 1 << 20:
+        variants.append("app_pinned")       # mlock of the two arrays (40 KiB at nw=2)
+    ran = rr.real_runtime(build=host_build, variants=variants, nw_values=[2], steps=1, invocations=3, trace_steps=1)
+    runs = check_frame(ran.runs, rr.REAL_RUNS)
+    assert runs.on_device.all() and (runs.wrong == 0).all() and len(runs) == 2 * len(variants)
+    assert (runs[runs.variant == "lock_mapped"].env == "LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1").all()
+    inv = check_frame(ran.invocations, rr.REAL_INVOCATIONS)
+    assert len(inv) == 2 * 3 * len(variants) and inv.verified.all() and (inv.ns > 0).all()
+    copies = rr.copies_table(ran.copies)
+    assert copies.as_replica.all() and set(copies.variant) == set(variants)
+    phases = ran.phases[ran.phases.segment == "invocation"]
+    exe = phases[phases.phase == "Runtime: target exe"]
+    assert len(exe) == 3 * len(variants) and exe.location.str.startswith("region.cpp:").all()
+    if "app_pinned" in variants:
+        assert runs[runs.variant == "app_pinned"].register.eq("mlock").all()
+
+
+def test_host_offload_refuses_wrong_bytes_never(host_build):
+    """--verify all on a bigger walker count; a seed other than the default."""
+    env = rr.runtime_env(host_build)
+    res = rr.run_region(host_build, env, variant="plain", nw=9, steps=1, invocations=2, seed=7)
+    assert res["facts"]["wrong"] == 0 and res["invocations"].verified.all()
+    assert res["facts"]["out_nbytes"] == 9 * 15_360 and res["facts"]["pos_nbytes"] == 9 * 24
+
+
+def test_replica_model_on_the_host_runtime(host_rt):
+    plan = rr.model_plan("nvidia", ["plain", "app_pinned", "lock_mapped"])
+    model = check_frame(rr.replica_model(host_rt, plan, nw_values=[2], steps=1, invocations=3), rr.MODEL_INVOCATIONS)
+    assert sorted(set(model.variant)) == ["app_pinned", "lock_mapped", "plain"]
+    assert model.groupby("variant").size().eq(3).all() and (model.ns > 0).all()
+    assert set(model[model.variant == "app_pinned"].policy) == {"prepinned"}
+    fig_rows = rr.beside(model, rr.real_runtime_or_reason(offload_dir="/nonexistent"))
+    assert set(fig_rows.source) == {"model"} and fig_rows.label.str.contains("nw=2").all()

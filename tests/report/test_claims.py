@@ -1,0 +1,243 @@
+"""The claims' rules on small synthetic frames: each verdict word where the rule can give it,
+the verdict function itself, platforms where a claim does not apply, and "not measured" for
+a missing data set or a notebook that did not end ok."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pinpath.report import claims
+from pinpath.report.claims import CLAIMS, judge, verdict_of
+from pinpath.stats import Estimate, proportion_ci, ratio_ci
+from pinpath.vocab import Verdict
+
+H, N, I, M = Verdict.HOLDS, Verdict.DOES_NOT_HOLD, Verdict.INCONCLUSIVE, Verdict.NOT_MEASURED
+SIZES = (4096, 1 << 20)
+
+
+@pytest.mark.parametrize("cmp,thr,est,word", [
+    (">=", 10, Estimate(12, 11, 13), H), (">=", 10, Estimate(8, 7, 9), N), (">=", 10, Estimate(10, 9, 11), I),
+    (">", 0, Estimate(0.2, 0.05, 0.4), H), (">", 0, Estimate(0, 0, 0.3), I),
+    ("<=", 2, Estimate(1, 0.9, 1.1), H), ("<=", 2, Estimate(3, 2.5, 3.5), N), ("<=", 2, Estimate(2, 1.5, 2.5), I),
+    ("<", 1, Estimate(0.5, 0.4, 0.6), H), ("<", 1, Estimate(1.5, 1.2, 1.8), N), ("<", 1, Estimate(1, 0.8, 1.2), I),
+    ("within", 0.1, Estimate(1.02, 0.95, 1.08), H), ("within", 0.1, Estimate(1.5, 1.3, 1.7), N),
+    ("within", 0.1, Estimate(1.1, 1.0, 1.2), I), (">=", 1, Estimate(math.nan, math.nan, math.nan), M),
+])
+def test_verdict_of(cmp, thr, est, word):
+    assert verdict_of(est, cmp, thr) == word
+
+
+def test_intervals():
+    e = ratio_ci([10.0] * 10, [1.0] * 10)
+    assert e.value == e.low == e.high == 10
+    wide = ratio_ci([1, 30, 2, 25, 3, 20], [1, 1, 1, 1, 1, 1])
+    assert wide.low < wide.value < wide.high
+    p = proportion_ci(0, 50)
+    assert p.low == 0 and 0 < p.high < 0.1
+
+
+# -- synthetic data --------------------------------------------------------------------------
+def _spread(center: float, how: str, n: int = 12) -> np.ndarray:
+    """``n`` samples around ``center``: tight, or wide enough that an interval straddles."""
+    rng = np.random.default_rng(1)
+    rel = 0.02 if how == "tight" else 1.2
+    return np.abs(center * (1 + rel * rng.uniform(-1, 1, n))) + 1
+
+
+def _lock_cost(ns: dict, how: str = "tight", source: str = "native") -> pd.DataFrame:
+    rows = []
+    for (op, state), center in ns.items():
+        for n in SIZES:
+            for i, v in enumerate(_spread(center, how)):
+                rows.append({"op": op, "state": state, "kind": "heap", "backing": "4k", "nbytes": n, "repeat": i,
+                             "call": op, "ns": int(v), "rc": 0, "error": "", "source": source, "platform": "cuda"})
+    return pd.DataFrame(rows)
+
+
+def _transfers(ns: dict, how: str = "tight", **extra) -> pd.DataFrame:
+    rows = []
+    for policy, center in ns.items():
+        for n in SIZES:
+            for d in ("h2d", "d2h"):
+                for i, v in enumerate(_spread(center, how)):
+                    rows.append({"event": "transfer", "policy": policy, "kind": "heap", "nbytes": n, "direction": d,
+                                 "repeat": i, "total_ns": int(v), "alloc_ns": int(v * 0.7), "grant_ns": 0,
+                                 "free_ns": int(v * 0.1), "path": "x", **extra})
+    return pd.DataFrame(rows)
+
+
+def _ratio_data(factor: float, how: str, num, den) -> pd.DataFrame:
+    return _lock_cost({num: 1000 * factor, den: 1000}, how)
+
+
+def _word(factor_holds, factor_not, thr_factor=1.0):
+    return {H: (factor_holds, "tight"), N: (factor_not, "tight"), I: (thr_factor, "wide")}
+
+
+#: claim -> verdict word -> data sets that give it
+def _c1(word):
+    allocs = {H: 1, N: 0}[word]
+    tr = pd.DataFrame([{"transfer_id": i, "event": "transfer", "policy": p} for i, p in
+                       enumerate(["stage_per_copy"] * 4 + ["nextgen_lock_mapped"] * 4)])
+    calls = pd.DataFrame([{"transfer_id": i, "category": "alloc"} for i in range(4)][:4 * allocs])
+    calls = calls if len(calls) else pd.DataFrame({"transfer_id": [0], "category": ["copy"]})
+    return {"replica": tr, "replica_calls": calls}
+
+
+def _c2(word):
+    f, how = {H: (3, "tight"), N: (0.5, "tight"), I: (1, "wide")}[word]
+    t = pd.concat([_transfers({"stage_per_copy": 1000 * f}, how), _transfers({"stage_pooled": 1000}, how)])
+    return {"staging": t}
+
+
+def _c3(word):
+    f, how = {H: (0.5, "tight"), N: (2, "tight"), I: (1, "wide")}[word]
+    return {"lock_or_stage": pd.concat([_transfers({"lock_always": 1000 * f}, how),
+                                        _transfers({"stage_per_copy": 1000}, how)])}
+
+
+def _c4(word):
+    f, how = {H: (0.1, "tight"), N: (3, "tight"), I: (1, "wide")}[word]
+    qs = pd.concat([_transfers({"query_then_lock": 1000 * f, "lock_always": 1000}, how, app_pinned=True),
+                    _transfers({"stage_per_copy": 1000}, how, app_pinned=True)])
+    return {"query_cost": _lock_cost({("query", "pageable"): 1000 * f, ("lock", "pageable"): 1000}, how),
+            "query_saving": qs}
+
+
+def _c5(word):
+    granted = word == N
+    rows = [{"kind": k, "nbytes": 4096, "backing": "4k", "read_only_flag": False, "call": "lock", "ns": 1, "rc": 0 if granted else 1,
+             "error": "" if granted else "E (1)", "granted": granted, "already_pinned": False, "not_available": ""}
+            for k in ("read_only", "rodata", "stack")]
+    paths = pd.DataFrame([{"event": "transfer", "kind": "read_only", "path": "locked" if granted else "lock_failed_staged"}])
+    return {"lock_outcomes": pd.DataFrame(rows), "kind_paths": paths}
+
+
+def _lock_pair(num, den, holds, fails, thr):
+    def build(word):
+        f, how = {H: (holds, "tight"), N: (fails, "tight"), I: (thr, "wide")}[word]
+        return {"lock_cost": _ratio_data(f, how, num, den)}
+    return build
+
+
+def _c8(word):
+    rows = [{"probe": "lock_twice_unlock_once", "step": 0, "action": "lock A again", "error": "", "locked": None},
+            {"probe": "lock_twice_unlock_once", "step": 1, "action": "query A", "error": "", "locked": word == H}]
+    return {"semantics": pd.DataFrame(rows)}
+
+
+def _c9(word):
+    f, how = {H: (40, "tight"), N: (2, "tight"), I: (10, "wide")}[word]
+    return {"lock_cost": _lock_cost({("lock", "pageable"): 1000 * f, ("relock", "locked"): 1000,
+                                     ("unlock", "locked"): 1000 * f, ("unlock_after_relock", "locked"): 1000}, how)}
+
+
+def _c10(word):
+    f, how = {H: (0.3, "tight"), N: (3, "tight"), I: (1, "wide")}[word]
+    rows = []
+    for pinned, scale in ((True, f), (False, 1.0)):
+        for i, v in enumerate(_spread(10000 * scale, how)):
+            rows.append({"transfer_id": i + (100 if pinned else 0), "call": "lock", "category": "lock",
+                         "duration_ns": int(v), "rc": 0, "user_pinned": pinned})
+    return {"api_calls": pd.DataFrame(rows), "api_stats": pd.DataFrame([{"Name": "lock"}])}
+
+
+def _c11(word):
+    k = {H: 3, I: 0}[word]      # none seen in 20 proves no absence: the interval reaches 0
+    rows = [{"policy": "query_then_lock", "unlock_inside_copy": True, "hazard": i < k,
+             "observed_by": "smaps"} for i in range(20)]
+    return {"hazard": pd.DataFrame(rows)}
+
+
+def _c12(word):
+    f1, f3, how = {H: (500, 1.0, "tight"), N: (3, 2.0, "tight"), I: (100, 1.1, "wide")}[word]
+    rows = []
+    for case, f in (("1_lock_copy", f1), ("2_prelocked_copy", 1), ("3_relock_copy", f3)):
+        for i, v in enumerate(_spread(1000 * f, how)):
+            rows.append({"case": case, "source": "native", "braces_ns": int(v), "braces_wait_ns": int(v) + 5000})
+    return {"c12": pd.DataFrame(rows)}
+
+
+def _c13(word):
+    lo, hi, how = {H: (1500, 4000, "tight"), N: (1000, 1200, "tight"), I: (1600, 1600, "wide")}[word]
+    rows = []
+    for threads, c in ((1, lo), (16, hi)):
+        for i, v in enumerate(_spread(c, how)):
+            rows.append({"threads": threads, "thread": 0, "repeat": i, "op": "relock", "ns": int(v), "rc": 712})
+    return {"concurrency": pd.DataFrame([{"policy": "lock_always", "threads": 1, "overhead_ns": 1, "native_ns": 1}]),
+            "concurrency_native": pd.DataFrame(rows)}
+
+
+def _c14(word):
+    f, how = {H: (0.2, "tight"), N: (3, "tight"), I: (1, "wide")}[word]
+    t = pd.concat([_transfers({"nextgen_lock_mapped": 1000 * f}, how), _transfers({"lock_always": 1000}, how)])
+    t["nw"] = 16
+    t["transfer_id"] = range(len(t))
+    locks = pd.DataFrame({"transfer_id": [-1], "category": ["lock"]})
+    return {"tracked": t, "tracked_calls": locks}
+
+
+def _c15(word):
+    f, how = {H: (0.5, "tight"), N: (1.0, "tight"), I: (0.9, "wide")}[word]
+    rows = [{"queues": q, "wall_ns": int(v)} for q, c in ((1, 1000), (4, 1000 * f)) for v in _spread(c, how)]
+    return {"overlap": pd.DataFrame(rows)}
+
+
+BUILDERS = {
+    "C1": (_c1, "cuda", (H, N)), "C2": (_c2, "cuda", (H, N, I)), "C3": (_c3, "cuda", (H, N, I)),
+    "C4": (_c4, "cuda", (H, N, I)), "C5": (_c5, "cuda", (H, N)),
+    "C6": (_lock_pair(("lock", "pageable"), ("query", "pageable"), 50, 2, 10), "cuda", (H, N, I)),
+    "C7": (_lock_pair(("relock", "locked"), ("query", "locked"), 1, 5, 2), "cuda", (H, N, I)),
+    "C8": (_c8, "hsa", (H, N)), "C9": (_c9, "cuda", (H, N, I)), "C10": (_c10, "cuda", (H, N, I)),
+    "C11": (_c11, "host", (H, I)), "C12": (_c12, "cuda", (H, N, I)), "C13": (_c13, "cuda", (H, N, I)),
+    "C14": (_c14, "cuda", (H, N, I)), "C15": (_c15, "cuda", (H, N, I)),
+}
+CASES = [(cid, word) for cid, (_, _, words) in BUILDERS.items() for word in words]
+
+
+def test_every_claim_has_builders():
+    assert set(BUILDERS) == set(CLAIMS)
+
+
+@pytest.mark.parametrize("cid,word", CASES)
+def test_rule_gives(cid, word):
+    build, platform, _ = BUILDERS[cid]
+    row = judge([cid], build(word), platform).iloc[0]
+    assert row.verdict == word, (row.why, row.detail)
+    assert row.rule and row.metric and row.unit is not None
+
+
+@pytest.mark.parametrize("cid", list(CLAIMS))
+def test_not_measured_when_data_is_missing_or_its_notebook_failed(cid):
+    build, platform, words = BUILDERS[cid]
+    row = judge([cid], {}, platform).iloc[0]
+    assert row.verdict == M, row.why
+    data = build(words[0])
+    data["_notebook"] = {name: "99_x" for name in data}
+    row = judge([cid], data, platform, {"99_x": {"status": "failed", "error": "ValueError: boom"}}).iloc[0]
+    assert row.verdict == M and "99_x is failed" in row.why and "boom" in row.why
+
+
+def test_gpu_claims_are_not_applicable_on_host():
+    build, _, _ = BUILDERS["C6"]
+    row = judge(["C6"], build(H), "host").iloc[0]
+    assert row.verdict == Verdict.NOT_APPLICABLE and "not applicable on host" in row.why
+    assert "measured here for information" in row.detail
+
+
+def test_a_killed_notebook_gives_not_measured_for_its_claims(tmp_path):
+    """A notebook that wrote its data and was then killed: the claims it feeds are not measured."""
+    from pinpath.report.outputs import NotebookOutputs
+    out = NotebookOutputs(str(tmp_path), "01_c12_lock_copy")
+    (tmp_path / "data").mkdir()
+    from pinpath.schema import C12, frame
+    rows = _c12(H)["c12"].assign(nbytes=1, repeat=0, lock_ns=0, enqueue_ns=0, wait_ns=0, unlock_ns=0, dma_event_ns=None,
+                                 lock_rc=0, lock_error="", verified=None, platform="cuda")
+    out.data(frame(rows.to_dict("records"), C12), "c12")
+    judged, bad = claims.evaluate(tmp_path, "cuda", {"01_c12_lock_copy": {"status": "interrupted"}})
+    row = judged.set_index("id").loc["C12"]
+    assert row.verdict == M and "interrupted" in row.why and not bad
+    judged, _ = claims.evaluate(tmp_path, "cuda", {"01_c12_lock_copy": {"status": "ok"}})
+    assert judged.set_index("id").loc["C12"].verdict == H

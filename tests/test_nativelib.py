@@ -366,7 +366,6 @@ def test_cuda_sees_cuda_bindings_registrations(cuda):
     finally:
         ok(rt.cudaHostUnregister(a.ctypes.data))
     assert lib.is_locked(a) is False
-    assert int(rt.cudaGetLastError()[0]) == 0
     assert (lib.stage(1 << 20, 3).rc == 0).all()
 
 

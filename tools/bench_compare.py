@@ -79,12 +79,13 @@ def run_plain(exe: Path, nbytes: int, reps: int, warmup: int, device: int, first
 
 # -- pinpath's native library --------------------------------------------------------------
 class OuterLock:
-    """The caller's own lock before re-lock and query: cuda.bindings on CUDA (a separate
-    runtime instance from the library's), else the library's untimed lock."""
+    """The caller's own lock before re-lock and query: the library's untimed lock, as pinpath's
+    lock-cost experiment makes it; with ``bindings`` on CUDA, cuda.bindings' (a second runtime
+    instance in the process: the table then shows what that costs the library's queries)."""
 
-    def __init__(self, lib: nativelib.NativeLib, device: int):
+    def __init__(self, lib: nativelib.NativeLib, device: int, bindings: bool = False):
         self.lib, self.rt, self.how = lib, None, "the native library (untimed)"
-        if lib.platform == "cuda":
+        if lib.platform == "cuda" and bindings:
             try:
                 from cuda.bindings import runtime as rt
             except ImportError:
@@ -257,6 +258,8 @@ def main(argv=None) -> int:
     ap.add_argument("--csv", help="write every timed call here")
     ap.add_argument("--observe-copies", action="store_true", help="cuda: CUPTI on pageable and pinned copies")
     ap.add_argument("--strict", action="store_true", help="exit 1 when the goal is missed")
+    ap.add_argument("--outer-bindings", action="store_true",
+                    help="cuda: make the caller's lock through cuda.bindings instead of the library")
     args = ap.parse_args(argv)
     sizes = [parse_nbytes(s.strip(), name="--sizes") for s in args.sizes.split(",") if s.strip()]
 
@@ -276,7 +279,7 @@ def main(argv=None) -> int:
     if args.platform == "host" and os.geteuid() != 0 and 0 <= soft < max(sizes):
         print(f"note: RLIMIT_MEMLOCK ({soft} bytes) is below {fmt_nbytes(max(sizes))} and this is not root: "
               "larger locks are refused (ENOMEM); raise ulimit -l or run as root")
-    outer = OuterLock(lib, args.device)
+    outer = OuterLock(lib, args.device, bindings=args.outer_bindings)
     notes: list[str] = []
     frames = []
     for rnd in range(args.rounds):

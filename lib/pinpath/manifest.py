@@ -33,11 +33,12 @@ def git_state(root: Path) -> dict[str, Any]:
     def git(*args):
         r = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
         return r.stdout.strip() if r.returncode == 0 else None
-    commit = git("rev-parse", "HEAD")
-    if commit is None and os.environ.get("PINPATH_GIT_COMMIT"):
-        # a copy of the tree without .git (a batch node's staging area): the launcher says which commit
+    if os.environ.get("PINPATH_GIT_COMMIT"):
+        # a copy of the tree whose .git is missing or stale (a batch node's staging area): the launcher
+        # that copied it says which commit it is
         return {"commit": os.environ["PINPATH_GIT_COMMIT"], "dirty": os.environ.get("PINPATH_GIT_DIRTY") == "1",
-                "source": "PINPATH_GIT_COMMIT (no git checkout on this node)"}
+                "source": "PINPATH_GIT_COMMIT (set by whoever copied the tree to this node)"}
+    commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no")
     return {"commit": commit or "unknown", "dirty": bool(status) if status is not None else None}
 

@@ -101,10 +101,12 @@ def test_semantics_probes(any_rt):
 
 def test_hazard_and_limits(any_rt):
     from pinpath.schema import HAZARD, LIMITS
-    hz = check_frame(ex.page_sharing_hazard(any_rt, nbytes=1 << 20, iterations=2, verify="all"), HAZARD)
-    assert hz.copy_verified.all() and len(hz) == 4 and set(hz.policy) == {"query_then_lock", "lock_always"}
+    hz = check_frame(ex.page_sharing_hazard(any_rt, nbytes=16 << 20, iterations=3, verify="all"), HAZARD)
+    assert hz.copy_verified.all() and len(hz) == 6 and set(hz.policy) == {"query_then_lock", "lock_always"}
+    assert (hz.page_locked_before.astype(bool)).all()   # B's lock covers A's first page
     if any_rt.name == "host":   # mlock keeps no count: B's munlock unlocks A's page, whoever locked A
-        assert hz.unlock_inside_copy.all() and hz.hazard.all() and set(hz.observed_by) == {"smaps"}
+        assert set(hz.observed_by) == {"smaps"} and not hz.page_locked_after.astype(bool).any()
+        assert (hz.hazard == hz.unlock_inside_copy).all() and hz.hazard.any()
     here, lim = ex.lock_limits(any_rt, limit_nbytes=8 << 20)
     check_frame(lim, LIMITS)
     assert set(lim.op) == {"lock", "alloc_pinned"} and len(lim) == 6

@@ -28,6 +28,7 @@ def test_threshold_splits_locking_from_pooled_staging(host_rt):
             assert pol.transfer(small, d_small, "d2h").path == "staged_pooled_hit"
             # exact-size reuse only: one byte less is a new buffer
             assert pol.transfer(small, d_small, "h2d", nbytes=small.nbytes - 1).path == "staged_pooled_miss"
+            pol.sync()                     # the region's end: nothing in flight when the buffers go
             pol.unmap(big)
 
 

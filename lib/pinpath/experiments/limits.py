@@ -33,12 +33,13 @@ def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,
     buffer A. Thread B locks B. Thread A then copies A to the device through ``policy``:
     ``query_then_lock`` finds A's first page locked (by B) and copies without a lock of its
     own; ``lock_always`` locks A itself (or is told "already registered"). A's queue is held by
-    a latch, so A's copy is enqueued but cannot run; thread B sees the copy enqueued, reads the
-    state of A's first page, unlocks B, reads it again, and only then lets the copy run. The
-    timestamps show whether B's unlock fell inside A's copy; the page's real state comes from
-    Linux (``/proc/self/smaps`` VmFlags) on the host platform and from the runtime's own query
-    elsewhere (labelled as such). ``hazard``: the page A's copy relied on was locked before
-    B's unlock and not after, while A's copy was in flight.
+    a latch, so A's copy is enqueued but cannot start; thread B sees the copy enqueued, reads
+    the state of A's first page, lets the copy go and at once unlocks B, then reads the page
+    again. The timestamps show whether B's unlock fell inside A's copy (a runtime whose unlock
+    waits for copies in flight shows it ending after the copy); the page's real state comes
+    from Linux (``/proc/self/smaps`` VmFlags) on the host platform and from the runtime's own
+    query elsewhere (labelled as such). ``hazard``: the page A's copy relied on was locked
+    before B's unlock and not after, while A's copy was in flight.
 
     Without a latch the copy is not held and the overlap is left to timing (see
     ``unlock_inside_copy``)."""
@@ -85,6 +86,8 @@ def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,
                     while _now() < deadline and not any(c[0] == copy_call for c in rt.recorder._raw[mark:]):
                         time.sleep(0)
                     seen["before"] = page_locked(a_ptr)
+                    if latch is not None:
+                        rt.release(latch)
                     seen["u0"] = _now()
                     rt.unlock(base, b_nbytes)
                     seen["u1"] = _now()

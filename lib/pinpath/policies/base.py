@@ -206,6 +206,8 @@ class PolicyBase(Closing):
         with self._own_lock:
             own, self._own = self._own, []
         for q in own:
+            if self.asynchronous:       # copies still in flight finish before their queue goes
+                self.rt.wait(q)
             self.rt.free_queue(q)
         self._q = None
 

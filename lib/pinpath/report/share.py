@@ -146,7 +146,7 @@ def summary_markdown(run_dir: Path, figures: Sequence[str] | None = None) -> str
     platform, preset = str(man.get("platform", "?")), str(man.get("preset", "?"))
     out = [f"### pinpath run `{md_cell(man.get('run_id'), code=True).strip('`')}`", "",
            f"**{md_cell(platform)}** on {md_cell(rt.get('device') or 'an unnamed device')}, driver "
-           f"{md_cell(rt.get('driver_version') or '?')}; preset **{md_cell(preset)}**; commit `{commit[:12]}`{state}; "
+           f"{md_cell(rt.get('nvidia_driver') or rt.get('driver_version') or 'none')}; preset **{md_cell(preset)}**; commit `{commit[:12]}`{state}; "
            f"run status {md_cell(man.get('status', '?'))}.", ""]
     claims = _claims(run_dir)
     if claims is not None and len(claims):

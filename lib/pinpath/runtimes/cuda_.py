@@ -77,7 +77,7 @@ class CudaRuntime(StreamRuntime):
             "device": prop.name.decode(errors="replace").rstrip("\x00"),
             "device_index": self.device,
             "pci_bus_id": f"{prop.pciDomainID:04x}:{prop.pciBusID:02x}:{prop.pciDeviceID:02x}",
-            "driver_version": f"{drv // 1000}.{drv % 1000 // 10}",
+            "driver_version": f"CUDA {drv // 1000}.{drv % 1000 // 10} (driver API)",
             "runtime_version": f"{rtv // 1000}.{rtv % 1000 // 10}",
             "cuda_bindings_version": cuda.bindings.__version__,
             "read_only_register_supported": self.read_only_register,
@@ -87,7 +87,8 @@ class CudaRuntime(StreamRuntime):
     def _pcie_link(self) -> dict:
         """The PCIe link as nvidia-smi reports it (generation and width, current and max), if it can."""
         import subprocess
-        fields = ("pcie.link.gen.current", "pcie.link.width.current", "pcie.link.gen.max", "pcie.link.width.max")
+        fields = ("pcie.link.gen.current", "pcie.link.width.current", "pcie.link.gen.max", "pcie.link.width.max",
+                  "driver_version")
         try:
             r = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits",
                                 "-i", str(self.device)], capture_output=True, text=True, timeout=20)
@@ -96,7 +97,7 @@ class CudaRuntime(StreamRuntime):
         values = [v.strip() for v in r.stdout.strip().split(",")]
         if r.returncode != 0 or len(values) != len(fields):
             return {}
-        keys = ("pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max")
+        keys = ("pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max", "nvidia_driver")
         return {k: int(v) if v.isdigit() else v for k, v in zip(keys, values)}
 
     # -- locking -----------------------------------------------------------------------

@@ -201,13 +201,24 @@ class HostRuntime(RuntimeBase):
     def free_latch(self, latch) -> None:
         latch.set()
 
-    def _no_events(self, *args):
-        raise NotImplementedError("host has no device events (has_events is False)")
+    _NO_EVENTS = "host has no device events (has_events is False)"
 
-    new_event = free_event = record_event = elapsed_ns = _no_events
+    def new_event(self):
+        raise NotImplementedError(self._NO_EVENTS)
+
+    def free_event(self, ev) -> None:
+        raise NotImplementedError(self._NO_EVENTS)
+
+    def record_event(self, ev, q) -> None:
+        raise NotImplementedError(self._NO_EVENTS)
+
+    def elapsed_ns(self, ev0, ev1) -> int:
+        raise NotImplementedError(self._NO_EVENTS)
 
     # -- untimed helpers ---------------------------------------------------------------
-    null_native = staticmethod(_L.getppid)   #: the cheapest real call (a syscall), unrecorded
+    def null_native(self) -> int:
+        """The cheapest real call (a syscall), unrecorded."""
+        return _L.getppid()
 
     def null_call(self) -> None:
         self.recorder.call("getppid", _L.getppid)

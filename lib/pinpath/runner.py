@@ -360,7 +360,10 @@ def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path 
         man["status"] = "incomplete"
     else:
         man["status"] = "failed"
-    man["end"] = mf.utc_now()
+    if man.get("end") and man.get("git", {}).get("commit") != mf.git_state(paths.PROJECT_ROOT).get("commit"):
+        man["judged_by"] = mf.git_state(paths.PROJECT_ROOT)   # a run finalized again by newer code says so
+    else:
+        man["end"] = mf.utc_now()
     man["duration_s"] = round(sum(float(v.get("duration_s", 0) or 0) for v in man["notebooks"].values()), 1)
     rf.write_manifest(run_dir, man)
     judged, unreadable = claims.evaluate(run_dir, man["platform"], man["notebooks"])

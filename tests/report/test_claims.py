@@ -146,8 +146,8 @@ def _c10(word):
 
 def _c11(word):
     k = {H: 3, I: 0}[word]      # none seen in 20 proves no absence: the interval reaches 0
-    rows = [{"policy": "query_then_lock", "unlock_inside_copy": True, "hazard": i < k,
-             "observed_by": "smaps"} for i in range(20)]
+    rows = [{"policy": "query_then_lock", "unlock_inside_copy": True, "hazard": i < k, "observed_by": "smaps",
+             "a_path": "already_locked", "a_copy_end_ns": 100, "b_unlock_end_ns": 90} for i in range(20)]
     return {"hazard": pd.DataFrame(rows)}
 
 

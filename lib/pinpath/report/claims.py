@@ -365,16 +365,16 @@ def _c10_total(data):
 
 def _c11(data):
     h = _get(data, "hazard")
-    relying = h[h.policy == "query_then_lock"] if (h.policy == "query_then_lock").any() else h
-    overlap = relying[relying.unlock_inside_copy.astype(bool)]
-    n = len(overlap)
-    if not n:
-        return Result([("query_then_lock", Estimate(math.nan, math.nan, math.nan, 0))],
-                      "no iteration put the other thread's unlock inside the copy")
-    k = int(overlap.hazard.astype(bool).sum())
+    first = h[h.policy == "query_then_lock"] if (h.policy == "query_then_lock").any() else h
+    n, k = len(first), int(first.hazard.astype(bool).sum())
+    inside = int(first.unlock_inside_copy.astype(bool).sum())
+    paths = ", ".join(f"{p} {c}" for p, c in first.a_path.value_counts().items())
+    late = (first.b_unlock_end_ns - first.a_copy_end_ns)[~first.unlock_inside_copy.astype(bool)]
     own = h[h.policy == "lock_always"]
-    detail = (f"{k} of {n} copies that relied on another thread's lock saw the page unlocked mid-copy "
-              f"(read from {overlap.observed_by.iloc[0]})"
+    detail = (f"{k} of {n} copies through query_then_lock saw the page they relied on unlocked mid-copy (read from "
+              f"{first.observed_by.iloc[0]}; their paths: {paths}); the other thread's unlock fell inside the copy "
+              f"{inside} times" + (f", and otherwise returned a median {fmt_ns(late.median())} after the copy ended"
+                                   if len(late) else "")
               + ("" if k else f"; none seen: a hazard rate above {100 * 3 / n:.2g} % per copy would have shown "
                               "with 95 % probability")
               + (f"; holding its own lock (lock_always): {int(own.hazard.astype(bool).sum())} of {len(own)}" if len(own) else ""))
@@ -382,7 +382,7 @@ def _c11(data):
     if lim is not None and len(lim):
         detail += (f"; past a {fmt_nbytes(int(lim.limit_nbytes.iloc[0]))} RLIMIT_MEMLOCK, "
                    f"{int((~lim.granted.astype(bool)).sum())} of {len(lim)} requests were refused")
-    return Result([("query_then_lock", proportion_ci(k, n))], detail)
+    return Result([("query_then_lock", proportion_ci(k, n))], detail)   # k = 0 proves no absence: inconclusive
 
 
 def _c12(data, which: str):
@@ -575,8 +575,8 @@ def _not_measured(c: Claim, data: dict, status: dict | None) -> str:
 
 
 def _row(c: Claim, platform: str, verdict: str, why: str, primary: tuple[str, Estimate] | None, detail: str,
-         notebook: str) -> dict:
-    t = c.tests[0]
+         notebook: str, test: Test | None = None) -> dict:
+    t = test or c.tests[0]
     e = primary[1] if primary else Estimate(math.nan, math.nan, math.nan, 0)
     return {"id": c.id, "who": c.who, "claim": c.text, "short": c.short, "thread": c.thread,
             "metric": t.metric + (f" [{primary[0]}]" if primary else ""), "measured": e.value, "low": e.low,
@@ -592,7 +592,7 @@ def judge_claim(c: Claim, data: dict, platform: str, status: dict | None = None)
     reason = _not_measured(c, data, status)
     if reason and applicable:
         return _row(c, platform, Verdict.NOT_MEASURED, f"not measured: {reason}", None, "", notebook)
-    words, parts, primary = [], [], None
+    words, parts, picks = [], [], []
     for t in c.tests:
         try:
             r = t.measure(data)
@@ -602,19 +602,22 @@ def judge_claim(c: Claim, data: dict, platform: str, status: dict | None = None)
             continue
         word, pick = _test_verdict(t, r)
         words.append(word)
-        primary = primary or pick
+        picks.append((word, pick, t))
         shown = f"{_fmt_est(pick[1], t.unit)} [{pick[0]}]" if pick else r.not_applicable
         parts.append(f"{t.metric}: {shown} -> {word}" + (f" ({r.detail})" if r.detail else ""))
     if not applicable:
         return _row(c, platform, Verdict.NOT_APPLICABLE, f"not applicable on {platform}: {c.elsewhere}", None,
                     ("measured here for information: " + "; ".join(parts)) if parts else "", notebook)
     word = _combine(words)
+    # the row shows the test that decided the verdict (the first one that holds, where all hold)
+    _, primary, test = next((p for p in picks if p[0] == word and p[1]), next((p for p in picks if p[1]),
+                                                                                 (None, None, None)))
     why = {Verdict.HOLDS: "every test holds with its whole interval on the claim's side",
            Verdict.DOES_NOT_HOLD: "a test's interval lies entirely on the other side of its threshold",
            Verdict.INCONCLUSIVE: "an interval straddles its threshold",
            Verdict.NOT_MEASURED: "a test found nothing to measure",
            Verdict.NOT_APPLICABLE: "no test applies on this platform"}[word]
-    return _row(c, platform, word, why, primary, "; ".join(parts), notebook)
+    return _row(c, platform, word, why, primary, "; ".join(parts), notebook, test)
 
 
 def judge(ids, data: dict, platform: str, status: dict[str, dict] | None = None) -> pd.DataFrame:

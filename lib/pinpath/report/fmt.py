@@ -70,7 +70,7 @@ def format_measured(value, low=None, high=None, unit: str = "") -> str:
         return f"{x / scale:,.{d}f}".replace(",", "\u2009") if unit == "count" else f"{x / scale:.{d}f}"
     glue = {"x": "x", "": "", "count": ""}.get(unit, f" {suffix}")
     main = f"{num(v)}{glue}"
-    if lo is None or hi is None:
+    if lo is None or hi is None or lo == hi == v:   # an exact figure (a count) has no interval to show
         return main
     tail = "" if unit in ("x", "", "count") else glue
     return f"{main} (95 % CI {num(lo)}\u2013{num(hi)}{tail})"

@@ -54,7 +54,7 @@ class NotebookOutputs:
         meta = {**(table.schema.metadata or {}), b"pinpath.notebook": self.stem.encode(),
                 b"pinpath.dataset": name.removesuffix(".parquet").encode()}
         with replacing(self.run_dir / "data" / name) as tmp:
-            pq.write_table(table.replace_schema_metadata(meta), tmp)
+            pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd", compression_level=9)
 
     def figure(self, fig, name: str) -> None:
         """Save the figure (it is shown by the notebook as the cell's figure, not returned)."""

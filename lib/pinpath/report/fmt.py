@@ -80,6 +80,8 @@ def format_threshold(comparison, threshold, unit: str = "") -> str:
     """``>= 10x``, ``<= 2.00 us``: the rule's bar in words; empty without a threshold."""
     if not _isnum(threshold) or not isinstance(comparison, str) or not comparison:
         return ""
+    if comparison.strip() == "within":      # |value - 1| <= threshold
+        return f"within {100 * float(threshold):.0f} % of 1"
     sign = {">=": "\u2265", "<=": "\u2264", ">": ">", "<": "<"}.get(comparison.strip(), comparison.strip())
     return f"{sign} {format_measured(threshold, unit=unit)}"
 

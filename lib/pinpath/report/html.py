@@ -339,7 +339,7 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[s
     ctx = {
         "run_id": _text(manifest.get("run_id")), "preset": _text(manifest.get("preset")),
         "platform": _text(manifest.get("platform")), "status": _text(manifest.get("status")),
-        "device": _text(runtime.get("device")), "driver": _text(runtime.get("driver_version")),
+        "device": _text(runtime.get("device")), "driver": _text(runtime.get("nvidia_driver") or runtime.get("driver_version")),
         "commit": _text(git.get("commit"))[:12], "dirty": git.get("dirty"),
         "sections": [{"title": t, "anchor": re.sub(r"[^a-z0-9]+", "-", t.lower()).strip("-"), "body": b}
                      for t, b in ordered],

@@ -88,17 +88,31 @@ _LOCK_THREAD = {("lock", "pageable"): "35 us (tracer), 84.9 us avg (rocprof, 803
                 ("query", "locked"): "'cheap' on NVIDIA (C6)"}
 
 
-def lock_table(df: pd.DataFrame) -> pd.DataFrame:
+_OP_ORDER = {op: i for i, op in enumerate(("lock", "query", "relock", "unlock_after_relock", "unlock"))}
+
+
+def lock_table(df: pd.DataFrame, harness: pd.DataFrame | None = None) -> pd.DataFrame:
     """Median duration of each call per op, state, backing and size, from C and from Python
-    side by side, beside the thread's figure."""
+    side by side (and the Python figure net of the null call and the recorder's cost, where the
+    harness is given), beside the thread's figure; ordered by backing, size and op."""
+    cost = 0.0
+    if harness is not None and len(harness):
+        h = harness.set_index("metric").ns
+        cost = float(h.get("null_call_ns", 0.0)) + float(h.get("trace_overhead_ns", 0.0))
+    keys = sorted(df.groupby(["op", "state", "backing", "nbytes"]).groups,
+                  key=lambda k: (k[2], k[3], _OP_ORDER.get(k[0], 9), k[1]))
+    groups = df.groupby(["op", "state", "backing", "nbytes"])
     rows = []
-    for (op, state, backing, n), g in df.groupby(["op", "state", "backing", "nbytes"], sort=False):
+    for op, state, backing, n in keys:
+        g = groups.get_group((op, state, backing, n))
         by = {s: gg for s, gg in g.groupby("source")}
         nat, py = by.get("native"), by.get("python")
         rows.append({"op": op, "state": state, "backing": backing, "size": fmt_nbytes(n),
                      "call": (py if py is not None else g).call.iloc[0],
                      "C (same buffer)": spread(nat.ns) if nat is not None else "-",
                      "Python": spread(py.ns) if py is not None else "-",
+                     **({"Python net of harness": fmt_ns(py.ns.median() - cost) if py is not None else "-"}
+                        if cost else {}),
                      "answer": ", ".join(sorted(set(g.error) - {""})) or "success",
                      "thread (AMD, sizes not given)": _LOCK_THREAD.get((op, state), "")})
     return pd.DataFrame(rows)

@@ -241,3 +241,10 @@ def test_a_killed_notebook_gives_not_measured_for_its_claims(tmp_path):
     assert row.verdict == M and "interrupted" in row.why and not bad
     judged, _ = claims.evaluate(tmp_path, "cuda", {"01_c12_lock_copy": {"status": "ok"}})
     assert judged.set_index("id").loc["C12"].verdict == H
+
+
+def test_the_claims_document_carries_the_rules_the_code_applies():
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parents[2] / "CLAIMS.md").read_text()
+    section = doc.split("<!-- rules:begin -->\n", 1)[1].split("<!-- rules:end -->", 1)[0]
+    assert section == claims.rules_markdown(), "run tools/claims-doc"

@@ -26,7 +26,7 @@ from ..vocab import Verdict
 from .fmt import format_measured
 
 __all__ = ["Claim", "Test", "Result", "CLAIMS", "GPU", "evaluate", "judge", "load_run", "verdict_of",
-           "Missing", "fmt_value", "rule_text", "COLUMNS"]
+           "Missing", "fmt_value", "rule_text", "rules_markdown", "COLUMNS"]
 
 GPU = ("cuda", "hsa", "hip")
 COLUMNS = ("id", "who", "claim", "short", "thread", "metric", "measured", "low", "high", "unit", "comparison",
@@ -625,6 +625,16 @@ def judge(ids, data: dict, platform: str, status: dict[str, dict] | None = None)
     a notebook keeps them)."""
     data = {"_notebook": {}, "_harness": {}, **data}
     return pd.DataFrame([judge_claim(CLAIMS[i], data, platform, status) for i in ids], columns=list(COLUMNS))
+
+
+def rules_markdown() -> str:
+    """The rule of every claim as a Markdown table, generated from the declarations above (the
+    claims document carries it; a test keeps the two the same)."""
+    lines = ["| id | platforms | data sets | holds when |", "|---|---|---|---|"]
+    for c in CLAIMS.values():
+        where = ", ".join(c.platforms) if c.platforms else "every platform"
+        lines.append(f"| {c.id} | {where} | {', '.join(c.datasets)} | " + "; and ".join(rule_text(t) for t in c.tests) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def evaluate(run_dir: Path, platform: str, status: dict[str, dict] | None = None) -> tuple[pd.DataFrame, list[str]]:

@@ -21,7 +21,7 @@ WHEELHOUSE ?= wheelhouse
 SKIP       ?=
 # the AMD extra (hip-python, ~300 MB) only where ROCm's HIP library is on this machine, or when asked
 HAS_ROCM   := $(shell ldconfig -p 2>/dev/null | grep -q 'libamdhip64\.so' && echo 1)
-EXTRAS     ?= test,cuda$(if $(HAS_ROCM),$(comma)amd,)
+EXTRAS     ?= test,cuda,cluster$(if $(HAS_ROCM),$(comma)amd,)
 comma      := ,
 PYVER      ?= $(shell $(PYTHON) -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 # ENV=venv (default) builds .venv from nothing; ENV=system uses $(PYTHON) as it is, plus the
@@ -29,9 +29,18 @@ PYVER      ?= $(shell $(PYTHON) -c 'import sys; print(f"{sys.version_info[0]}.{s
 ENV        ?= venv
 # wheels in wheelhouse/ are preferred when present; OFFLINE=1 forbids the package index altogether
 OFFLINE    ?=
+# CLUSTER=local: the notebooks through Snakemake on this machine; CLUSTER=slurm: one Slurm job per
+# notebook (profiles/slurm/config.yaml), each job's resources overridable here or from the environment
 CLUSTER    ?=
+SLURM_PARTITION ?=
+SLURM_ACCOUNT   ?=
+SLURM_GPUS      ?=
+SLURM_CPUS      ?=
+SLURM_TIME      ?=
+SLURM_MEM       ?=
 ARCH       ?=
-export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT EXTRAS WHEELHOUSE SKIP PYVER ARCH
+export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
+export SLURM_PARTITION SLURM_ACCOUNT SLURM_GPUS SLURM_CPUS SLURM_TIME SLURM_MEM
 
 PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE),) $(if $(OFFLINE),--no-index,)
 ifeq ($(ENV),system)
@@ -69,9 +78,12 @@ $(VENV)/.stamp: pyproject.toml
 test: setup  ## run the tests (host everywhere; cuda/AMD ones where they can run); fails if none ran
 	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "make test: no test ran" >&2; exit 1; fi; exit $$rc
 
-reproduce: setup  ## run the notebooks (PRESET=smoke|default|full PLATFORM=auto|cuda|hsa|hip|host NOTEBOOKS=a,b SET="NB.NAME=V" RESUME=<run-id> CLUSTER=slurm)
-ifeq ($(CLUSTER),slurm)
-	$(PY) -m pinpath.cluster reproduce
+reproduce: setup  ## run the notebooks (PRESET=smoke|default|full PLATFORM=auto|cuda|hsa|hip|host NOTEBOOKS=a,b SET="NB.NAME=V" RESUME=<run-id> CLUSTER=local|slurm SLURM_PARTITION= SLURM_ACCOUNT= SLURM_GPUS= SLURM_TIME= SLURM_MEM=)
+ifneq ($(CLUSTER),)
+	read -r -a sets <<< "$$SET"; $(PY) -m pinpath.cluster reproduce --executor "$$CLUSTER" --preset "$$PRESET" \
+	  --platform "$$PLATFORM" --notebooks "$$NOTEBOOKS" --resume "$$RESUME" --cell-timeout "$$CELL_TIMEOUT" \
+	  --partition "$$SLURM_PARTITION" --account "$$SLURM_ACCOUNT" --gpus "$$SLURM_GPUS" --cpus "$$SLURM_CPUS" \
+	  --time "$$SLURM_TIME" --mem "$$SLURM_MEM" $${sets[@]/#/--set=}
 else
 	read -r -a sets <<< "$$SET"; $(PY) -m pinpath run --preset "$$PRESET" --platform "$$PLATFORM" \
 	  --notebooks "$$NOTEBOOKS" --resume "$$RESUME" $${CELL_TIMEOUT:+--cell-timeout "$$CELL_TIMEOUT"} $${sets[@]/#/--set=}
@@ -98,9 +110,13 @@ lab: setup  ## JupyterLab on 127.0.0.1 (token) with the pinpath kernel registere
 	$(VENV)/bin/python -m ipykernel install --sys-prefix --name pinpath --display-name "Python (pinpath)"
 	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --no-browser --ServerApp.root_dir=$(CURDIR) $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# pure-Python dependencies published only as source (Snakemake's connection_pool): made into wheels
+# first, here, so that the binary-only download for the node's Python finds them
+SDIST_ONLY := connection_pool
 wheelhouse:  ## download wheels for an offline node into wheelhouse/ (PYVER=3.12, SKIP="numpy pandas ...")
 	mkdir -p "$$WHEELHOUSE"
-	$(PYTHON) -m pip download -q -d "$$WHEELHOUSE" --only-binary=:all: --python-version "$$PYVER" \
+	$(if $(findstring cluster,$(EXTRAS)),$(PYTHON) -m pip wheel -q --no-deps -w "$$WHEELHOUSE" $(SDIST_ONLY),)
+	$(PYTHON) -m pip download -q -d "$$WHEELHOUSE" --find-links "$$WHEELHOUSE" --only-binary=:all: --python-version "$$PYVER" \
 	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 	  --platform manylinux2014_x86_64 --platform any setuptools $$(tools/requirements.py "$$EXTRAS")
 	@for p in $$SKIP; do n=$$(echo $$p | tr '-' '_'); rm -fv "$$WHEELHOUSE"/$$n-[0-9]*.whl "$$WHEELHOUSE"/$$p-[0-9]*.whl; done

@@ -107,12 +107,13 @@ def merge(run_dir: Path, manifest: dict, resolve=None) -> dict:
     gone becomes ``stale`` (or what ``resolve(part)`` says: a cluster knows why its job ended)."""
     nbs = parts(run_dir, manifest.get("notebooks", {}))
     for stem, part in nbs.items():
-        if part.get("status") != "running":
+        on_cluster = resolve is not None and bool(part.get("SLURM_JOB_ID"))
+        if part.get("status") != "running" and not on_cluster:
             continue
-        told = resolve(part) if resolve else None
+        told = resolve({"notebook": stem, **part}) if resolve else None
         if told is not None:
             nbs[stem] = told
-        elif pid_alive(part.get("pid"), part.get("host")) is False:
+        elif part.get("status") == "running" and pid_alive(part.get("pid"), part.get("host")) is False:
             nbs[stem] = {**part, "status": "stale",
                          "error": f"{stem}: its job (pid {part.get('pid')}) ended without a status"}
     manifest["notebooks"] = nbs

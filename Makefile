@@ -19,9 +19,11 @@ RUNS       ?=
 CELL_TIMEOUT ?=
 WHEELHOUSE ?= wheelhouse
 SKIP       ?=
-# the AMD extra (hip-python, ~300 MB) only where ROCm's HIP library is on this machine, or when asked
-HAS_ROCM   := $(shell ldconfig -p 2>/dev/null | grep -q 'libamdhip64\.so' && echo 1)
-EXTRAS     ?= test,cuda,cluster$(if $(HAS_ROCM),$(comma)amd,)
+# the AMD extra (hip-python, ~300 MB) only where ROCm's HIP library is on this machine (a file that
+# exists, not only an entry of ld.so.cache), or when asked; the cluster extra (Snakemake) with CLUSTER=
+HAS_ROCM   := $(shell for f in $$( { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | sed -n 's/.*libamdhip64\.so.* => //p') \
+                /opt/rocm/lib/libamdhip64.so; do [ -e "$$f" ] && echo 1 && break; done)
+EXTRAS     ?= test,cuda$(if $(CLUSTER),$(comma)cluster,)$(if $(HAS_ROCM),$(comma)amd,)
 comma      := ,
 PYVER      ?= $(shell $(PYTHON) -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 # ENV=venv (default) builds .venv from nothing; ENV=system uses $(PYTHON) as it is, plus the
@@ -80,6 +82,8 @@ test: setup  ## run the tests (host everywhere; cuda/AMD ones where they can run
 
 reproduce: setup  ## run the notebooks (PRESET=smoke|default|full PLATFORM=auto|cuda|hsa|hip|host NOTEBOOKS=a,b SET="NB.NAME=V" RESUME=<run-id> CLUSTER=local|slurm SLURM_PARTITION= SLURM_ACCOUNT= SLURM_GPUS= SLURM_TIME= SLURM_MEM=)
 ifneq ($(CLUSTER),)
+	@$(PY) -c 'import snakemake' 2>/dev/null || [ "$(ENV)" != venv ] || { echo "setup: adding the cluster extra (Snakemake)"; \
+	  $(VENV)/bin/python -m pip install -q --disable-pip-version-check $(PIP_FROM) -e ".[$$EXTRAS]"; }
 	read -r -a sets <<< "$$SET"; $(PY) -m pinpath.cluster reproduce --executor "$$CLUSTER" --preset "$$PRESET" \
 	  --platform "$$PLATFORM" --notebooks "$$NOTEBOOKS" --resume "$$RESUME" --cell-timeout "$$CELL_TIMEOUT" \
 	  --partition "$$SLURM_PARTITION" --account "$$SLURM_ACCOUNT" --gpus "$$SLURM_GPUS" --cpus "$$SLURM_CPUS" \

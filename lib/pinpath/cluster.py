@@ -605,6 +605,12 @@ def reproduce(*, executor: str, preset: str, platform: str, notebooks: str = "",
     ends with ``pinpath finalize``; prints one line per notebook; returns the exit status."""
     if executor not in ("local", "slurm"):
         raise ClusterError(f"unknown executor {executor!r} (CLUSTER); known: local, slurm")
+    import importlib.util
+    for module, what in (("snakemake", "Snakemake"), ("snakemake_executor_plugin_slurm", "its Slurm executor")):
+        if executor == "slurm" or module == "snakemake":
+            if importlib.util.find_spec(module) is None:
+                raise ClusterError(f"{what} is not installed in this environment: `make setup EXTRAS=test,cuda,cluster` "
+                                   "(or `pip install -e '.[cluster]'`)")
     env = {k: v for k, v in os.environ.items() if k not in MAKE_NAMES}
     for key, value in (options or {}).items():
         if value not in (None, ""):

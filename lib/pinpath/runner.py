@@ -114,10 +114,13 @@ def plan(preset: str, platform: str, *, only: list[str] | None = None, overrides
         if ops > OPS_BUDGET:
             raise BadParameter(f"{file.name} [{stem}]: asks for about {ops:,} timed operations; the budget of one "
                                f"notebook is {OPS_BUDGET:,} (fewer repeats, sizes, invocations or steps)")
+        if only and stem not in only:          # not run: its sizes need not fit this machine
+            parameters[stem] = values
+            continue
         values, told = budget.fit(stem, values, lock_checked=lock_checked, explicit=set(explicit.get(stem, {})),
                                   where=f"{file.name} [{stem}]")
         parameters[stem] = values
-        notices += told if (not only or stem in only) else []
+        notices += told
     stems = only or list(found)
     return Plan(preset, rt_name, [found[s] for s in stems], {s: parameters[s] for s in stems},
                 info, selection, harness, notices)
@@ -356,8 +359,8 @@ def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path 
         man["status"], man["interrupted_at"] = "interrupted", interrupted_at
     elif all(s == "ok" for s in statuses):
         man["status"] = "ok"
-    elif any(s in ("pending", "running") for s in statuses):
-        man["status"] = "incomplete"
+    elif all(s in ("ok", "pending", "running") for s in statuses):
+        man["status"] = "incomplete"       # nothing failed; some notebooks have not run (yet)
     else:
         man["status"] = "failed"
     if man.get("end") and man.get("git", {}).get("commit") != mf.git_state(paths.PROJECT_ROOT).get("commit"):

@@ -225,3 +225,12 @@ def test_profiles_keep_failed_outputs_and_go_on():
     assert prof["executor"] == "slurm" and prof["slurm-keep-successful-logs"]
     assert prof["slurm-delete-logfiles-older-than"] == 0       # the logs live in the run folder
     assert set(cluster.ENV_NAMES.values()) <= set((ROOT / "profiles" / "slurm" / "config.yaml").read_text().split('"'))
+
+
+@pytest.mark.parametrize("executor, missing", [("local", "snakemake"), ("slurm", "snakemake_executor_plugin_slurm")])
+def test_without_snakemake_is_one_sentence(executor, missing, monkeypatch):
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == missing else real(name, *a))
+    with pytest.raises(ClusterError, match=r"is not installed in this environment: `make setup EXTRAS=test,cuda,cluster`"):
+        cluster.reproduce(executor=executor, preset="smoke", platform="host")

@@ -5,6 +5,8 @@ smoke preset."""
 import glob
 import json
 import os
+import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -54,9 +56,25 @@ def _params(root: Path, text: str, preset: str = "smoke") -> Path:
     return root / "params"
 
 
-def _cli(*args, env=None, cwd=None):
-    return subprocess.run([sys.executable, "-m", "pinpath", *args], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, **(env or {})})
+def _cli(*args, env=None, cwd=None, plain_user=False):
+    """``python -m pinpath ARGS``; ``plain_user``: with what a fresh non-root user has, an 8 MiB
+    RLIMIT_MEMLOCK and no CAP_IPC_LOCK (as root, setpriv takes the capability away)."""
+    prefix, preexec = [], None
+    if plain_user:
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                pytest.skip("running as root, and setpriv (util-linux) is missing to drop CAP_IPC_LOCK")
+            prefix = ["setpriv", "--bounding-set=-ipc_lock", "--inh-caps=-ipc_lock", "--"]
+
+        def preexec():
+            _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+            soft = PLAIN_LOCK_NBYTES if hard == resource.RLIM_INFINITY else min(PLAIN_LOCK_NBYTES, hard)
+            resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, hard))
+    return subprocess.run([*prefix, sys.executable, "-m", "pinpath", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **(env or {})}, preexec_fn=preexec)
+
+
+PLAIN_LOCK_NBYTES = 8 << 20     #: a non-root user's usual `ulimit -l`
 
 
 # -- validation ----------------------------------------------------------------------------------
@@ -356,10 +374,22 @@ def test_a_broken_data_file_is_named_in_the_report(tmp_path):
 def smoke_run(tmp_path_factory):
     """The project's own notebooks, smoke preset, host platform, through the command line."""
     out = tmp_path_factory.mktemp("outs")
-    r = _cli("run", "--preset", "smoke", "--platform", "host", "--outputs", str(out))
+    r = _cli("run", "--preset", "smoke", "--platform", "host", "--outputs", str(out), plain_user=True)
     assert r.returncode == 0, r.stderr[-3000:]
     run_dir = (out / "latest").resolve()
     return run_dir, json.loads((run_dir / "manifest.json").read_text()), r.stderr
+
+
+def test_a_plain_user_gets_the_default_preset_fitted_and_explicit_sizes_refused(tmp_path):
+    probe = _cli("validate", "--preset", "smoke", "--platform", "host", "--outputs", str(tmp_path), plain_user=True)
+    assert probe.returncode == 0, probe.stderr
+    r = _cli("validate", "--preset", "default", "--platform", "host", "--outputs", str(tmp_path), plain_user=True)
+    assert r.returncode == 0, r.stderr
+    assert "01_c12_lock_copy: left out NBYTES" in r.stdout and "ulimit -l" in r.stdout, r.stdout
+    r = _cli("validate", "--preset", "default", "--platform", "host", "--outputs", str(tmp_path),
+             "--set", "01_c12_lock_copy.NBYTES=64MiB", plain_user=True)
+    assert r.returncode == 2 and "NBYTES cannot run here" in r.stderr and "RLIMIT_MEMLOCK" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
 
 
 def test_smoke_run_every_notebook_ok_and_quiet(smoke_run):

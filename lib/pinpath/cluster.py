@@ -528,6 +528,14 @@ def record_unstarted(run_dir: Path, logs) -> dict[str, str]:
 # --------------------------------------------------------------------------------------------
 # make reproduce CLUSTER=local|slurm
 
+def _need_extra(module: str, what: str) -> None:
+    """ClusterError in one sentence where the cluster extra's ``module`` is not installed."""
+    import importlib.util
+    if importlib.util.find_spec(module) is None:
+        raise ClusterError(f"{what} is not installed in this environment: `make setup EXTRAS=test,cuda,cluster` "
+                           "(or `pip install -e '.[cluster]'`)")
+
+
 def _profile(executor: str) -> Path:
     return PROFILES_DIR / executor
 
@@ -535,6 +543,7 @@ def _profile(executor: str) -> Path:
 def slurm_profile(env: dict[str, str] | None = None) -> dict[str, Any]:
     """``profiles/slurm/config.yaml`` as Snakemake will read it under ``env`` (the profile is a YTE
     template over the environment)."""
+    _need_extra("yte", "YTE (Snakemake's profile templates)")
     import yte
     env = dict(os.environ if env is None else env)
     old = dict(os.environ)
@@ -605,12 +614,9 @@ def reproduce(*, executor: str, preset: str, platform: str, notebooks: str = "",
     ends with ``pinpath finalize``; prints one line per notebook; returns the exit status."""
     if executor not in ("local", "slurm"):
         raise ClusterError(f"unknown executor {executor!r} (CLUSTER); known: local, slurm")
-    import importlib.util
-    for module, what in (("snakemake", "Snakemake"), ("snakemake_executor_plugin_slurm", "its Slurm executor")):
-        if executor == "slurm" or module == "snakemake":
-            if importlib.util.find_spec(module) is None:
-                raise ClusterError(f"{what} is not installed in this environment: `make setup EXTRAS=test,cuda,cluster` "
-                                   "(or `pip install -e '.[cluster]'`)")
+    _need_extra("snakemake", "Snakemake")
+    if executor == "slurm":
+        _need_extra("snakemake_executor_plugin_slurm", "Snakemake's Slurm executor")
     env = {k: v for k, v in os.environ.items() if k not in MAKE_NAMES}
     for key, value in (options or {}).items():
         if value not in (None, ""):

@@ -208,7 +208,8 @@ def test_bad_values_are_refused_before_anything(capsys):
     assert cluster.main(["reproduce", "--cell-timeout", "-3"]) == 2
 
 
-def test_profile_defaults_and_overrides():
+def test_profile_defaults_and_overrides(cl):
+    cl.needs_snakemake()
     assert cluster.slurm_resources({}) == {"gpu": 1, "cpus_per_task": 8, "runtime": 60, "mem_mb": 32000}
     env = {"PINPATH_SLURM_PARTITION": "gpu", "PINPATH_SLURM_ACCOUNT": "proj42", "PINPATH_SLURM_GPUS": "2",
            "PINPATH_SLURM_CPUS": "16", "PINPATH_SLURM_TIME_MIN": "90", "PINPATH_SLURM_MEM_MB": "64000"}

@@ -80,6 +80,8 @@ def _claims_rows(claims: pd.DataFrame, scrub: Scrubber) -> list[list[str]]:
             short = r.get("claim")
         measured = format_measured(r.get("measured"), r.get("low"), r.get("high"),
                                    r.get("unit") if isinstance(r.get("unit"), str) else "")
+        if r.get("unit") == "count" and measured and isinstance(r.get("metric"), str):
+            measured = f"{measured} ({r['metric']})"      # a bare count says nothing without what it counts
         verdict = verdict_word(r.get("verdict"))
         rows.append([f"**{md_cell(r.get('id'))}**", md_cell(scrub(str(short or "")), limit=70),
                      md_cell(scrub(str(r.get("thread") or "")), limit=60),

@@ -96,6 +96,14 @@ def _shrink(params: dict[str, Any], explicit: set[str]) -> tuple[str, Any] | Non
     return None
 
 
+def _about(nbytes: int) -> str:
+    """An estimate in binary units, rounded: 286330880 -> '273 MiB'."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", KiB)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes} B"
+
+
 def fit(stem: str, params: dict[str, Any], *, lock_checked: bool, explicit: set[str], where: str) -> tuple[dict, list[str]]:
     """``params`` shrunk until the notebook fits in available memory (and, where
     ``lock_checked``, in what this process may lock); the notices saying what was left out.
@@ -109,8 +117,8 @@ def fit(stem: str, params: dict[str, Any], *, lock_checked: bool, explicit: set[
         over_lock = lockable >= 0 and locked > lockable
         if not (over_mem or over_lock):
             break
-        why = (f"needs about {fmt_nbytes(host)} of memory, {fmt_nbytes(avail)} is available" if over_mem else
-               f"would lock about {fmt_nbytes(locked)}, and this user may lock {fmt_nbytes(lockable)} more "
+        why = (f"needs about {_about(host)} of memory, {_about(avail)} is available" if over_mem else
+               f"would lock about {_about(locked)}, and this user may lock {_about(lockable)} more "
                "(RLIMIT_MEMLOCK; raise it with `ulimit -l` or in /etc/security/limits.conf)")
         first_why = first_why or why
         step = _shrink(p, explicit)

@@ -454,3 +454,17 @@ def test_compare_two_runs(smoke_run, tmp_path):
     assert r.returncode == 2 and "not a pinpath run" in r.stderr
     r = _cli("compare", str(run_dir), str(run_dir), "--out", str(tmp_path))
     assert r.returncode == 2 and "is a folder" in r.stderr
+
+
+def test_a_run_judged_again_by_newer_code_says_so(smoke_run, tmp_path):
+    run_dir, _, _ = smoke_run
+    outs = tmp_path / "outs"
+    old = outs / "old"
+    shutil.copytree(run_dir, old, symlinks=True)
+    (outs / "latest").symlink_to("newer")
+    man = json.loads((old / "manifest.json").read_text())
+    man["git"] = {"commit": "0" * 40, "dirty": False}
+    (old / "manifest.json").write_text(json.dumps(man))
+    again = runner.finalize(old)
+    assert again["judged_by"]["commit"] not in ("0" * 40, None) and again["end"] == man["end"]
+    assert os.readlink(outs / "latest") == "newer"      # the old run did not become the latest

@@ -363,7 +363,8 @@ def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path 
         man["status"] = "incomplete"       # nothing failed; some notebooks have not run (yet)
     else:
         man["status"] = "failed"
-    if man.get("end") and man.get("git", {}).get("commit") != mf.git_state(paths.PROJECT_ROOT).get("commit"):
+    rejudged = bool(man.get("end")) and man.get("git", {}).get("commit") != mf.git_state(paths.PROJECT_ROOT).get("commit")
+    if rejudged:
         man["judged_by"] = mf.git_state(paths.PROJECT_ROOT)   # a run finalized again by newer code says so
     else:
         man["end"] = mf.utc_now()
@@ -378,7 +379,8 @@ def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path 
         man["unreadable_data"] = unreadable
         rf.write_manifest(run_dir, man)
     render_index(run_dir, man, claims=judged)
-    rf.point_latest(out_dir or run_dir.parent, run_dir.name)
+    if not rejudged:        # an old run judged again does not become the latest
+        rf.point_latest(out_dir or run_dir.parent, run_dir.name)
     return man
 
 

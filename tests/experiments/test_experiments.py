@@ -148,3 +148,47 @@ def test_unknown_verify_mode_is_refused(host_rt):
     with make_policy("prepinned", host_rt) as pol, ex.DeviceBuffers(host_rt) as dev, host_buffer("heap", 64) as b:
         with pytest.raises(BadParameter, match="verify must be one of all, first, none, got 'some'"):
             ex.policy_sweep(host_rt, sizes_nbytes=[64], repeats=1, verify="some")
+
+
+def test_around_covers_the_policy_calls_and_not_the_check(host_rt, monkeypatch):
+    """A CUPTI tag passed as ``around`` must not see the byte check's own copies."""
+    from contextlib import contextmanager
+
+    from pinpath.memkinds import host_buffer
+    from pinpath.policies import make_policy
+    from pinpath.experiments.sweep import DeviceBuffers, transfer
+    inside, seen = [False], []
+    real_read = host_rt.read_device
+    monkeypatch.setattr(host_rt, "read_device", lambda *a: (seen.append(inside[0]), real_read(*a))[1])
+
+    @contextmanager
+    def around():
+        inside[0] = True
+        yield
+        inside[0] = False
+    with DeviceBuffers(host_rt) as dev, host_buffer("heap", 8192, rt=host_rt) as buf, \
+            make_policy("lock_always", host_rt) as pol:
+        r = transfer(pol, buf, dev, dev.get(8192), "h2d", verify=True, around=around())
+    assert r.verified and seen == [False]
+
+
+@pytest.mark.parametrize("path, src, dst, direction, want", [
+    ("driver_unobserved", "PAGEABLE", "DEVICE", "h2d", "driver_staged"),
+    ("driver_unobserved", "DEVICE", "PINNED", "d2h", "driver_pinned"),
+    ("driver_unobserved", "none", "DEVICE", "h2d", "driver_unobserved"),
+    ("driver_unobserved", "DEVICE+PAGEABLE", "DEVICE", "h2d", "driver_unobserved"),
+    ("locked_direct", "PINNED", "DEVICE", "h2d", "locked_direct"),
+])
+def test_observed_path(path, src, dst, direction, want):
+    from pinpath.experiments.copy_paths import observed_path
+    assert observed_path(path, src, dst, direction) == want
+
+
+def test_label_paths_takes_the_largest_observed_size_not_above():
+    import pandas as pd
+    from pinpath.experiments.copy_paths import label_paths
+    seen = pd.DataFrame({"policy": ["nextgen"] * 2, "kind": ["heap"] * 2, "direction": ["h2d"] * 2,
+                         "nbytes": [4096, 1 << 20], "observed_path": ["driver_staged", "driver_pinned"]})
+    timed = pd.DataFrame({"policy": ["nextgen"] * 3, "kind": ["heap"] * 3, "direction": ["h2d"] * 3,
+                          "nbytes": [4096, 2 << 20, 100], "path": ["driver_unobserved"] * 2 + ["staged_fresh"]})
+    assert list(label_paths(timed, seen).path) == ["driver_staged", "driver_pinned", "staged_fresh"]

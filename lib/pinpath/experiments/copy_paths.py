@@ -47,15 +47,14 @@ def copy_paths(rt, *, sizes_nbytes, directions=("h2d", "d2h"), cases=_CASES) -> 
             with host_buffer(kind, n, rt=rt) as buf, make_policy(policy, rt) as pol:
                 pol.map(buf)
                 dptr = dev.get(n)
-                with obs.tag(i):
-                    r = transfer(pol, buf, dev, dptr, d, verify=True)
+                r = transfer(pol, buf, dev, dptr, d, verify=True, around=obs.tag(i))
                 pol.unmap(buf)
             meta[i] = {"policy": str(policy), "kind": str(kind), "nbytes": n, "direction": d, "path": r.path,
                        "host_ns": r.dma_ns + r.wait_ns}
         seen = obs.flush()
     for i, m in meta.items():
         mine = seen[seen.transfer_id == i]
-        ours = mine[mine.copy_kind.isin(["H2D", "D2H"])]
+        ours = mine[mine.copy_kind == m["direction"].upper()]
         src = "+".join(sorted(set(ours.src_kind))) or "none"
         dst = "+".join(sorted(set(ours.dst_kind))) or "none"
         rows.append({**m, "copies_seen": len(ours), "src_kind": src, "dst_kind": dst,
@@ -73,9 +72,9 @@ def label_paths(transfers: pd.DataFrame, paths: pd.DataFrame | None) -> pd.DataF
     out = transfers.copy()
     mask = out.path == TransferPath.DRIVER_UNOBSERVED
     for idx in out.index[mask]:
-        r = out.loc[idx]
-        cand = paths[(paths.policy == r.policy) & (paths.kind == r.kind) & (paths.direction == r.direction)
-                     & (paths.nbytes <= r.nbytes)]
+        r = out.loc[idx]           # r["nbytes"], not r.nbytes: a Series' .nbytes is its own memory size
+        cand = paths[(paths.policy == r["policy"]) & (paths.kind == r["kind"]) & (paths.direction == r["direction"])
+                     & (paths.nbytes <= r["nbytes"])]
         if len(cand):
             out.at[idx, "path"] = cand.sort_values("nbytes").observed_path.iloc[-1]
     return out

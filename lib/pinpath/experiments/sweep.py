@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -112,10 +112,11 @@ def _waited(rec: TransferRecord, sync: TransferRecord) -> TransferRecord:
 
 
 def transfer(policy, buf: HostBuffer, dev: DeviceBuffers, dev_ptr: int, direction: Direction, *,
-             verify: bool, nbytes: int | None = None, offset: int = 0) -> TransferRecord:
+             verify: bool, nbytes: int | None = None, offset: int = 0, around=None) -> TransferRecord:
     """One transfer through ``policy``, waited for: an asynchronous policy's ``sync`` follows
     and its wait is folded into the record, so every policy's time covers the whole copy. With
-    ``verify`` the destination is poisoned before and compared after, both untimed."""
+    ``verify`` the destination is poisoned before and compared after, both untimed. ``around``:
+    a context manager entered around the policy's calls only (a CUPTI tag sees no check's copy)."""
     direction = Direction(direction)
     n = buf.nbytes - offset if nbytes is None else nbytes
     rt = policy.rt
@@ -123,7 +124,8 @@ def transfer(policy, buf: HostBuffer, dev: DeviceBuffers, dev_ptr: int, directio
         if direction == Direction.D2H:
             dev.refresh(dev_ptr)
         poison(rt, direction, buf.array[offset:], dev_ptr, n)
-    rec = _waited(policy.transfer(buf, dev_ptr, direction, nbytes=n, offset=offset), policy.sync())
+    with around if around is not None else nullcontext():
+        rec = _waited(policy.transfer(buf, dev_ptr, direction, nbytes=n, offset=offset), policy.sync())
     if verify and rec.moved:
         host = buf.array[offset:offset + n]
         got = rt.read_device(dev_ptr, n) if direction == Direction.H2D else host

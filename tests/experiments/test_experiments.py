@@ -192,3 +192,24 @@ def test_label_paths_takes_the_largest_observed_size_not_above():
     timed = pd.DataFrame({"policy": ["nextgen"] * 3, "kind": ["heap"] * 3, "direction": ["h2d"] * 3,
                           "nbytes": [4096, 2 << 20, 100], "path": ["driver_unobserved"] * 2 + ["staged_fresh"]})
     assert list(label_paths(timed, seen).path) == ["driver_staged", "driver_pinned", "staged_fresh"]
+
+
+def test_a_failing_thread_does_not_hang_the_others(host_rt, monkeypatch):
+    """One thread's error breaks the barrier and is raised; the other threads do not wait forever."""
+    import threading
+    from pinpath.experiments import threads as th
+    calls = [0]
+    real = th.transfer
+
+    def flaky(*a, **kw):
+        calls[0] += 1
+        if calls[0] == 2:
+            raise RuntimeError("thread's first transfer failed")
+        return real(*a, **kw)
+    monkeypatch.setattr(th, "transfer", flaky)
+    done: list = []
+    t = threading.Thread(target=lambda: done.append(pytest.raises(RuntimeError, ex.concurrency, host_rt,
+                                                                     policies=["lock_always"], threads=[3], transfers=2)))
+    t.start()
+    t.join(20)
+    assert not t.is_alive() and done and "first transfer failed" in str(done[0].value)

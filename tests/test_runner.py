@@ -59,19 +59,19 @@ def _params(root: Path, text: str, preset: str = "smoke") -> Path:
 def _cli(*args, env=None, cwd=None, plain_user=False):
     """``python -m pinpath ARGS``; ``plain_user``: with what a fresh non-root user has, an 8 MiB
     RLIMIT_MEMLOCK and no CAP_IPC_LOCK (as root, setpriv takes the capability away)."""
-    prefix, preexec = [], None
-    if plain_user:
-        if os.geteuid() == 0:
-            if not shutil.which("setpriv"):
-                pytest.skip("running as root, and setpriv (util-linux) is missing to drop CAP_IPC_LOCK")
-            prefix = ["setpriv", "--bounding-set=-ipc_lock", "--inh-caps=-ipc_lock", "--"]
-
-        def preexec():
-            _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-            soft = PLAIN_LOCK_NBYTES if hard == resource.RLIM_INFINITY else min(PLAIN_LOCK_NBYTES, hard)
-            resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, hard))
+    prefix = []
+    if plain_user and os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("running as root, and setpriv (util-linux) is missing to drop CAP_IPC_LOCK")
+        prefix = ["setpriv", "--bounding-set=-ipc_lock", "--inh-caps=-ipc_lock", "--"]
     return subprocess.run([*prefix, sys.executable, "-m", "pinpath", *args], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, **(env or {})}, preexec_fn=preexec)
+                          env={**os.environ, **(env or {})}, preexec_fn=_plain_lock_limit if plain_user else None)
+
+
+def _plain_lock_limit() -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    soft = PLAIN_LOCK_NBYTES if hard == resource.RLIM_INFINITY else min(PLAIN_LOCK_NBYTES, hard)
+    resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, hard))
 
 
 PLAIN_LOCK_NBYTES = 8 << 20     #: a non-root user's usual `ulimit -l`

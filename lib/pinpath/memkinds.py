@@ -98,7 +98,18 @@ _L.malloc.restype, _L.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
 _L.free.restype, _L.free.argtypes = None, (ctypes.c_void_p,)
 
 
+_L.mallopt.restype, _L.mallopt.argtypes = ctypes.c_int, (ctypes.c_int, ctypes.c_int)
+_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_NBYTES = -3, 128 * 1024
+_threshold_fixed: list[bool] = []
+
+
 def _heap(stack: ExitStack, nbytes, rt, seed, offset):
+    if not _threshold_fixed:
+        # glibc raises its mmap threshold as mmapped chunks are freed, so a later 1 MiB buffer
+        # would share pages with its neighbours on the heap (their locks then cover it); fixed,
+        # every buffer of 128 KiB or more is its own mapping in every run, as in tools/bench_calls.c
+        _L.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_NBYTES)
+        _threshold_fixed.append(True)
     ptr = _L.malloc(nbytes)
     if not ptr:
         raise RuntimeCallFailed("host", "malloc", 12, libc.errno_name(12), nbytes)

@@ -349,7 +349,7 @@ def _resolver():
 
 def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path | None = None) -> dict:
     """Fold the notebooks' parts into the manifest, judge the claims, build the report."""
-    from .report import claims, tables
+    from .report import claims
     from .report.html import render_index
 
     run_dir = Path(run_dir)

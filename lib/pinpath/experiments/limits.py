@@ -15,12 +15,12 @@ import pandas as pd
 
 from ..errors import RuntimeCallFailed
 from ..memkinds import HostBuffer, host_buffer, view
-from ..osinfo import find_vma, memlock_limit_nbytes, vmlck_nbytes
+from ..osinfo import memlock_limit_nbytes, vmlck_nbytes
 from ..runtimes.base import device_alloc, has
 from ..schema import HAZARD, LIMITS, frame
 from ..units import PAGE_NBYTES
 from ..vocab import Capability, Direction, MemoryKind, Policy, Relock
-from .sweep import checks, expect, poison, rounds
+from .sweep import checks, expect, page_locked, poison, rounds
 
 _now = time.perf_counter_ns
 
@@ -51,12 +51,6 @@ def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,
     by_smaps = rt.relock == Relock.UNCOUNTED        # mlock: Linux itself is the runtime
     observed_by = "smaps" if by_smaps else next((c for c, cat in rt.call_categories.items() if cat == "query"), "query")
 
-    def page_locked(ptr: int) -> bool:
-        if by_smaps:
-            vma = find_vma(ptr)
-            return bool(vma is not None and vma.locked)
-        return rt.query(ptr).locked
-
     rows = []
     span = -(-(b_nbytes + nbytes) // page) * page
     with ExitStack() as stack:
@@ -85,13 +79,13 @@ def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,
                     deadline = _now() + 5_000_000_000
                     while _now() < deadline and not any(c[0] == copy_call for c in rt.recorder._raw[mark:]):
                         time.sleep(0)
-                    seen["before"] = page_locked(a_ptr)
+                    seen["before"] = page_locked(rt, a_ptr)
                     if latch is not None:
                         rt.release(latch)
                     seen["u0"] = _now()
                     rt.unlock(base, b_nbytes)
                     seen["u1"] = _now()
-                    seen["after"] = page_locked(a_ptr)
+                    seen["after"] = page_locked(rt, a_ptr)
                     seen["obs"] = _now()
                 finally:
                     b_locked.set()

@@ -16,15 +16,14 @@ from contextlib import ExitStack
 import numpy as np
 import pandas as pd
 
-from .. import osinfo
 from ..kernels import NSPLINES, VGH_DIM, replica_expected
 from ..policies import DEFAULT_THRESHOLD_NBYTES, make_policy
 from ..records import TransferRecord
 from ..runtimes.base import has
 from ..schema import calls_frame
 from ..trace import records
-from ..vocab import Capability, Direction, MemoryKind, Relock
-from .sweep import DeviceBuffers, SEED, checks, expect, grid, rounds, transfers_frame
+from ..vocab import Capability, Direction, MemoryKind
+from .sweep import DeviceBuffers, SEED, checks, expect, grid, page_locked, poison, rounds, transfers_frame
 
 __all__ = ["replica", "api_stats", "INVOCATIONS_PER_STEP", "pos_nbytes", "out_nbytes"]
 
@@ -47,15 +46,6 @@ def _kernel_record(policy: str, rt, q, pos_d: int, out_d: int, nw: int, nsplines
         t1 = _now()
     return TransferRecord(event="kernel", policy=policy, path="kernel", kind="", direction="", nbytes=0,
                           thread_id=rt.recorder.thread_id, start_ns=t0, end_ns=t1, calls=tuple(records(calls)))
-
-
-def _still_pinned(rt, ptr: int) -> bool:
-    """Whether memory the application pinned is still locked: Linux's word for mlock, the
-    runtime's query elsewhere."""
-    if rt.relock == Relock.UNCOUNTED:
-        vma = osinfo.find_vma(ptr)
-        return bool(vma is not None and vma.locked)
-    return rt.query(ptr).locked
 
 
 class _Region:
@@ -88,7 +78,8 @@ class _Region:
         pos_vals = self.pos.array.view(np.float64)
         pos_vals[:] = rng.uniform(-1.0, 1.0, 3 * nw)
         if check:
-            self.out.array[:] = 0xA5
+            poison(rt, Direction.H2D, self.pos.array, self.pos_d, self.pos.nbytes)
+            poison(rt, Direction.D2H, self.out.array, self.out_d, self.out.nbytes)
         recs = [(pol.transfer(self.pos, self.pos_d, Direction.H2D), "pos")]
         if kernel:
             recs.append((_kernel_record(pol.policy, rt, pol.q, self.pos_d, self.out_d, nw, self.nsplines), ""))
@@ -102,7 +93,7 @@ class _Region:
             ok_out = expect(bool(np.array_equal(self.out.array, want)), f"replica {pol.policy}: D2H of the output")
             recs = [(dataclasses.replace(r, verified=ok_pos if a == "pos" else ok_out) if r.moved else r, a)
                     for r, a in recs]
-        if self.user_pinned and not self.lost and not all(_still_pinned(rt, b.ptr) for b in (self.pos, self.out)):
+        if self.user_pinned and not self.lost and not all(page_locked(rt, b.ptr) for b in (self.pos, self.out)):
             self.lost = "the application's pinned arrays were unlocked by the runtime"
         if self.lost:
             recs = [(dataclasses.replace(r, hazard=self.lost) if r.event == "transfer" else r, a) for r, a in recs]

@@ -20,7 +20,8 @@ from ..memkinds import POISON, HostBuffer, fill_random
 from ..records import TransferRecord
 from ..runtimes.base import device_alloc
 from ..schema import TRANSFERS, frame, transfer_row
-from ..vocab import Direction
+from ..osinfo import find_vma
+from ..vocab import Direction, Relock
 
 __all__ = ["grid", "rounds", "checks", "poison", "expect", "transfer", "transfers_frame", "POISON",
            "VERIFY_MODES", "DeviceBuffers", "SEED"]
@@ -67,6 +68,15 @@ def poison(rt, direction: Direction, host: np.ndarray, dev_ptr: int, nbytes: int
         rt.fill_device(dev_ptr, POISON, nbytes)
     else:
         host[:nbytes] = POISON
+
+
+def page_locked(rt, ptr: int) -> bool:
+    """Whether the page at ``ptr`` is locked now: Linux's VmFlags where mlock is the runtime
+    (read directly, so it adds no call to the trace), the runtime's own query elsewhere."""
+    if rt.relock == Relock.UNCOUNTED:
+        vma = find_vma(ptr)
+        return bool(vma is not None and vma.locked)
+    return rt.query(ptr).locked
 
 
 def expect(ok: bool, what: str) -> bool:

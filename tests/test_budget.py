@@ -3,13 +3,12 @@ replica runs on the host platform, and the presets against a non-root user's 8 M
 
 from __future__ import annotations
 
-import ast
 
 import pytest
 
 from pinpath import budget, experiments, osinfo, paths
 from pinpath.errors import BadParameter
-from pinpath.params import load_preset, notebook_parameters, resolve
+from pinpath.params import defaults, load_preset, notebook_parameters, resolve
 from pinpath.runtimes.host import HostRuntime
 from pinpath.units import MiB
 
@@ -17,9 +16,7 @@ from pinpath.units import MiB
 def _params(preset: str, stem: str) -> dict:
     nb = paths.NOTEBOOKS_DIR / f"{stem}.ipynb"
     declared = notebook_parameters(nb)
-    values = {n: ast.literal_eval(d["default"]) for n, d in declared.items()}
-    values.update(resolve(load_preset(paths.PARAMS_DIR, preset).get(stem, {}), declared, where=preset))
-    return values
+    return {**defaults(declared), **resolve(load_preset(paths.PARAMS_DIR, preset).get(stem, {}), declared, where=preset)}
 
 
 @pytest.fixture
@@ -63,14 +60,13 @@ def test_estimate_covers_measured_peak(stem, preset, peak_locked, host_rt):
 
 @pytest.mark.parametrize("preset", ["smoke", "default", "full"])
 def test_presets_fit_an_8_mib_lock_limit(preset, monkeypatch):
-    """A fresh non-root user (RLIMIT_MEMLOCK 8 MiB): every notebook fits, shrinking only sizes."""
+    """A fresh non-root user (RLIMIT_MEMLOCK 8 MiB): every notebook of every preset runs, the
+    smoke preset whole (CI runs it), the larger ones with sizes left out."""
     monkeypatch.setattr(osinfo, "lockable_nbytes", lambda: 8 * MiB)
+    told = []
     for stem in load_preset(paths.PARAMS_DIR, preset):
-        p = _params(preset, stem)
-        fitted, _ = budget.fit(stem, p, lock_checked=True, explicit=set(), where=stem)
-        assert budget.needs(stem, fitted)[1] <= 8 * MiB
-        assert {k: v for k, v in fitted.items() if k not in budget.SHRINKABLE} == \
-               {k: v for k, v in p.items() if k not in budget.SHRINKABLE}
+        told += budget.fit(stem, _params(preset, stem), lock_checked=True, explicit=set(), where=stem)[1]
+    assert (told == []) == (preset == "smoke"), told
 
 
 def test_fit_shrinks_preset_sizes_and_refuses_explicit_ones(monkeypatch):

@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"{man.get('duration_s', '?')} s")
             return 0
         if args.cmd == "share":
-            from .report.share import resolve_run, share_run
-            run_dir = resolve_run(args.run, args.outputs or paths.OUTPUTS_DIR)
+            from .report.share import share_run
+            run_dir = runfolder.find_run(args.run, args.outputs or paths.OUTPUTS_DIR)
             runfolder.read_manifest(run_dir)      # one sentence for a broken run folder
             share = share_run(run_dir)
             print(share / "summary.md")

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from . import osinfo
 from .errors import BadParameter
-from .params import out_nbytes
+from .kernels import out_nbytes
 from .units import KiB, fmt_nbytes
 
 __all__ = ["NEEDS", "needs", "fit", "SHRINKABLE"]
@@ -40,32 +40,33 @@ def _mapped(nws) -> int:
 
 
 def _replica_locked(p) -> int:
-    return _mapped(_s(p, "NW_VALUES", 16))
+    return _mapped(_s(p, "NW_VALUES"))
 
 
-#: notebook -> parameters -> (host bytes held at the peak, bytes locked at the peak on the host platform)
+#: notebook -> parameters (its defaults, the preset's values over them) -> (host bytes held at the peak,
+#: bytes locked at the peak on the host platform)
 NEEDS: dict[str, Callable[[dict], tuple[int, int]]] = {
     "00_platform": lambda p: (2 * sum(_s(p, "SIZES_NBYTES")), sum(_s(p, "SIZES_NBYTES"))),
     "01_c12_lock_copy": lambda p: (2 * p.get("NBYTES", 0), p.get("NBYTES", 0)),
     "02_c2_staging": lambda p: (3 * sum(_s(p, "SIZES_NBYTES")), sum(_s(p, "SIZES_NBYTES")) + _peak(p, "SIZES_NBYTES")),
-    "03_c6_c7_c9_lock_cost": lambda p: ((len(_s(p, "KINDS", ["heap", "huge_pages"])) + 1) * sum(_s(p, "SIZES_NBYTES")),
+    "03_c6_c7_c9_lock_cost": lambda p: ((len(_s(p, "KINDS")) + 1) * sum(_s(p, "SIZES_NBYTES")),
                                        sum(_s(p, "SIZES_NBYTES")) + _peak(p, "SIZES_NBYTES")),
-    "04_c1_offload_region": lambda p: (40 * out_nbytes(max(_s(p, "NW", 16) + _s(p, "SWEEP_NW", 1))),
-                                      max(_MAIN * out_nbytes(_peak(p, "NW", 16)),
-                                          _mapped([_peak(p, "SWEEP_NW", 1)]))),
+    "04_c1_offload_region": lambda p: (40 * out_nbytes(max(_s(p, "NW") + _s(p, "SWEEP_NW"))),
+                                      max(_MAIN * out_nbytes(_peak(p, "NW")),
+                                          _mapped([_peak(p, "SWEEP_NW")]))),
     "05_c3_c5_lock_or_stage": lambda p: (3 * sum(_s(p, "SIZES_NBYTES")) + 20 * sum(_s(p, "KIND_NBYTES")),
                                         2 * _peak(p, "SIZES_NBYTES") + 4 * sum(_s(p, "KIND_NBYTES"))),
     "06_c4_query_vs_lock": lambda p: (5 * sum(_s(p, "SIZES_NBYTES")), 3 * sum(_s(p, "SIZES_NBYTES")) + _peak(p, "SIZES_NBYTES")),
     "07_c8_semantics": lambda p: (64 * KiB, 64 * KiB),
-    "08_c10_api_stats": lambda p: (8 * out_nbytes(p.get("NW", 16)), _mapped([p.get("NW", 16)])),
-    "09_c11_hazard_limits": lambda p: (3 * p.get("HAZARD_NBYTES", 0) + 8 * out_nbytes(p.get("NW", 16)),
-                                       max(2 * p.get("HAZARD_NBYTES", 0), _mapped([p.get("NW", 16)]))),
-    "10_c13_concurrency": lambda p: (4 * _peak(p, "THREADS", 1) * p.get("NBYTES", 15360),
-                                     2 * _peak(p, "THREADS", 1) * p.get("NBYTES", 15360)),
-    "11_c14_tracked_locking": lambda p: (3 * sum(_s(p, "COPY_NBYTES")) + 40 * out_nbytes(_peak(p, "NW_VALUES", 16)),
+    "08_c10_api_stats": lambda p: (8 * out_nbytes(p.get("NW", 0)), _mapped([p.get("NW", 0)])),
+    "09_c11_hazard_limits": lambda p: (3 * p.get("HAZARD_NBYTES", 0) + 8 * out_nbytes(p.get("NW", 0)),
+                                       max(2 * p.get("HAZARD_NBYTES", 0), _mapped([p.get("NW", 0)]))),
+    "10_c13_concurrency": lambda p: (4 * _peak(p, "THREADS") * p.get("NBYTES", 0),
+                                     2 * _peak(p, "THREADS") * p.get("NBYTES", 0)),
+    "11_c14_tracked_locking": lambda p: (3 * sum(_s(p, "COPY_NBYTES")) + 40 * out_nbytes(_peak(p, "NW_VALUES")),
                                          max(_peak(p, "COPY_NBYTES"), _replica_locked(p))),
-    "13_real_runtime": lambda p: (40 * out_nbytes(_peak(p, "NW_VALUES", 16)), _replica_locked(p)),
-    "12_c15_overlap": lambda p: (4 * p.get("CHAINS", 8) * p.get("NBYTES", 0), 2 * p.get("CHAINS", 8) * p.get("NBYTES", 0)),
+    "13_real_runtime": lambda p: (40 * out_nbytes(_peak(p, "NW_VALUES")), _replica_locked(p)),
+    "12_c15_overlap": lambda p: (4 * p.get("CHAINS", 0) * p.get("NBYTES", 0), 2 * p.get("CHAINS", 0) * p.get("NBYTES", 0)),
 }
 #: the size parameters that may be shrunk to fit, per notebook
 SHRINKABLE = ("SIZES_NBYTES", "KIND_NBYTES", "COPY_NBYTES", "NBYTES", "HAZARD_NBYTES")

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .errors import PinpathError
+from . import runfolder as rf
 from .paths import PROJECT_ROOT
 
 __all__ = ["ClusterError", "JobState", "check", "job_state", "resolve_part", "record_unstarted", "slurm_profile",
@@ -598,15 +599,6 @@ def _summary(run_dir: Path, wall_s: float) -> str:
 MAKE_NAMES = ("SLURM_PARTITION", "SLURM_ACCOUNT", "SLURM_GPUS", "SLURM_CPUS", "SLURM_TIME", "SLURM_MEM")
 
 
-def _resume_dir(resume: str, outputs: Path | None) -> Path:
-    """A run folder from a run id (under ``outputs``) or a path."""
-    base = Path(outputs) if outputs else Path(os.environ.get("PINPATH_ROOT") or PROJECT_ROOT) / "outputs"
-    for cand in (Path(resume), base / resume):
-        if (cand / "manifest.json").is_file():
-            return cand.resolve()
-    raise ClusterError(f"{resume}: no run folder of that name or id to resume (no manifest.json under {base})")
-
-
 def reproduce(*, executor: str, preset: str, platform: str, notebooks: str = "", outputs: Path | None = None,
               resume: str = "", sets: Sequence[str] = (), cell_timeout: int | None = None,
               options: dict[str, str] | None = None, snakemake_args: Sequence[str] = ()) -> int:
@@ -641,7 +633,9 @@ def reproduce(*, executor: str, preset: str, platform: str, notebooks: str = "",
     py = sys.executable
     t0 = time.monotonic()
     if resume:
-        run_abs = _resume_dir(resume, outputs)
+        base = Path(outputs) if outputs else Path(os.environ.get("PINPATH_ROOT") or PROJECT_ROOT) / "outputs"
+        run_abs = rf.find_run(resume, base)
+        rf.reopen(run_abs, resolve_part)
         _say(f"resuming {run_abs}: the notebooks that are not ok run again")
     else:
         argv = [py, "-m", "pinpath", "init", "--preset", preset, "--platform", platform]

@@ -6,11 +6,21 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["VGH_DIM", "NSPLINES", "replica_expected", "REPLICA_KERNEL", "SPIN_KERNEL", "KERNEL_SOURCE",
+__all__ = ["VGH_DIM", "NSPLINES", "pos_nbytes", "out_nbytes", "replica_expected", "REPLICA_KERNEL", "SPIN_KERNEL", "KERNEL_SOURCE",
            "SPIN_TIMEOUT_NS", "HIP_KERNEL_SOURCE", "HIP_WALL_CLOCK_HZ_MACRO", "HIP_WALL_CLOCK_HZ_ASSUMED"]
 
 VGH_DIM = 10          #: value, 3 gradient and 6 hessian components per spline (miniqmc vgh)
 NSPLINES = 192        #: padded splines per walker for the NiO 32-atom cell (getAlignedSize(192))
+
+
+def pos_nbytes(nw: int) -> int:
+    """The replica's H2D per region: three coordinates of each of nw walkers."""
+    return 3 * 8 * nw
+
+
+def out_nbytes(nw: int, nsplines: int = NSPLINES) -> int:
+    """The replica's D2H per region: value, gradient and hessian of every spline of nw walkers."""
+    return VGH_DIM * 8 * nw * nsplines
 SPIN_TIMEOUT_NS = 10_000_000_000   #: a latch that is never released lets its queue go after 10 s
 REPLICA_KERNEL = "pinpath_vgh"
 SPIN_KERNEL = "pinpath_spin"

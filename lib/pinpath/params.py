@@ -18,12 +18,11 @@ import jsonschema
 import yaml
 
 from .errors import BadParameter
-from .kernels import NSPLINES, VGH_DIM
 from .units import GiB, parse_nbytes
 from .vocab import MemoryKind, Policy
 
 __all__ = ["PRESETS", "RESERVED", "SCHEMA", "OPS_BUDGET", "load_preset", "notebook_parameters", "resolve",
-           "parse_override", "estimated_ops"]
+           "parse_override", "defaults", "estimated_ops"]
 
 PRESETS = ("smoke", "default", "full")
 RESERVED = ("PLATFORM", "RUN_DIR", "NOTEBOOK")   #: injected by the runner, not set in files
@@ -194,17 +193,22 @@ def resolve(values: dict[str, Any], declared: dict[str, dict], *, where: str) ->
     return out
 
 
-def estimated_ops(params: dict[str, Any], declared: dict[str, dict] | None = None) -> int:
-    """A notebook's timed operations, bounded from above: the product of its counts and of the
-    lengths of its lists (defaults of the notebook fill what the file leaves out)."""
-    merged = {}
-    for name, d in (declared or {}).items():
+def defaults(declared: dict[str, dict]) -> dict[str, Any]:
+    """The values a notebook's parameters cell gives the parameters of the schema (papermill
+    hands over each literal's text)."""
+    out = {}
+    for name, d in declared.items():
         if name in SCHEMA and name not in RESERVED:
             try:
-                merged[name] = ast.literal_eval(d.get("default", "None"))   # papermill gives the literal's text
+                out[name] = ast.literal_eval(d.get("default", "None"))
             except (ValueError, SyntaxError):
                 continue
-    merged.update(params)
+    return out
+
+
+def estimated_ops(merged: dict[str, Any]) -> int:
+    """A notebook's timed operations, bounded from above: the product of its counts and of the
+    lengths of its lists (``merged``: the notebook's defaults with the file's values over them)."""
     ops = 1
     for name, v in merged.items():
         if isinstance(v, list):
@@ -214,8 +218,3 @@ def estimated_ops(params: dict[str, Any], declared: dict[str, dict] | None = Non
     if "NW" in merged or "NW_VALUES" in merged:
         ops *= 2        # H2D and D2H per region
     return ops
-
-
-def out_nbytes(nw: int) -> int:
-    """The replica's D2H per region: value, gradient and hessian of every spline of nw walkers."""
-    return VGH_DIM * 8 * NSPLINES * nw

@@ -18,12 +18,11 @@ from pathlib import Path
 from . import atomic
 from .errors import BadParameter
 
-__all__ = ["SUBDIRS", "FINAL", "new_run_id", "create", "read_manifest", "write_manifest", "read_part",
-           "write_part", "parts", "merge", "state", "list_runs", "point_latest", "pid_alive"]
+__all__ = ["SUBDIRS", "new_run_id", "create", "find_run", "read_manifest", "write_manifest", "read_part",
+           "write_part", "parts", "merge", "reopen", "state", "list_runs", "point_latest", "pid_alive"]
 
 SUBDIRS = ("notebooks", "data", "figures", "report", "status")
 #: notebook statuses a job leaves behind when it ends; "pending" and "running" are not final
-FINAL = ("ok", "failed", "leaked", "dead_kernel", "interrupted", "timeout", "oom", "cancelled", "stale")
 
 
 def _host() -> str:
@@ -100,6 +99,28 @@ def pid_alive(pid, host) -> bool | None:
     except PermissionError:
         return True
     return True
+
+
+def find_run(run: str | os.PathLike | None, outputs: Path) -> Path:
+    """A run folder from a path, a run id under ``outputs`` or None (``outputs/latest``); links
+    followed, so the folder has its real run id. BadParameter where there is no run."""
+    if run is None or str(run) == "":
+        run = "latest"
+    p = Path(run)
+    cand = p if p.exists() else Path(outputs) / p
+    if not (cand / "manifest.json").is_file():
+        raise BadParameter(f"{run}: not a pinpath run (no manifest.json in {cand.name or cand})")
+    return cand.resolve()
+
+
+def reopen(run_dir: Path, resolve=None) -> dict:
+    """Mark an earlier run running again under this process, to run its notebooks that are not
+    ok: its end is cleared, so its finalize is a first one, not a re-judgement."""
+    man = merge(run_dir, read_manifest(run_dir), resolve)
+    man.update(status="running", runner={"pid": os.getpid(), "host": socket.gethostname()}, end=None)
+    man.pop("interrupted_at", None)
+    write_manifest(run_dir, man)
+    return man
 
 
 def merge(run_dir: Path, manifest: dict, resolve=None) -> dict:

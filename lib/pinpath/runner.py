@@ -35,7 +35,7 @@ from . import runfolder as rf
 from . import session
 from .errors import BadParameter, PinpathError, UnknownName
 from . import budget
-from .params import OPS_BUDGET, RESERVED, estimated_ops, load_preset, notebook_parameters, parse_override, resolve
+from .params import OPS_BUDGET, RESERVED, defaults, estimated_ops, load_preset, notebook_parameters, parse_override, resolve
 from . import paths
 from .runtimes import open_runtime
 from .trace import measure_harness
@@ -110,16 +110,17 @@ def plan(preset: str, platform: str, *, only: list[str] | None = None, overrides
             raise BadParameter(f"{file.name}: no section for notebook {stem!r}")
         values = resolve(sections[stem], declared, where=f"{file.name} [{stem}]")
         values.update(resolve(explicit.get(stem, {}), declared, where=f"--set {stem}"))
-        ops = estimated_ops(values, declared)
+        merged = {**defaults(declared), **values}      # what the notebook will run with
+        ops = estimated_ops(merged)
         if ops > OPS_BUDGET:
             raise BadParameter(f"{file.name} [{stem}]: asks for about {ops:,} timed operations; the budget of one "
                                f"notebook is {OPS_BUDGET:,} (fewer repeats, sizes, invocations or steps)")
         if only and stem not in only:          # not run: its sizes need not fit this machine
             parameters[stem] = values
             continue
-        values, told = budget.fit(stem, values, lock_checked=lock_checked, explicit=set(explicit.get(stem, {})),
+        fitted, told = budget.fit(stem, merged, lock_checked=lock_checked, explicit=set(explicit.get(stem, {})),
                                   where=f"{file.name} [{stem}]")
-        parameters[stem] = values
+        parameters[stem] = {k: v for k, v in fitted.items() if k in values or v != merged[k]}
         notices += told
     stems = only or list(found)
     return Plan(preset, rt_name, [found[s] for s in stems], {s: parameters[s] for s in stems},
@@ -363,9 +364,10 @@ def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path 
         man["status"] = "incomplete"       # nothing failed; some notebooks have not run (yet)
     else:
         man["status"] = "failed"
-    rejudged = bool(man.get("end")) and man.get("git", {}).get("commit") != mf.git_state(paths.PROJECT_ROOT).get("commit")
+    now = mf.git_state(paths.PROJECT_ROOT)
+    rejudged = bool(man.get("end")) and man.get("git", {}).get("commit") != now.get("commit")
     if rejudged:
-        man["judged_by"] = mf.git_state(paths.PROJECT_ROOT)   # a run finalized again by newer code says so
+        man["judged_by"] = now          # a run finalized again by newer code says so
     else:
         man["end"] = mf.utc_now()
     man["duration_s"] = round(sum(float(v.get("duration_s", 0) or 0) for v in man["notebooks"].values()), 1)
@@ -468,12 +470,9 @@ def resume(run: str | Path, *, out_dir: Path | None = None, progress=None,
            cell_timeout_s: int | None = None) -> tuple[Path, dict]:
     """Run every notebook of an earlier run that is not ``ok`` into the same run folder."""
     say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
-    run_dir = Path(run) if Path(run).is_dir() else Path(out_dir or paths.OUTPUTS_DIR) / str(run)
-    man = rf.merge(run_dir, rf.read_manifest(run_dir))
+    run_dir = rf.find_run(run, Path(out_dir or paths.OUTPUTS_DIR))
+    man = rf.reopen(run_dir)
     todo = [s for s, v in man["notebooks"].items() if v.get("status") != "ok"]
-    man.update(status="running", runner={"pid": os.getpid(), "host": socket.gethostname()})
-    man.pop("interrupted_at", None)
-    rf.write_manifest(run_dir, man)
     say(f"resuming {run_dir.name}: {len(todo)} of {len(man['notebooks'])} notebook(s) to run")
     return _execute(run_dir, todo, say=say, cell_timeout_s=cell_timeout_s)
 

@@ -64,7 +64,7 @@ def test_policy_sweep_staging(any_rt, direction):
 
 
 def test_replica_counts_and_threshold(any_rt):
-    from pinpath.experiments.replica import out_nbytes
+    from pinpath.kernels import out_nbytes
     tr, calls = ex.replica(any_rt, policies=["stage_per_copy", "nextgen", "nextgen_lock_mapped"], nw_values=[2, 69],
                            steps=1, invocations_per_step=3, verify="all")
     check_frame(tr, TRANSFERS)

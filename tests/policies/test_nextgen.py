@@ -1,7 +1,5 @@
 """nextgen's decision order and its refcounted map of pinned ranges."""
 
-import random
-import threading
 
 import pytest
 from hypothesis import given, settings, strategies as st

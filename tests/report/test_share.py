@@ -13,6 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from pinpath.runfolder import find_run
+
 from pinpath.errors import BadParameter
 from pinpath.paths import PROJECT_ROOT
 from pinpath.report import html as H
@@ -104,7 +106,7 @@ def _no_machine_paths(text: str, *roots) -> None:
 
 def test_summary_reads_as_gfm(run, tmp_path):
     outputs, run_dir, _ = run
-    share = S.share_run(S.resolve_run("latest", outputs))
+    share = S.share_run(find_run("latest", outputs))
     assert share == run_dir.resolve() / "share"
     text = (share / "summary.md").read_text()
     assert text.count("\n") < 80
@@ -186,9 +188,9 @@ def test_compare_markdown(tmp_path):
     _no_machine_paths(text, tmp_path)
 
 
-def test_resolve_run_refuses_what_is_not_a_run(tmp_path):
+def test_find_run_refuses_what_is_not_a_run(tmp_path):
     with pytest.raises(BadParameter, match="not a pinpath run"):
-        S.resolve_run("nope", tmp_path)
+        find_run("nope", tmp_path)
     with pytest.raises(BadParameter, match="not a pinpath run"):
         S.share_run(tmp_path)
 

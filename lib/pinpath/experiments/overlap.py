@@ -9,7 +9,7 @@ from contextlib import ExitStack
 import numpy as np
 import pandas as pd
 
-from ..kernels import NSPLINES, VGH_DIM, replica_expected
+from ..kernels import NSPLINES, out_nbytes, replica_expected
 from ..memkinds import host_buffer
 from ..errors import NotAvailable
 from ..runtimes.base import device_alloc, has, need, queue
@@ -35,14 +35,14 @@ def overlap(rt, *, nbytes: int = 16 << 20, chains: int = 8, queues=(1, 2, 4), re
     kernel = has(rt, Capability.KERNELS)
     if kernel:
         rt.prepare_kernels()
-    nw = max(1, nbytes // (VGH_DIM * 8 * NSPLINES))
-    out_nbytes = nw * VGH_DIM * 8 * NSPLINES if kernel else nbytes
+    nw = max(1, nbytes // out_nbytes(1))
+    d2h_nbytes = out_nbytes(nw) if kernel else nbytes
     rows = []
     with ExitStack() as stack:
         ins = [stack.enter_context(host_buffer(MemoryKind.PINNED, nbytes, rt=rt, seed=i)) for i in range(chains)]
-        outs = [stack.enter_context(host_buffer(MemoryKind.PINNED, out_nbytes, rt=rt, seed=50 + i)) for i in range(chains)]
+        outs = [stack.enter_context(host_buffer(MemoryKind.PINNED, d2h_nbytes, rt=rt, seed=50 + i)) for i in range(chains)]
         d_in = [stack.enter_context(device_alloc(rt, nbytes)) for _ in range(chains)]
-        d_out = [stack.enter_context(device_alloc(rt, out_nbytes)) for _ in range(chains)] if kernel else d_in
+        d_out = [stack.enter_context(device_alloc(rt, d2h_nbytes)) for _ in range(chains)] if kernel else d_in
         for b in ins:   # positions in a range the kernel's arithmetic keeps exact
             b.array.view(np.float64)[: 3 * nw] = np.linspace(-1, 1, 3 * nw)
         for n_queues in queues:
@@ -59,7 +59,7 @@ def overlap(rt, *, nbytes: int = 16 << 20, chains: int = 8, queues=(1, 2, 4), re
                         rt.copy_async(d_in[c], ins[c].ptr, nbytes, Direction.H2D, q)
                         if kernel:
                             rt.launch_replica(q, d_in[c], d_out[c], nw, NSPLINES)
-                        rt.copy_async(outs[c].ptr, d_out[c], out_nbytes, Direction.D2H, q)
+                        rt.copy_async(outs[c].ptr, d_out[c], d2h_nbytes, Direction.D2H, q)
                     t0 = _now()
                     rt.release(latch)
                     for q in qs:

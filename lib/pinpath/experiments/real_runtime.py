@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import NotAvailable, PinpathError, VerificationFailed
-from ..kernels import NSPLINES, VGH_DIM
+from ..kernels import out_nbytes, pos_nbytes
 from ..paths import PROJECT_ROOT
 from ..schema import MODEL_INVOCATIONS, RATIO, REAL_COPIES, REAL_INVOCATIONS, REAL_PHASES, REAL_RUNS, SUMMARY, frame
 
@@ -560,7 +560,7 @@ def copies_table(copies: pd.DataFrame) -> pd.DataFrame:
     for (variant, nw), g in c.groupby(["variant", "nw"]):
         n_inv = g[["step", "invocation"]].drop_duplicates().shape[0]
         h, d = g[g.direction == "h2d"], g[g.direction == "d2h"]
-        want_h, want_d = 3 * 8 * nw, VGH_DIM * 8 * nw * NSPLINES
+        want_h, want_d = pos_nbytes(nw), out_nbytes(nw)
         per_h, per_d = len(h) / n_inv, len(d) / n_inv
         rows.append({"variant": variant, "nw": nw, "h2d_per_invocation": per_h, "h2d_nbytes": sorted(set(h.nbytes)),
                      "d2h_per_invocation": per_d, "d2h_nbytes": sorted(set(d.nbytes)),

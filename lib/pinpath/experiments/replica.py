@@ -16,7 +16,7 @@ from contextlib import ExitStack
 import numpy as np
 import pandas as pd
 
-from ..kernels import NSPLINES, VGH_DIM, replica_expected
+from ..kernels import NSPLINES, out_nbytes, pos_nbytes, replica_expected
 from ..policies import DEFAULT_THRESHOLD_NBYTES, make_policy
 from ..records import TransferRecord
 from ..runtimes.base import has
@@ -25,18 +25,10 @@ from ..trace import records
 from ..vocab import Capability, Direction, MemoryKind
 from .sweep import DeviceBuffers, SEED, checks, expect, grid, page_locked, poison, rounds, transfers_frame
 
-__all__ = ["replica", "api_stats", "INVOCATIONS_PER_STEP", "pos_nbytes", "out_nbytes"]
+__all__ = ["replica", "api_stats", "INVOCATIONS_PER_STEP"]
 
 INVOCATIONS_PER_STEP = 384   #: one region per electron move: 32 atoms x 12 electrons (NiO cell)
 _now = time.perf_counter_ns
-
-
-def pos_nbytes(nw: int) -> int:
-    return 3 * 8 * nw
-
-
-def out_nbytes(nw: int, nsplines: int = NSPLINES) -> int:
-    return VGH_DIM * 8 * nw * nsplines
 
 
 def _kernel_record(policy: str, rt, q, pos_d: int, out_d: int, nw: int, nsplines: int) -> TransferRecord:

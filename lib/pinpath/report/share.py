@@ -31,11 +31,12 @@ import pandas as pd
 
 from ..errors import BadParameter
 from ..paths import OUTPUTS_DIR
+from ..runfolder import find_run
 from ..atomic import replacing, write_bytes_atomic, write_text_atomic
 from .html import VERDICTS, Scrubber, compare_rows, format_measured, verdict_word
 
 __all__ = ["share_run", "summary_markdown", "render_compare_markdown", "zip_run", "resize_figures",
-           "headline_figures", "lock_unlock_table", "resolve_run", "md_cell", "HEADLINE_ORDER", "main"]
+           "headline_figures", "lock_unlock_table", "md_cell", "HEADLINE_ORDER", "main"]
 
 #: notebooks whose first figure heads the summary, in this order (stem prefixes)
 HEADLINE_ORDER = ("03_", "01_", "02_", "08_", "06_", "04_")
@@ -233,18 +234,6 @@ def share_run(run_dir: Path, *, width: int = 900, limit: int = 5) -> Path:
     return share
 
 
-def resolve_run(run: str | os.PathLike | None = None, outputs: Path = OUTPUTS_DIR) -> Path:
-    """A run folder from a path, a run id under ``outputs`` or None (``outputs/latest``); links
-    followed, so the folder has its real run id."""
-    if run is None or str(run) == "":
-        run = "latest"
-    p = Path(run)
-    cand = p if p.exists() else Path(outputs) / p
-    if not (cand / "manifest.json").is_file():
-        raise BadParameter(f"{run}: not a pinpath run (no manifest.json in {cand.name or cand})")
-    return cand.resolve()
-
-
 # -- several runs ---------------------------------------------------------------------------
 def render_compare_markdown(runs: Sequence[tuple]) -> str:
     """The claims of two or more runs side by side as GFM: one verdict (and measured figure)
@@ -274,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m pinpath.report.share [RUN]``: share a run, print where the summary went."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        share = share_run(resolve_run(args[0] if args else None))
+        share = share_run(find_run(args[0] if args else None, OUTPUTS_DIR))
     except BadParameter as e:
         print(f"pinpath: {e}", file=sys.stderr)
         return 2

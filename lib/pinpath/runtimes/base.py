@@ -40,6 +40,9 @@ class Runtime(Protocol):
     def capabilities(self) -> dict[str, str]:
         """Capability value -> "" where available, else the reason it is not."""
 
+    def reason(self, cap: Capability | str) -> str:
+        """"" where ``cap`` is available, else the reason it is not."""
+
     # page locking of user memory
     def lock(self, ptr: int, nbytes: int, *, read_only: bool = False) -> int:
         """Page-lock ``[ptr, ptr+nbytes)`` with the flags an offload runtime passes (``read_only``
@@ -97,6 +100,9 @@ CAPABILITY_MEMBERS: dict[Capability, tuple[str, ...]] = {
 }
 
 
+CUPTI_CUDA_ONLY = "CUPTI observes CUDA copies only"   #: the reason every other backend gives
+
+
 class RuntimeBase(Closing):
     """What every backend shares: the capability answers.
 
@@ -108,11 +114,17 @@ class RuntimeBase(Closing):
     unavailable: dict[Capability, str] = {}
 
     def capabilities(self) -> dict[str, str]:
-        cached = getattr(self, "_capabilities", None)
-        if cached is None:
-            cached = {c.value: self.unavailable.get(c) or self._dynamic_reason(c) for c in Capability}
-            self._capabilities = cached
-        return dict(cached)
+        """Capability -> "" where offered, else why not (every capability looked up)."""
+        return {c.value: self.reason(c) for c in Capability}
+
+    def reason(self, cap: Capability | str) -> str:
+        """Why ``cap`` is not offered ("" where it is); looked up when first asked for, so asking
+        for a latch builds no C library and loads no CUPTI."""
+        cap = Capability(cap)
+        known = self.__dict__.setdefault("_reasons", {})
+        if cap not in known:
+            known[cap] = self.unavailable.get(cap) or self._dynamic_reason(cap)
+        return known[cap]
 
     def _dynamic_reason(self, cap: Capability) -> str:
         if cap == Capability.NATIVE:
@@ -122,8 +134,6 @@ class RuntimeBase(Closing):
                 return f"the C timing library module cannot be imported ({e})"
             return nativelib.why_not(self.name)
         if cap == Capability.CUPTI:
-            if self.name != "cuda":
-                return "CUPTI observes CUDA copies only"
             try:
                 from . import cupti_
             except ImportError as e:
@@ -134,12 +144,12 @@ class RuntimeBase(Closing):
 
 def has(rt, cap: Capability | str) -> bool:
     """Whether ``rt`` offers the capability."""
-    return not rt.capabilities().get(Capability(cap).value, "")
+    return not rt.reason(cap)
 
 
 def need(rt, cap: Capability | str) -> None:
     """Raise NotAvailable naming the runtime, the capability and the reason, if ``rt`` lacks it."""
-    reason = rt.capabilities().get(Capability(cap).value, "")
+    reason = rt.reason(cap)
     if reason:
         raise NotAvailable(f"{rt.name}: {Capability(cap).value} not available: {reason}")
 

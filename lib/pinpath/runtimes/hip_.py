@@ -19,7 +19,8 @@ import numpy as np
 from ..errors import RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
-from ..vocab import PageableCopy, Relock
+from ..vocab import Capability, PageableCopy, Relock
+from .base import CUPTI_CUDA_ONLY
 from .streams import StreamRuntime, rc_of
 
 __all__ = ["HipRuntime", "parse_hip_version", "memory_type_names", "PointerAttributes", "load_hiprtc",
@@ -177,6 +178,7 @@ class HipRuntime(StreamRuntime):
     needs_grant = False
     pageable_copy = PageableCopy.STAGED
     relock = Relock.REFUSED      #: a second register answers hipErrorHostMemoryAlreadyRegistered (712)
+    unavailable = {Capability.CUPTI: CUPTI_CUDA_ONLY}
     # kernels: hiprtc-compiled at first use (``prepare_kernels``); latch: a spin kernel on a mapped flag
     call_categories = {"hipHostRegister": "lock", "hipHostUnregister": "unlock",
                        "hipPointerGetAttributes": "query", "hipHostMalloc": "alloc", "hipHostFree": "free",

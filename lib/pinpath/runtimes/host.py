@@ -16,8 +16,8 @@ from .. import libc, osinfo
 from ..errors import LockFailed, RuntimeCallFailed
 from ..records import PointerInfo
 from ..trace import Recorder
-from ..vocab import Direction, PageableCopy, Relock
-from .base import RuntimeBase
+from ..vocab import Capability, Direction, PageableCopy, Relock
+from .base import CUPTI_CUDA_ONLY, RuntimeBase
 
 __all__ = ["HostRuntime"]
 
@@ -76,6 +76,7 @@ class HostRuntime(RuntimeBase):
     needs_grant = False
     pageable_copy = PageableCopy.DIRECT
     relock = Relock.UNCOUNTED    #: mlock keeps no count: one munlock undoes every mlock of a page
+    unavailable = {Capability.CUPTI: CUPTI_CUDA_ONLY}
     # kernels: the replica's kernel is numpy on the worker thread; latch: an event the worker waits on
     call_categories = {"mlock": "lock", "munlock": "unlock", "smaps_lookup": "query", "mmap": "alloc",
                        "munmap": "free", "memmove@worker": "copy", "worker_wait": "wait", "memcpy": "host_copy",

@@ -22,7 +22,7 @@ from ..errors import LockFailed, RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
 from ..vocab import Capability, Direction, PageableCopy, Relock
-from .base import RuntimeBase, need
+from .base import CUPTI_CUDA_ONLY, RuntimeBase, need
 from .hsa_abi import (  # noqa: F401  (re-exported: the names tests and nativelib import from here)
     CTYPES, HSA_CONSTANTS, LIBRARY, NAME_NBYTES, POINTER_TYPE_NAMES, PROTOTYPES, STATUS_NAMES, STRUCTS,
     U64_MAX, Agent, AgentCallback, AsyncCopyTime, MemoryPool, PointerInfoStruct, PoolCallback, Signal, bind,
@@ -145,7 +145,8 @@ class HsaRuntime(RuntimeBase):
     relock = Relock.COUNTED   # ROCT counts registrations (fmm_register_memory / fmm_deregister_memory)
     unavailable = {Capability.KERNELS: "launching needs a code object, which needs the ROCm compiler: "
                                        "the hsa backend runs transfers only",
-                   Capability.SYNC_COPY: "the hsa backend binds no synchronous copy"}
+                   Capability.SYNC_COPY: "the hsa backend binds no synchronous copy",
+                   Capability.CUPTI: CUPTI_CUDA_ONLY}
     # latch: a signal the next copy depends on (see hold)
     call_categories = {"hsa_amd_memory_lock": "lock", "hsa_amd_memory_lock_to_pool": "lock",
                        "hsa_amd_memory_unlock": "unlock", "hsa_amd_pointer_info": "query",

@@ -64,9 +64,7 @@ class Recorder:
     def __init__(self) -> None:
         self._raw: list[tuple] = []
         self._state = _ThreadState()
-        self._held: dict[tuple[str, int], int] = {}        # (resource, ptr) -> times held
-        self._nbytes: dict[tuple[str, int], int] = {}      # (resource, ptr) -> size of the last acquisition
-        self._held_lock = threading.Lock()
+        self._held: dict[tuple[str, int], list[int]] = {}    # (resource, ptr) -> [times held, nbytes]
         self.acquired: dict[str, int] = {}
         self.released: dict[str, int] = {}
 
@@ -116,32 +114,37 @@ class Recorder:
     # -- balance of locks and allocations, with multiplicity -------------------------------
     def acquire(self, resource: str, ptr: int, nbytes: int) -> None:
         key = (resource, ptr)
-        with self._held_lock:
-            _count(self._held, key, 1)
-            self._nbytes[key] = nbytes
-            self.acquired[resource] = self.acquired.get(resource, 0) + 1
         with _PROCESS_LOCK:
+            held = self._held.get(key)
+            if held is None:
+                self._held[key] = [1, nbytes]
+            else:
+                held[0] += 1
+                held[1] = nbytes
+            self.acquired[resource] = self.acquired.get(resource, 0) + 1
             _count(_PROCESS_HELD, key, 1)
 
     def release(self, resource: str, ptr: int) -> None:
         key = (resource, ptr)
-        with self._held_lock:
-            _count(self._held, key, -1)
-            self.released[resource] = self.released.get(resource, 0) + 1
         with _PROCESS_LOCK:
+            held = self._held.setdefault(key, [0, 0])
+            held[0] -= 1
+            if not held[0]:
+                del self._held[key]
+            self.released[resource] = self.released.get(resource, 0) + 1
             _count(_PROCESS_HELD, key, -1)
 
     def outstanding(self) -> dict[tuple[str, int], int]:
         """(resource, ptr) -> nbytes of every lock or allocation acquired more often than
         released (a pointer locked twice and unlocked once is outstanding)."""
-        with self._held_lock:
-            return {k: self._nbytes.get(k, 0) for k, n in self._held.items() if n > 0}
+        with _PROCESS_LOCK:
+            return {k: nbytes for k, (n, nbytes) in self._held.items() if n > 0}
 
     def balance(self) -> dict[tuple[str, int], int]:
         """(resource, ptr) -> acquisitions minus releases, where not zero (negative: released
         more often than acquired)."""
-        with self._held_lock:
-            return dict(self._held)
+        with _PROCESS_LOCK:
+            return {k: n for k, (n, _) in self._held.items()}
 
     def close(self) -> None:
         """Warn once for each lock or allocation still outstanding."""

@@ -206,16 +206,6 @@ def _read_only_file(stack: ExitStack, nbytes, rt, seed, offset):
     return HostBuffer(ptr, nbytes, MemoryKind.READ_ONLY_FILE, view(ptr, nbytes, writable=False), writable=False)
 
 
-def _cache_dir() -> str:
-    base = os.environ.get("PINPATH_CACHE") or os.path.join(os.environ.get("XDG_CACHE_HOME")
-                                                           or os.path.expanduser("~/.cache"), "pinpath")
-    try:
-        os.makedirs(base, exist_ok=True)
-        return base
-    except OSError:
-        return tempfile.gettempdir()
-
-
 _RODATA_SOURCE = (
     "/* pinpath: NBYTES random bytes in .rodata, page-aligned, as a const array of a library */\n"
     '__asm__(".section .rodata\\n.balign 4096\\n.globl pinpath_rodata\\n.type pinpath_rodata, @object\\n"\n'
@@ -225,13 +215,15 @@ _RODATA_SOURCE = (
 def _rodata(stack: ExitStack, nbytes, rt, seed, offset):
     """A const array in the read-only data of a shared object compiled now and loaded with
     dlopen: what a pointer into an application's .rodata is."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        raise NotAvailable("rodata: building a shared object needs a C compiler (cc), and none is on PATH")
+    from .nativelib import NativeUnavailable, cache_dir, compiler
+    try:
+        cc = compiler()
+    except NativeUnavailable as e:
+        raise NotAvailable(f"rodata: building a shared object needs a C compiler: {e}") from None
     block = np.empty(nbytes, dtype=np.uint8)
     fill_random(block, seed)
     key = hashlib.sha256(block.tobytes() + _RODATA_SOURCE.encode()).hexdigest()[:16]
-    so = os.path.join(_cache_dir(), f"rodata-{nbytes}-{key}.so")
+    so = os.path.join(cache_dir(), f"rodata-{nbytes}-{key}.so")
     if not os.path.exists(so):
         with tempfile.TemporaryDirectory(prefix="pinpath-rodata-") as d:
             data, src, tmp = (os.path.join(d, n) for n in ("data.bin", "rodata.c", "lib.so"))
@@ -257,10 +249,7 @@ def _rodata(stack: ExitStack, nbytes, rt, seed, offset):
 
 def _file_backed(stack: ExitStack, nbytes, rt, seed, offset):
     span = _round_up(nbytes, PAGE_NBYTES)
-    fd, path = tempfile.mkstemp(prefix="pinpath-", suffix=".bin")
-    stack.callback(os.unlink, path)
-    stack.callback(os.close, fd)
-    os.ftruncate(fd, span)
+    fd, path = _random_file(stack, 0, seed, span)
     ptr = stack.enter_context(_mapping(span, libc.MAP_SHARED, fd))
     arr = view(ptr, nbytes)
     fill_random(arr, seed)

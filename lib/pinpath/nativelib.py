@@ -46,7 +46,7 @@ import numpy as np
 
 from .errors import BadParameter, PinpathError, RuntimeCallFailed
 
-__all__ = ["NativeUnavailable", "NativeLib", "Toolchain", "Timed", "RelockUnlock", "Staged", "C12Timed",
+__all__ = ["compiler", "NativeUnavailable", "NativeLib", "Toolchain", "Timed", "RelockUnlock", "Staged", "C12Timed",
            "PLATFORMS", "toolchain", "build", "build_program", "load", "why_not", "cache_dir"]
 
 PLATFORMS = ("cuda", "hsa", "host")
@@ -112,7 +112,8 @@ def _cc_version(cc: str) -> str:
     return (r.stdout.strip().splitlines() or ["unknown"])[0]
 
 
-def _compiler() -> str:
+def compiler() -> str:
+    """The C compiler: $CC, else cc or gcc on PATH; NativeUnavailable in one sentence."""
     cc = os.environ.get("CC", "").split()
     found = shutil.which(cc[0]) if cc else (shutil.which("cc") or shutil.which("gcc"))
     if found is None:
@@ -218,7 +219,7 @@ def toolchain(platform: str) -> Toolchain:
     if platform not in PLATFORMS:
         raise NativeUnavailable(f"{platform}: no native build (ptime.c has cuda, hsa and host builds)")
     try:
-        cc = _compiler()
+        cc = compiler()
     except NativeUnavailable as e:
         raise NativeUnavailable(f"{platform}: {e}") from None
     if platform == "cuda":

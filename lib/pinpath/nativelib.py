@@ -52,7 +52,6 @@ __all__ = ["compiler", "NativeUnavailable", "NativeLib", "Toolchain", "Timed", "
 PLATFORMS = ("cuda", "hsa", "host")
 ABI = 1                      #: must equal PP_ABI in ptime.c
 EARG, ENOTSUP, ERESTORE = -1, -2, -3
-C12_PHASES = ("lock", "enqueue", "wait", "unlock")
 _BASE_FLAGS = ("-O2", "-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden")
 _DEFINE = {"cuda": "-DPINPATH_CUDA", "hsa": "-DPINPATH_HSA", "host": "-DPINPATH_HOST"}
 

@@ -18,7 +18,7 @@ from .records import PHASE_FIELDS, TransferRecord
 __all__ = ["TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
            "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
            "REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
-           "TABLES", "DATASETS",
+           "DATASETS",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
 
 TRANSFERS = {
@@ -185,11 +185,6 @@ RATIO = {"variant": "str", "nw": "int", "policy": "str", "user_pinned": "bool?",
          "model_median_ns": "float", "real_median_ns": "float",
          "ratio": "float", "ratio_lo": "float", "ratio_hi": "float",   # model / real, bootstrap 95 %
          "n_model": "int", "n_real": "int"}
-
-TABLES = {"transfers": TRANSFERS, "calls": CALLS, "stats": STATS, "api_stats": API_STATS, "lock_cost": LOCK_COST,
-          "c12": C12, "harness": HARNESS, "bandwidth": BANDWIDTH, "link": LINK,
-          "lock_outcomes": LOCK_OUTCOMES, "semantics": SEMANTICS, "hazard": HAZARD, "limits": LIMITS,
-          "threads": THREADS, "native_threads": NATIVE_THREADS, "overlap": OVERLAP}
 
 #: every data set a run writes (``data/<name>.parquet``) and its table: notebooks write them by
 #: these names, the claims read them by these names, whichever notebook produced them

@@ -15,56 +15,53 @@ from ..schema import LOCK_COST, frame
 from ..vocab import Capability, MemoryKind
 from .sweep import grid, rounds
 
-__all__ = ["lock_cost", "PYTHON_OPS", "NATIVE_OPS"]
+__all__ = ["lock_cost"]
 
-#: the Python sequence of one round on one buffer: (op, state the memory is in before it)
-PYTHON_OPS = (("lock", "pageable"), ("query", "locked"), ("relock", "locked"), ("unlock_after_relock", "locked"),
-              ("unlock", "locked"), ("query", "pageable"))
-NATIVE_OPS = ("lock", "unlock", "query_pageable", "query_locked", "relock", "relock_unlock")
-
-
-def _timed(rt, fn, *args):
-    """Run one runtime operation; (its last native call as a raw tuple, error text, the LockFailed)."""
+def _timed(rt, fn, *args) -> tuple[str, int, int, str]:
+    """Run one runtime operation: (its last native call's name, duration, return code, the
+    runtime's answer where it refused)."""
     with rt.recorder.span() as calls:
         try:
             fn(*args)
-            err, exc = "", None
+            err = ""
         except LockFailed as e:
-            err, exc = e.answer, e
-    return calls[-1], err, exc
+            err = e.answer
+    name, t0, t1, rc = calls[-1][:4]
+    return name, t1 - t0, rc, err
 
 
 def _python_round(rt, b, add) -> None:
     """lock, query while locked, re-lock (+ its unlock where granted), unlock, query."""
-    call, err, _ = _timed(rt, rt.lock, b.ptr, b.nbytes)
-    add("lock", "pageable", call, err)
-    if err:
+    lock = _timed(rt, rt.lock, b.ptr, b.nbytes)
+    add("lock", "pageable", *lock)
+    if lock[3]:
         return
-    add("query", "locked", *_timed(rt, rt.query, b.ptr)[:2])
-    call, err, _ = _timed(rt, rt.lock, b.ptr, b.nbytes)
-    add("relock", "locked", call, err)
-    if not err:
-        add("unlock_after_relock", "locked", *_timed(rt, rt.unlock, b.ptr, b.nbytes)[:2])
-    add("unlock", "locked", *_timed(rt, rt.unlock, b.ptr, b.nbytes)[:2])
-    add("query", "pageable", *_timed(rt, rt.query, b.ptr)[:2])
+    add("query", "locked", *_timed(rt, rt.query, b.ptr))
+    relock = _timed(rt, rt.lock, b.ptr, b.nbytes)
+    add("relock", "locked", *relock)
+    if not relock[3]:
+        add("unlock_after_relock", "locked", *_timed(rt, rt.unlock, b.ptr, b.nbytes))
+    add("unlock", "locked", *_timed(rt, rt.unlock, b.ptr, b.nbytes))
+    add("query", "pageable", *_timed(rt, rt.query, b.ptr))
 
 
 def _native_round(lib, b, add) -> None:
     """The same calls from C on the same buffer, one rep each (the C loop times each call)."""
-    for op, state, res in (("lock", "pageable", lib.lock(b.ptr, b.nbytes, 1)),
-                           ("unlock", "locked", lib.unlock(b.ptr, b.nbytes, 1))):
-        add(op, state, res.ns[0], res.rc[0])
+    def put(op, state, ns, rc):
+        add(op, state, op, int(ns), int(rc), "" if rc == 0 else f"{lib.rc_name(rc)} ({int(rc)})", "native")
+    put("lock", "pageable", *(v[0] for v in lib.lock(b.ptr, b.nbytes, 1)))
+    put("unlock", "locked", *(v[0] for v in lib.unlock(b.ptr, b.nbytes, 1)))
     if lib.has_query:
-        add("query", "pageable", *(v[0] for v in lib.query(b.ptr, 1)))
+        put("query", "pageable", *(v[0] for v in lib.query(b.ptr, 1)))
     if lib.lock_once(b.ptr, b.nbytes) != 0:
         return
     try:
         if lib.has_query:
-            add("query", "locked", *(v[0] for v in lib.query(b.ptr, 1)))
+            put("query", "locked", *(v[0] for v in lib.query(b.ptr, 1)))
         rl = lib.relock_unlock(b.ptr, b.nbytes, 1)
-        add("relock", "locked", rl.lock_ns[0], rl.lock_rc[0])
+        put("relock", "locked", rl.lock_ns[0], rl.lock_rc[0])
         if rl.unlock_rc[0] != -1:
-            add("unlock_after_relock", "locked", rl.unlock_ns[0], rl.unlock_rc[0])
+            put("unlock_after_relock", "locked", rl.unlock_ns[0], rl.unlock_rc[0])
     finally:
         lib.unlock_once(b.ptr, b.nbytes)
 
@@ -98,28 +95,21 @@ def lock_cost(rt, *, sizes_nbytes, kinds=(MemoryKind.HEAP, MemoryKind.HUGE_PAGES
         for i, (what, key) in rounds(points, repeats=repeats, warmup=warmup, label=label):
             b = bufs[key] if what == "user" else pinned[key[1]]
 
-            def add(op, state, call, err, source="python"):
+            def add(op, state, call, ns, rc, err, source="python"):
                 if i >= 0:
                     rows.append({"op": op, "state": state, "kind": str(b.kind), "backing": b.backing,
-                                 "nbytes": b.nbytes, "repeat": i, "call": call[0], "ns": call[2] - call[1],
-                                 "rc": call[3], "error": err, "source": source, "platform": rt.name})
-
-            def add_native(op, state, ns, rc):
-                if i >= 0:
-                    rows.append({"op": op, "state": state, "kind": str(b.kind), "backing": b.backing,
-                                 "nbytes": b.nbytes, "repeat": i, "call": op, "ns": int(ns), "rc": int(rc),
-                                 "error": "" if rc == 0 else f"{lib.rc_name(rc)} ({int(rc)})", "source": "native",
-                                 "platform": rt.name})
+                                 "nbytes": b.nbytes, "repeat": i, "call": call, "ns": ns, "rc": rc,
+                                 "error": err, "source": source, "platform": rt.name})
             if what == "user":
                 _python_round(rt, b, add)
                 if lib is not None:
-                    _native_round(lib, b, add_native)
+                    _native_round(lib, b, add)
             else:
-                call, err, _ = _timed(rt, rt.lock, b.ptr, b.nbytes)
-                add("lock", "pinned", call, err)
-                if not err:
-                    add("unlock", "pinned", *_timed(rt, rt.unlock, b.ptr, b.nbytes)[:2])
-                add("query", "pinned", *_timed(rt, rt.query, b.ptr)[:2])
+                lock = _timed(rt, rt.lock, b.ptr, b.nbytes)
+                add("lock", "pinned", *lock)
+                if not lock[3]:
+                    add("unlock", "pinned", *_timed(rt, rt.unlock, b.ptr, b.nbytes))
+                add("query", "pinned", *_timed(rt, rt.query, b.ptr))
     out = frame(rows, LOCK_COST)
     out.attrs["skipped"] = skipped
     return out

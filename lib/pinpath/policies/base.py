@@ -34,13 +34,12 @@ _PAGEABLE_PATH = {PageableCopy.STAGED: TransferPath.DRIVER_UNOBSERVED,
 class Phases:
     """Accumulates the host time of each phase of one transfer."""
 
-    __slots__ = ("ns", "dma_event_ns", "error", "hazard")
+    __slots__ = ("ns", "dma_event_ns", "error")
 
     def __init__(self) -> None:
         self.ns: dict[str, int] = {}
         self.dma_event_ns: int | None = None
         self.error = ""
-        self.hazard = ""
 
     def run(self, phase: Phase, fn, *args, **kw):
         t0 = _now()
@@ -176,13 +175,6 @@ class PolicyBase(Closing):
             t1 = _now()
         return self._record("transfer", path, buf, direction, nbytes, t0, t1, ph, calls)
 
-    def region(self, transfers) -> list[TransferRecord]:
-        """One target region: the (buffer, device pointer, direction) transfers in order, then
-        ``sync``; the records, the sync last."""
-        recs = [self.transfer(b, d, direction) for b, d, direction in transfers]
-        recs.append(self.sync())
-        return recs
-
     def sync(self) -> TransferRecord:
         """The end of a target region: wait for every copy this thread's queue holds (a
         synchronous policy has nothing left to wait for)."""
@@ -228,7 +220,7 @@ class PolicyBase(Closing):
         return TransferRecord(
             event=event, policy=self.policy, path=str(path), kind=str(buf.kind), direction=str(direction),
             nbytes=nbytes, thread_id=self.rt.recorder.thread_id, start_ns=t0, end_ns=t1,
-            dma_event_ns=ph.dma_event_ns, error=ph.error, hazard=ph.hazard, calls=tuple(records(calls)),
+            dma_event_ns=ph.dma_event_ns, error=ph.error, calls=tuple(records(calls)),
             **{f"{k}_ns": v for k, v in ph.ns.items()})
 
     def _dma(self, ph: Phases, host_side: int, dev_ptr: int, nbytes: int, direction: Direction, *,

@@ -144,9 +144,6 @@ class LockUnits:
                 self._units.remove(u)
                 ph.run(Phase.UNLOCK, self.rt.unlock, u.lo, u.hi - u.lo)
 
-    def held(self) -> list[tuple[int, int]]:
-        return [(u.lo, u.hi) for u in self._units]
-
 
 class Nextgen(PolicyBase):
     """LLVM's AMDGPU plugin (``dataSubmitImpl`` / ``dataRetrieveImpl``): a hit in the map of

@@ -36,6 +36,7 @@ import pandas as pd
 
 from ..errors import NotAvailable, PinpathError, VerificationFailed
 from ..kernels import out_nbytes, pos_nbytes
+from ..stats import median_ci, ratio_ci
 from ..paths import PROJECT_ROOT
 from ..schema import MODEL_INVOCATIONS, RATIO, REAL_COPIES, REAL_INVOCATIONS, REAL_PHASES, REAL_RUNS, SUMMARY, frame
 
@@ -495,16 +496,9 @@ def _steady(df: pd.DataFrame, skip_first: int) -> pd.DataFrame:
     return df[~((df.step == 0) & (df.invocation < skip_first))]
 
 
-def _boot_medians(values: np.ndarray, rng, n_boot: int) -> np.ndarray:
-    idx = rng.integers(0, len(values), size=(n_boot, len(values)))
-    return np.median(values[idx], axis=1)
-
-
-def summary(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, n_boot: int = 2000, seed: int = 0,
-            skip_first: int = 1) -> pd.DataFrame:
-    """Median per-invocation time with a bootstrap 95 % interval, per source (model, real,
-    real_traced), variant and nw."""
-    rng = np.random.default_rng(seed)
+def summary(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, skip_first: int = 1) -> pd.DataFrame:
+    """Median per-invocation time with a bootstrap 95 % interval (``stats.median_ci``), per
+    source (model, real, real_traced), variant and nw."""
     parts = [("model", model)]
     inv = real.invocations if isinstance(real, RealRun) else real
     if "not_applicable" not in inv.columns and len(inv):
@@ -512,24 +506,20 @@ def summary(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, n_boot: int = 
     rows = []
     for source, df in parts:
         for (variant, nw), g in _steady(df, skip_first).groupby(["variant", "nw"]):
-            v = g.ns.to_numpy(dtype=float)
-            if not len(v):
-                continue
-            b = _boot_medians(v, rng, n_boot)
-            rows.append({"source": source, "variant": variant, "nw": nw, "n": len(v), "median_ns": float(np.median(v)),
-                         "lo_ns": float(np.percentile(b, 2.5)), "hi_ns": float(np.percentile(b, 97.5))})
+            e = median_ci(g.ns.to_numpy(dtype=float))
+            if e.n:
+                rows.append({"source": source, "variant": variant, "nw": nw, "n": e.n, "median_ns": e.value,
+                             "lo_ns": e.low, "hi_ns": e.high})
     return frame(rows, SUMMARY)
 
 
-def model_real_ratio(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, n_boot: int = 2000, seed: int = 0,
-                     skip_first: int = 1) -> pd.DataFrame:
+def model_real_ratio(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, skip_first: int = 1) -> pd.DataFrame:
     """Model / real per variant and nw: the ratio of the median per-invocation times, with a
-    bootstrap 95 % interval (both samples resampled, seeded). Only the untraced real runs count.
-    Where the real runtime could not run, its one-row reason frame."""
+    bootstrap 95 % interval (``stats.ratio_ci``: both samples resampled). Only the untraced real
+    runs count. Where the real runtime could not run, its one-row reason frame."""
     inv = real.invocations if isinstance(real, RealRun) else real
     if "not_applicable" in inv.columns:
         return inv
-    rng = np.random.default_rng(seed)
     inv = _steady(inv[~inv.traced.astype(bool)], skip_first)
     model = _steady(model, skip_first)
     rows = []
@@ -538,11 +528,10 @@ def model_real_ratio(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, n_boo
         if not len(m) or not len(r):
             continue
         mv, rv = m.ns.to_numpy(dtype=float), r.ns.to_numpy(dtype=float)
-        ratios = _boot_medians(mv, rng, n_boot) / _boot_medians(rv, rng, n_boot)
+        e = ratio_ci(mv, rv)
         rows.append({"variant": variant, "nw": nw, "policy": m.policy.iloc[0], "user_pinned": bool(m.user_pinned.iloc[0]),
                      "model_median_ns": float(np.median(mv)), "real_median_ns": float(np.median(rv)),
-                     "ratio": float(np.median(mv) / np.median(rv)), "ratio_lo": float(np.percentile(ratios, 2.5)),
-                     "ratio_hi": float(np.percentile(ratios, 97.5)), "n_model": len(mv), "n_real": len(rv)})
+                     "ratio": e.value, "ratio_lo": e.low, "ratio_hi": e.high, "n_model": len(mv), "n_real": len(rv)})
     return frame(rows, RATIO)
 
 

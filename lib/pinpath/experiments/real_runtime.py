@@ -221,9 +221,11 @@ def build_host_region(dest: Path | str, *, cxx: str | None = None, timeout_s: in
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     binary = dest / "region-x86_64"
-    with resources.as_file(resources.files("pinpath").joinpath("native/offload/region.cpp")) as src:
-        r = subprocess.run([cxx, "-O2", "-gline-tables-only", "-std=c++17", "-fopenmp", "-ffp-contract=off",
-                            "-fopenmp-targets=x86_64-pc-linux-gnu", str(src), "-o", str(binary)],
+    offload = resources.files("pinpath").joinpath("native/offload")
+    flags = [w for line in offload.joinpath("flags.txt").read_text().splitlines() if not line.startswith("#")
+             for w in line.split()]
+    with resources.as_file(offload.joinpath("region.cpp")) as src:
+        r = subprocess.run([cxx, *flags, "-fopenmp-targets=x86_64-pc-linux-gnu", str(src), "-o", str(binary)],
                            capture_output=True, text=True, timeout=timeout_s)
     if r.returncode != 0:
         first = (r.stderr.strip().splitlines() or ["no output"])[-1]

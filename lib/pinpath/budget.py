@@ -12,7 +12,7 @@ from typing import Any, Callable
 from . import osinfo
 from .errors import BadParameter
 from .kernels import out_nbytes
-from .units import KiB, fmt_nbytes
+from .units import KiB, binary_size, fmt_nbytes
 
 __all__ = ["NEEDS", "needs", "fit", "SHRINKABLE"]
 
@@ -97,14 +97,6 @@ def _shrink(params: dict[str, Any], explicit: set[str]) -> tuple[str, Any] | Non
     return None
 
 
-def _about(nbytes: int) -> str:
-    """An estimate in binary units, rounded: 286330880 -> '273 MiB'."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", KiB)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
-    return f"{nbytes} B"
-
-
 def fit(stem: str, params: dict[str, Any], *, lock_checked: bool, explicit: set[str], where: str) -> tuple[dict, list[str]]:
     """``params`` shrunk until the notebook fits in available memory (and, where
     ``lock_checked``, in what this process may lock); the notices saying what was left out.
@@ -118,8 +110,8 @@ def fit(stem: str, params: dict[str, Any], *, lock_checked: bool, explicit: set[
         over_lock = lockable >= 0 and locked > lockable
         if not (over_mem or over_lock):
             break
-        why = (f"needs about {_about(host)} of memory, {_about(avail)} is available" if over_mem else
-               f"would lock about {_about(locked)}, and this user may lock {_about(lockable)} more "
+        why = (f"needs about {binary_size(host)} of memory, {binary_size(avail)} is available" if over_mem else
+               f"would lock about {binary_size(locked)}, and this user may lock {binary_size(lockable)} more "
                "(RLIMIT_MEMLOCK; raise it with `ulimit -l` or in /etc/security/limits.conf)")
         first_why = first_why or why
         step = _shrink(p, explicit)

@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Iterator
 from .errors import warn
 from .records import CallRecord
 
-__all__ = ["Recorder", "records", "measure_harness", "hsa_stats", "write_hsa_stats", "HSA_STATS_HEADER",
+__all__ = ["Recorder", "records", "measure_harness", "null_call_ns", "hsa_stats", "write_hsa_stats", "HSA_STATS_HEADER",
            "process_balance"]
 
 HSA_STATS_HEADER = ("Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage")
@@ -223,3 +223,13 @@ def write_hsa_stats(rows, path) -> None:
         w.writerow(HSA_STATS_HEADER)
         for name, n, total, avg, pct in rows:
             w.writerow((name, int(n), int(total), int(avg), float(pct)))
+
+
+def null_call_ns(harness) -> float:
+    """The harness's null call (the runtime's cheapest call, unrecorded): what every Python
+    figure carries, since a recorded call's span holds the call and not the recording; 0
+    where the run has no harness figures. The one definition of "net of the harness"."""
+    if harness is None or not len(harness):
+        return 0.0
+    v = harness.set_index("metric").ns.get("null_call_ns", 0.0)
+    return float(v) if v == v else 0.0

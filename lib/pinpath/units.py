@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from .errors import BadParameter
 
-__all__ = ["KiB", "MiB", "GiB", "parse_nbytes", "fmt_nbytes", "fmt_ns", "gb_per_s", "PAGE_NBYTES"]
+__all__ = ["KiB", "MiB", "GiB", "parse_nbytes", "fmt_nbytes", "binary_size", "fmt_ns", "gb_per_s", "PAGE_NBYTES"]
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 _UNITS = {"": 1, "b": 1, "kib": KiB, "mib": MiB, "gib": GiB, "tib": 1 << 40,
@@ -75,3 +76,26 @@ def fmt_ns(ns: float) -> str:
 def gb_per_s(nbytes: float, ns: float) -> float:
     """Decimal GB/s of moving ``nbytes`` in ``ns`` nanoseconds."""
     return float(nbytes) / float(ns) if ns > 0 else float("nan")
+
+
+def _decimals(x: float) -> int:
+    """Decimals that give about three significant digits, never scientific notation."""
+    a = abs(x)
+    if a >= 100 or a == 0:
+        return 0
+    if a >= 10:
+        return 1
+    if a >= 1:
+        return 2
+    return min(6, 2 - math.floor(math.log10(a)))
+
+
+
+def binary_size(nbytes: float) -> str:
+    """Bytes in binary units only: 4096 -> '4 KiB', 800000000 -> '763 MiB'."""
+    n = float(nbytes)
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= scale:
+            v = n / scale
+            return f"{v:.{0 if v == int(v) else _decimals(v)}f} {unit}"
+    return f"{n:.0f} B"

@@ -141,7 +141,7 @@ def _c10(word):
         for i, v in enumerate(_spread(10000 * scale, how)):
             rows.append({"transfer_id": i + (100 if pinned else 0), "call": "lock", "category": "lock",
                          "duration_ns": int(v), "rc": 0, "user_pinned": pinned})
-    return {"api_calls": pd.DataFrame(rows), "api_stats": pd.DataFrame([{"Name": "lock"}])}
+    return {"api_calls": pd.DataFrame(rows)}
 
 
 def _c11(word):

@@ -19,7 +19,7 @@ import pandas as pd
 import seaborn as sns
 
 from ..units import fmt_ns
-from .html import binary_size
+from ..units import binary_size
 
 __all__ = ["theme", "vs_size", "phase_bars", "case_bars", "timeline", "vs_threads", "overlap_bars",
            "answers_grid", "stats_bars", "limits_bars", "lock_cost_by_backing", "binary_size", "LABELS"]

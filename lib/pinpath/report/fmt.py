@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["format_measured", "format_threshold", "binary_size"]
+from ..units import _decimals, binary_size
+
+__all__ = ["format_measured", "format_threshold", "binary_size"]   # binary_size: the report's size formatter
+
+_NS_SCALES = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
 
 
 def _isnum(x) -> bool:
@@ -14,31 +18,6 @@ def _isnum(x) -> bool:
         return x is not None and not isinstance(x, bool) and math.isfinite(float(x))
     except (TypeError, ValueError):
         return False
-
-
-def _decimals(x: float) -> int:
-    """Decimals that give about three significant digits, never scientific notation."""
-    a = abs(x)
-    if a >= 100 or a == 0:
-        return 0
-    if a >= 10:
-        return 1
-    if a >= 1:
-        return 2
-    return min(6, 2 - math.floor(math.log10(a)))
-
-
-_NS_SCALES = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
-
-
-def binary_size(nbytes: float) -> str:
-    """Bytes in binary units only: 4096 -> '4 KiB', 800000000 -> '763 MiB'."""
-    n = float(nbytes)
-    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= scale:
-            v = n / scale
-            return f"{v:.{0 if v == int(v) else _decimals(v)}f} {unit}"
-    return f"{n:.0f} B"
 
 
 def _exact_binary(nbytes: float) -> bool:

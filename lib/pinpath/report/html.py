@@ -48,6 +48,7 @@ STATUSES = {
     "pending": ("s-pending", "not started"),
     "running": ("s-running", "was running when this page was written"),
     "stale": ("s-stale", "left over from a run that stopped; may be out of date"),
+    "incomplete": ("s-pending", "some notebooks have not run: resume the run to finish it"),
 }
 _PROBLEM = ("failed", "leaked", "dead_kernel", "interrupted", "stale")
 
@@ -339,6 +340,7 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[s
     ctx = {
         "run_id": _text(manifest.get("run_id")), "preset": _text(manifest.get("preset")),
         "platform": _text(manifest.get("platform")), "status": _text(manifest.get("status")),
+        "status_cls": STATUSES.get(_text(manifest.get("status")), ("s-other", ""))[0],
         "device": _text(runtime.get("device")), "driver": _text(runtime.get("nvidia_driver") or runtime.get("driver_version")),
         "commit": _text(git.get("commit"))[:12], "dirty": git.get("dirty"),
         "sections": [{"title": t, "anchor": re.sub(r"[^a-z0-9]+", "-", t.lower()).strip("-"), "body": b}

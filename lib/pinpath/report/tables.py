@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..trace import null_call_ns
 from ..units import fmt_nbytes, fmt_ns
 from .fmt import format_measured
 
-__all__ = ["spread", "median_of", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table",
+__all__ = ["spread", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table",
            "lock_table", "bandwidth_table", "harness_table", "fidelity", "conclusion", "setup_display", "hazard_table",
            "bandwidth_conclusion", "THREAD_LOCK_MARKS"]
 
@@ -33,13 +34,6 @@ def spread(values) -> str:
         return "n/a"
     p5, p50, p95 = np.percentile(v, [5, 50, 95])
     return f"{fmt_ns(p50)} ({fmt_ns(p5)}-{fmt_ns(p95)}, n={len(v)})"
-
-
-def median_of(df: pd.DataFrame, col: str, **where) -> float:
-    """Median of ``col`` over the rows matching ``where`` (NaN if none)."""
-    for k, v in where.items():
-        df = df[df[k] == v]
-    return float(df[col].median()) if len(df) else float("nan")
 
 
 def c12_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -95,10 +89,7 @@ def lock_table(df: pd.DataFrame, harness: pd.DataFrame | None = None) -> pd.Data
     """Median duration of each call per op, state, backing and size, from C and from Python
     side by side (and the Python figure net of the null call and the recorder's cost, where the
     harness is given), beside the thread's figure; ordered by backing, size and op."""
-    cost = 0.0
-    if harness is not None and len(harness):
-        h = harness.set_index("metric").ns
-        cost = float(h.get("null_call_ns", 0.0)) + float(h.get("trace_overhead_ns", 0.0))
+    cost = null_call_ns(harness)
     keys = sorted(df.groupby(["op", "state", "backing", "nbytes"]).groups,
                   key=lambda k: (k[2], k[3], _OP_ORDER.get(k[0], 9), k[1]))
     groups = df.groupby(["op", "state", "backing", "nbytes"])
@@ -121,7 +112,7 @@ def lock_table(df: pd.DataFrame, harness: pd.DataFrame | None = None) -> pd.Data
 def fidelity(lock_cost: pd.DataFrame, harness: pd.DataFrame | None, platform: str) -> pd.DataFrame:
     """Per quantity, kind, backing and size: pinpath's Python figure beside the C library's on
     the same buffers, their ratio, and the null call that each Python figure carries."""
-    null = float(harness.set_index("metric").ns.get("null_call_ns", float("nan"))) if harness is not None else float("nan")
+    null = null_call_ns(harness)
     rows = []
     keys = ["op", "state", "kind", "backing", "nbytes"]
     for key, g in lock_cost.groupby(keys):
@@ -156,8 +147,7 @@ def conclusion(judged: pd.DataFrame) -> str:
     for r in judged.itertuples():
         figure = ""
         if r.measured == r.measured:
-            same = (r.low, r.high) == (r.measured, r.measured)
-            figure = f": {r.metric} = {format_measured(r.measured, None if same else r.low, None if same else r.high, r.unit)}"
+            figure = f": {r.metric} = {format_measured(r.measured, r.low, r.high, r.unit)}"
         lines.append(f"- **{r.id} {r.verdict}** on {r.platform}{figure}. {r.why}.")
     return "**What this notebook found** (the thread's claim: " + "; ".join(
         f"{r.id}: {r.thread}" for r in judged.itertuples()) + ")\n\n" + "\n".join(lines)
@@ -218,8 +208,11 @@ def paths_by(transfers: pd.DataFrame, by) -> pd.DataFrame:
 
 
 def beside(judged: pd.DataFrame) -> pd.DataFrame:
-    """The claims judged in a notebook: the thread's figure beside the measured one, and the verdict."""
-    return judged[["id", "who", "thread", "measured", "verdict", "why"]]
+    """The claims judged in a notebook: the thread's figure beside the measured one (with what
+    it measures, its unit and interval), and the verdict."""
+    out = judged[["id", "who", "thread", "metric"]].copy()
+    out["measured"] = [format_measured(r.measured, r.low, r.high, r.unit) or "n/a" for r in judged.itertuples()]
+    return out.assign(verdict=judged.verdict, why=judged.why)
 
 
 def contention(conc: pd.DataFrame) -> pd.DataFrame:

@@ -417,11 +417,8 @@ def _log_in_run(path: str) -> str:
 
 
 def _job_id_of(part: dict) -> str | None:
-    for holder in (part, part.get("slurm") or {}, part.get("env") or {}):
-        for key in ("SLURM_JOB_ID", "slurm_job_id", "job_id"):
-            if holder.get(key):
-                return str(holder[key])
-    return None
+    """The Slurm job of a notebook's part (run-notebook writes SLURM_JOB_ID there)."""
+    return str(part["SLURM_JOB_ID"]) if part.get("SLURM_JOB_ID") else None
 
 
 #: statuses run-notebook writes at its end: the notebook's own verdict, which Slurm does not overrule

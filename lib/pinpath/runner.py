@@ -15,6 +15,7 @@ SIGINT and SIGTERM mark the run ``interrupted`` and still render what finished.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -149,13 +150,16 @@ def init_run(p: Plan, out_dir: Path | None = None, run_id: str | None = None) ->
 
 
 # -- one notebook ----------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
 def _gpu_uuid() -> str | None:
-    """The UUID of the GPU this job sees (first visible), where nvidia-smi answers."""
+    """The UUID of the GPU this job sees (the first of CUDA_VISIBLE_DEVICES, which nvidia-smi
+    itself ignores), where nvidia-smi answers; asked once per process."""
     if not shutil.which("nvidia-smi"):
         return None
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
     try:
-        r = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"], capture_output=True,
-                           text=True, timeout=20)
+        r = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", *(["-i", first] if first else [])],
+                           capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = r.stdout.split()
@@ -171,7 +175,7 @@ def _job() -> dict:
 
 
 @contextmanager
-def _kernel_env(run_dir: Path, stem: str):
+def _kernel_env():
     """A private Jupyter data dir whose ``pinpath`` kernel is this very interpreter (so papermill
     runs the notebook where pinpath is installed) and the kernel's progress file."""
     d = tempfile.mkdtemp(prefix="pinpath-kernel-")
@@ -297,7 +301,7 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
     params = {**man["parameters"][stem], "PLATFORM": man["platform"], "RUN_DIR": "..", "NOTEBOOK": stem}
     t0 = time.monotonic()
     interrupted: BaseException | None = None
-    with _kernel_env(run_dir, stem) as (kdir, progress_file):
+    with _kernel_env() as (kdir, progress_file):
         src_with_cells = Path(kdir) / f"{stem}.ipynb"
         _with_session_cells(src, src_with_cells)
         partial = run_dir / "notebooks" / f".{stem}.partial.ipynb"

@@ -85,5 +85,5 @@ def test_the_workflow_refuses_without_a_run_folder(tmp_path, cl):
     assert r.returncode == 2
     r = cl.pinpath("reproduce", "--resume", "20990101T000000Z-nowhere", env=cl.env_for(tmp_path),
                    module="pinpath.cluster")
-    assert r.returncode == 2 and "no run folder of that name or id to resume" in r.stderr
+    assert r.returncode == 2 and "not a pinpath run (no manifest.json in 20990101T000000Z-nowhere)" in r.stderr
     assert sys.executable

@@ -276,10 +276,11 @@ def _compile(tc: Toolchain, source: Path, stem: str, *, shared: bool) -> Path:
     return out
 
 
-def build(platform: str) -> Path:
-    """The shared object of ptime.c for ``platform``: compiled now, or taken from the cache
-    (keyed by source, flags, compiler and include dirs). Raises NativeUnavailable."""
-    tc = toolchain(platform)
+def build(platform: str, tc: Toolchain | None = None) -> Path:
+    """The shared object of ptime.c for ``platform`` (with ``tc``, else its toolchain): compiled
+    now, or taken from the cache (keyed by source, flags, compiler and include dirs). Raises
+    NativeUnavailable."""
+    tc = tc or toolchain(platform)
     with resources.as_file(resources.files("pinpath").joinpath("native/ptime.c")) as src:
         return _compile(tc, Path(src), "ptime", shared=True)
 
@@ -549,7 +550,7 @@ def load(platform: str, device: int = 0) -> NativeLib:
         lib = _LOADED.get((platform, device))
         if lib is None:
             tc = toolchain(platform)
-            lib = _LOADED[(platform, device)] = NativeLib(build(platform), platform, device, tc)
+            lib = _LOADED[(platform, device)] = NativeLib(build(platform, tc), platform, device, tc)
         return lib
 
 

@@ -149,6 +149,10 @@ def init_run(p: Plan, out_dir: Path | None = None, run_id: str | None = None) ->
     return rf.create(out_dir, man)
 
 
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 # -- one notebook ----------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
 def _gpu_uuid() -> str | None:
@@ -282,7 +286,7 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
     from nbclient.exceptions import DeadKernelError
     from .report.html import render_notebook
 
-    say = say or (lambda s: print(s, file=sys.stderr, flush=True))
+    say = say or _stderr
     run_dir = Path(run_dir)
     man = rf.read_manifest(run_dir)
     if stem not in man.get("parameters", {}):
@@ -376,9 +380,10 @@ def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path 
         man["end"] = mf.utc_now()
     man["duration_s"] = round(sum(float(v.get("duration_s", 0) or 0) for v in man["notebooks"].values()), 1)
     rf.write_manifest(run_dir, man)
-    judged, unreadable = claims.evaluate(run_dir, man["platform"], man["notebooks"])
+    data, unreadable = claims.load_run(run_dir)          # every data set read once, for both uses
+    judged = claims.judge(list(claims.CLAIMS), data, man["platform"], man["notebooks"])
     atomic.write_text_atomic(run_dir / "report" / "claims.csv", judged.to_csv(index=False))
-    fid = _fidelity(run_dir, man["platform"])
+    fid = _fidelity(data, man["platform"])
     if fid is not None:
         atomic.write_text_atomic(run_dir / "report" / "fidelity.csv", fid.to_csv(index=False))
     if unreadable:
@@ -390,11 +395,10 @@ def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path 
     return man
 
 
-def _fidelity(run_dir: Path, platform: str):
+def _fidelity(data: dict, platform: str):
     """``report/fidelity.csv``'s rows: the Python figures beside the C ones, from the lock-cost
-    data sets of the run (None where the run has no C figures)."""
-    from .report import claims, tables
-    data, _ = claims.load_run(run_dir)
+    data sets of the run (``claims.load_run``'s; None where the run has no C figures)."""
+    from .report import tables
     frames = []
     for name in ("lock_cost", "query_cost"):
         lc = data.get(name)
@@ -460,7 +464,7 @@ def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: P
         nb_dir: Path | None = None, params_dir: Path | None = None, progress=None,
         cell_timeout_s: int | None = None, overrides: list[str] = ()) -> tuple[Path, dict]:
     """Validate, make the run folder, run every notebook, finalize."""
-    say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
+    say = progress or _stderr
     if cell_timeout_s is not None and cell_timeout_s <= 0:
         raise BadParameter(f"--cell-timeout: must be a positive number of seconds, got {cell_timeout_s}")
     p = plan(preset, platform, only=only, overrides=overrides, nb_dir=nb_dir, params_dir=params_dir)
@@ -473,7 +477,7 @@ def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: P
 def resume(run: str | Path, *, out_dir: Path | None = None, progress=None,
            cell_timeout_s: int | None = None) -> tuple[Path, dict]:
     """Run every notebook of an earlier run that is not ``ok`` into the same run folder."""
-    say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
+    say = progress or _stderr
     run_dir = rf.find_run(run, Path(out_dir or paths.OUTPUTS_DIR))
     man = rf.reopen(run_dir)
     todo = [s for s, v in man["notebooks"].items() if v.get("status") != "ok"]

@@ -104,9 +104,9 @@ class Plan:
         """The end of a target region on the op's thread: wait for its queue."""
         return self._op("sync", buf, **kw)
 
-    def kernel(self, pos: int, out: int, nw: int, nsplines: int, **kw) -> int:
+    def kernel(self, pos: int, out: int, walkers: int, splines: int, **kw) -> int:
         """The replica's kernel on the device sides of ``pos`` and ``out``."""
-        return self._op("kernel", pos, aux=out, offset=nsplines, nbytes=nw, **kw)
+        return self._op("kernel", pos, aux=out, offset=splines, nbytes=walkers, **kw)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         ops = np.array(self.ops, dtype=OP_DTYPE) if self.ops else np.zeros(0, OP_DTYPE)

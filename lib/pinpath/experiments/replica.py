@@ -23,6 +23,7 @@ from ..runtimes.base import has
 from ..schema import calls_frame
 from ..trace import records
 from ..vocab import Capability, Direction, MemoryKind
+from .native import native_replica, use_native
 from .sweep import DeviceBuffers, SEED, checks, expect, grid, page_locked, poison, rounds, transfers_frame
 
 __all__ = ["replica", "api_stats", "INVOCATIONS_PER_STEP"]
@@ -94,8 +95,10 @@ class _Region:
 
 def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_step: int = INVOCATIONS_PER_STEP,
             user_pinned=(False,), nsplines: int = NSPLINES, threshold_nbytes: int = DEFAULT_THRESHOLD_NBYTES,
-            verify: str = "first", seed: int = SEED) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run the region under each policy, walker count and user-pinning choice.
+            verify: str = "first", seed: int = SEED, engine: str = "auto") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run the region under each policy, walker count and user-pinning choice: on the native
+    engine where it runs (experiments.native.native_replica: every step an independent repeat),
+    else through the Python policies (``engine`` column "python"), as follows.
 
     Every point keeps its own buffers and policy; each Monte Carlo step visits the points in a
     shuffled order and runs ``invocations_per_step`` regions of each. With ``user_pinned``
@@ -111,6 +114,10 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
     (transfers, calls) : TRANSFERS rows (events map, transfer, kernel, sync, unmap) with the
         context columns nw, user_pinned, step, invocation, array; and their CALLS.
     """
+    if use_native(rt, engine):
+        return native_replica(rt, policies=policies, nw_values=nw_values, steps=steps,
+                              invocations_per_step=invocations_per_step, user_pinned=user_pinned, nsplines=nsplines,
+                              threshold_nbytes=threshold_nbytes, verify=verify, seed=seed)
     rows, recs = [], []
     kernel = has(rt, Capability.KERNELS)
     if kernel:
@@ -119,7 +126,7 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
 
     def keep(rec, region, **more):
         recs.append(rec)
-        rows.append((rec, {**region.ctx, "kernel": kernel, **more}))
+        rows.append((rec, {**region.ctx, "kernel": kernel, "engine": "python", **more}))
 
     with ExitStack() as stack:
         regions = {}

@@ -16,6 +16,7 @@ from ..memkinds import host_buffer
 from ..policies import make_policy
 from ..schema import NATIVE_THREADS, THREADS, frame
 from ..vocab import Direction, MemoryKind, Policy
+from .native import native_concurrency, use_native
 from .sweep import SEED, DeviceBuffers, grid, rounds, transfer
 
 __all__ = ["concurrency", "concurrency_native", "RUNTIME_CATEGORIES"]
@@ -50,14 +51,20 @@ def _run_threads(n: int, work, barrier: threading.Barrier) -> None:
 
 def concurrency(rt, *, policies=(Policy.LOCK_ALWAYS, Policy.NEXTGEN_LOCK_MAPPED), threads=(1, 2, 4, 8, 16),
                 nbytes: int = 15360, transfers: int = 200, app_pinned: bool = True,
-                kind: str = MemoryKind.HEAP, direction: str = "h2d") -> pd.DataFrame:
-    """For each policy and thread count (points in a shuffled order): every thread registers
+                kind: str = MemoryKind.HEAP, direction: str = "h2d", repeats: int = 5,
+                engine: str = "auto") -> pd.DataFrame:
+    """On the native engine where it runs (experiments.native.native_concurrency: pthreads,
+    ``repeats`` independent repeats), else through the Python policies on Python threads (one
+    repeat), as follows. For each policy and thread count (points in a shuffled order): every thread registers
     its own buffer as the application would (``app_pinned``), maps it, and makes ``transfers``
     transfers on its own queue, all released by one barrier. Per thread: the median runtime
     overhead per transfer (total minus the copy's enqueue and wait), the median time of the
     runtime's own calls in it (``native_ns``, from the trace: the interpreter's share is the
     difference), the path most transfers took, and the run's wall time and aggregate throughput.
     Once the timed threads have ended, each thread moves its buffer once more, checked byte for byte."""
+    if use_native(rt, engine) and kind == MemoryKind.HEAP:
+        return native_concurrency(rt, policies=policies, threads=threads, nbytes=nbytes, transfers=transfers,
+                                  repeats=repeats, app_pinned=app_pinned, direction=direction)
     direction = Direction(direction)
     rows = []
     for _, pt in rounds(list(grid(policy=policies, threads=threads)), repeats=1, label="C13 threads"):
@@ -96,7 +103,8 @@ def concurrency(rt, *, policies=(Policy.LOCK_ALWAYS, Policy.NEXTGEN_LOCK_MAPPED)
                              "nbytes": nbytes, "path": Counter(r.path for r in rs).most_common(1)[0][0],
                              "overhead_ns": int(np.median(total - moving)), "total_ns": int(np.median(total)),
                              "native_ns": int(np.median(own)), "wall_ns": wall,
-                             "aggregate_gb_per_s": n_threads * transfers * nbytes / wall, "platform": rt.name})
+                             "aggregate_gb_per_s": n_threads * transfers * nbytes / wall, "platform": rt.name,
+                             "repeat": 0, "engine": "python"})
     return frame(rows, THREADS)
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 from .errors import SchemaMismatch
 from .records import PHASE_FIELDS, TransferRecord
 
-__all__ = ["TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
+__all__ = ["ENGINE_FIDELITY", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
            "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
            "REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
            "DATASETS",
@@ -77,6 +77,12 @@ C12 = {
     "platform": "str",
 }
 HARNESS = {"metric": "str", "ns": "float", "platform": "str"}
+ENGINE_FIDELITY = {   # the native engine against the same policy written by hand in plain C
+    "policy": "str", "direction": "str", "nbytes": "int",
+    "engine_ns": "float",   # median over repeats of the engine's per-transfer repeat medians
+    "plain_ns": "float",    # the same for tools/plain_policies.c
+    "ratio": "float", "low": "float", "high": "float",   # engine / plain, 95 % interval over repeats
+    "repeats": "int", "platform": "str"}
 BANDWIDTH = {
     "case": "str",      # "pinned" (prepinned policy), "pageable" (driver_pageable), "plain_loop", "sync_loop"
     "path": "str",      # the path the transfer took ("" for the bare loop)
@@ -196,7 +202,7 @@ DATASETS: dict[str, dict[str, str]] = {
     "api_stats": API_STATS, "api_calls": {**CALLS, "user_pinned": "bool?"}, "hazard": HAZARD, "limits": LIMITS, "allocator": TRANSFERS,
     "concurrency": THREADS, "concurrency_native": NATIVE_THREADS,
     "tracked": TRANSFERS, "tracked_calls": CALLS, "copy": BANDWIDTH, "link": LINK, "overlap": OVERLAP,
-    "copy_paths": COPY_PATHS,
+    "copy_paths": COPY_PATHS, "engine_fidelity": ENGINE_FIDELITY, "engine_transfers": TRANSFERS,
     "real_runs": REAL_RUNS, "real_invocations": REAL_INVOCATIONS, "real_copies": REAL_COPIES,
     "real_phases": REAL_PHASES, "real_model": MODEL_INVOCATIONS, "real_ratio": RATIO,
 }

@@ -386,6 +386,10 @@ def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path 
     fid = _fidelity(data, man["platform"])
     if fid is not None:
         atomic.write_text_atomic(run_dir / "report" / "fidelity.csv", fid.to_csv(index=False))
+    engine_fid = data.get("engine_fidelity")   # the native engine against plain C (notebook 00)
+    if engine_fid is not None and len(engine_fid):
+        cols = ["policy", "direction", "nbytes", "engine_ns", "plain_ns", "ratio", "low", "high"]
+        atomic.write_text_atomic(run_dir / "report" / "engine_fidelity.csv", engine_fid[cols].to_csv(index=False))
     if unreadable:
         man["unreadable_data"] = unreadable
         rf.write_manifest(run_dir, man)

@@ -20,7 +20,7 @@ from .. import engine as native_engine
 from .. import progress
 from ..kernels import NSPLINES, out_nbytes, pos_nbytes, replica_expected
 from ..memkinds import host_buffer, supports
-from ..errors import BadParameter, NotAvailable
+from ..errors import BadParameter, NotAvailable  # noqa: F401  (NotAvailable: notebooks catch it here)
 from ..runtimes.base import has
 from ..schema import frame, THREADS
 from ..vocab import Capability, Direction, MemoryKind, Policy

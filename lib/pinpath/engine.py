@@ -27,7 +27,7 @@ from . import nativelib
 from .errors import BadParameter, PinpathError
 from .nativelib import NativeUnavailable
 from .schema import CALLS, TRANSFERS, frame
-from .vocab import Direction, Policy
+from .vocab import Direction, Policy, choose
 
 __all__ = ["Plan", "Engine", "Executed", "EngineFailed", "load", "why_not", "OP_DTYPE", "DEFAULT_CALLS_PER_OP"]
 
@@ -174,7 +174,7 @@ class Engine:
     def run(self, policy, plan: Plan, *, threshold_nbytes: int = 1 << 20, kernel_fn: int = 0,
             calls_per_op: int = DEFAULT_CALLS_PER_OP) -> "Executed":
         """Execute ``plan`` under ``policy`` (a fresh policy state: empty map, empty pool)."""
-        name = str(Policy(policy))
+        name = str(choose(Policy, policy, "policy"))
         if name not in self.policies:
             raise BadParameter(f"the engine has no policy {name!r}; it has {', '.join(self.policies)}")
         self._ensure()

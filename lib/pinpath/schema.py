@@ -155,7 +155,8 @@ API_STATS = {**STATS, "user_pinned": "bool?", "category": "str", "refused": "int
 REAL_RUNS = {            # one row per run of the binary
     "variant": "str", "mode": "str",   # the variant; the binary's --variant (plain, app_pinned)
     "env": "str",                      # the runtime switches set, "K=V K=V"
-    "nw": "int", "traced": "bool?", "steps": "int", "invocations": "int",
+    "nw": "int", "process": "int",     # the timed process's number (the unit of repeat); the traced run: 0
+    "traced": "bool?", "steps": "int", "invocations": "int",
     "offload_devices": "int", "on_device": "bool?",
     "register": "str",                 # the application's pinning call (cuMemHostRegister, hipHostRegister, mlock, none)
     "register_rc": "int", "register_ns": "int", "unregister_ns": "int",
@@ -164,7 +165,7 @@ REAL_RUNS = {            # one row per run of the binary
     "wall_ns": "int", "vendor": "str", "arch": "str",
 }
 REAL_INVOCATIONS = {     # one row per region invocation (host steady_clock around the target region)
-    "variant": "str", "nw": "int", "traced": "bool?", "step": "int", "invocation": "int",
+    "variant": "str", "nw": "int", "process": "int", "traced": "bool?", "step": "int", "invocation": "int",
     "ns": "int", "verified": "bool?", "vendor": "str", "arch": "str",
 }
 REAL_COPIES = {          # one row per copy LIBOMPTARGET_INFO reported
@@ -186,11 +187,16 @@ MODEL_INVOCATIONS = {    # the replica's cost per invocation: sum of its events'
     "nw": "int", "step": "int", "invocation": "int", "ns": "int", "platform": "str",
 }
 SUMMARY = {"source": "str", "variant": "str", "nw": "int", "n": "int",
-           "median_ns": "float", "lo_ns": "float", "hi_ns": "float"}   # bootstrap 95 % of the median
+           "median_ns": "float", "lo_ns": "float", "hi_ns": "float",   # bootstrap 95 % of the median ...
+           "repeats": "int", "interval_over": "str",   # ... over the repeats: "processes" (their medians) or "invocations"
+           "within_spread": "float",    # median over repeats of IQR / median inside one repeat
+           "between_spread": "float"}   # (largest - smallest repeat median) / their median; NaN with one repeat
 RATIO = {"variant": "str", "nw": "int", "policy": "str", "user_pinned": "bool?",
-         "model_median_ns": "float", "real_median_ns": "float",
+         "model_median_ns": "float", "real_median_ns": "float",   # the real one: median of the process medians
+         "real_lo_ns": "float", "real_hi_ns": "float",   # its bootstrap 95 % over the processes
+         "real_processes": "int", "interval_over": "str",   # the real side's repeats: "processes" or "invocations"
          "ratio": "float", "ratio_lo": "float", "ratio_hi": "float",   # model / real, bootstrap 95 %
-         "n_model": "int", "n_real": "int"}
+         "n_model": "int", "n_real": "int"}   # invocations counted on each side
 
 #: every data set a run writes (``data/<name>.parquet``) and its table: notebooks write them by
 #: these names, the claims read them by these names, whichever notebook produced them

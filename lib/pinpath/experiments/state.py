@@ -1,0 +1,211 @@
+"""What changes a transfer's cost (issue #17, notebook 14): each state measured on its own, timed
+in C (``native/state.c`` through ``pinpath.statelib``), in independent rounds.
+
+A round is the unit of repeat: every point of a section once, in a freshly shuffled order
+(``sweep.rounds``), on buffers mapped afresh for it (``ps_buffer``, every page written), with every
+registration and allocation the round made undone before the next. The runtime itself is not
+started again between rounds: the process's CUDA context is the notebook's runtime's too.
+Figures are the median of the per-round medians with a bootstrap interval over the rounds
+(``repeat_summary``), and the spread within a round beside the spread between rounds.
+
+Every row carries the timing thread's CPU and NUMA node and the GPU's NUMA node
+(``machine_state.placement``), read when its round started.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .. import machine_state as ms
+from ..osinfo import backing
+from ..schema import GPU_STATE, STATE_EFFECTS, STATE_SUMMARY, frame
+from ..stats import median_ci
+from ..units import fmt_nbytes
+from .sweep import rounds
+
+__all__ = ["AGES", "registration_age", "allocator_state", "page_backing", "thread_placement", "gpu_readings",
+           "repeat_medians", "repeat_summary", "placements"]
+
+AGES = ("first", "fresh", "held")   #: first call after the first register; right after a re-register; kept registered
+
+
+def _row(lib, section: str, state: str, op: str, nbytes: int, repeat: int, call: int, ns, rc, place: dict,
+         **extra) -> dict:
+    rc = int(rc)
+    return {"section": section, "state": state, "op": op, "nbytes": int(nbytes), "repeat": repeat, "call": call,
+            "ns": int(ns), "rc": rc, "error": "" if rc == 0 else f"{lib.rc_name(rc)} ({rc})", **place,
+            "platform": lib.platform, **extra}
+
+
+def _place(lib) -> dict:
+    return ms.placement(lib.device)
+
+
+def registration_age(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repeats: int = 5, warmup: int = 1,
+                     ops: Sequence[str] = ("query", "reregister")) -> pd.DataFrame:
+    """The pointer query and the re-register of registered memory (CUDA: refused, 712) at each
+    registration age (``AGES``), per size, on 4 KiB-backed buffers mapped afresh each round. The
+    ops the platform lacks (the host's query) are left out; ``attrs["skipped"]`` says so."""
+    ops = [op for op in ops if op != "query" or lib.has_query]
+    rows = []
+    for i, (op, n) in rounds([(op, n) for op in ops for n in sizes_nbytes], repeats=repeats, warmup=warmup,
+                             label="registration age"):
+        place = _place(lib)
+        with lib.buffer(n, thp=False) as p:
+            b = backing(p, n)
+            r = lib.reg_age(p, n, op, calls)
+        if i < 0:
+            continue
+        extra = {"backing": b, "label": f"{op}, {fmt_nbytes(n)}"}
+        rows.append(_row(lib, "registration_age", "first", "register", n, i, 0, r.register_ns, 0, place, **extra))
+        rows.append(_row(lib, "registration_age", "first", op, n, i, 0, r.first_ns, r.first_rc, place, **extra))
+        for age, ns, rc in (("held", r.held_ns, r.held_rc), ("fresh", r.fresh_ns, r.fresh_rc)):
+            rows += [_row(lib, "registration_age", age, op, n, i, k, ns[k], rc[k], place, **extra)
+                     for k in range(calls) if rc[k] != -1]
+    out = frame(rows, STATE_EFFECTS)
+    out.attrs["skipped"] = [] if lib.has_query else [f"query: {lib.platform} has no pointer query"]
+    return out
+
+
+def allocator_state(lib, *, sizes_nbytes: Sequence[int], live_counts: Sequence[int], calls: int = 20,
+                    repeats: int = 5, warmup: int = 1, registered_nbytes: int = 4096) -> pd.DataFrame:
+    """The pinned allocator's allocate and free (cudaMallocHost/cudaFreeHost; the host's
+    mmap+mlock) per size, with nothing else held, with N pinned allocations held, with N
+    registrations of ``registered_nbytes`` held, and right after N allocations were freed."""
+    states = [("empty", 0, 0, 0)]
+    for n in live_counts:
+        states += [(f"{n} live pinned", n, 0, 0), (f"{n} live registered", 0, n, 0), (f"after {n} frees", 0, 0, n)]
+    rows = []
+    for i, ((label, pinned, regd, frees), n) in rounds([(s, n) for s in states for n in sizes_nbytes],
+                                                         repeats=repeats, warmup=warmup, label="allocator state"):
+        place = _place(lib)
+        a = lib.alloc_state(n, calls, live_pinned=pinned, live_registered=regd, registered_nbytes=registered_nbytes,
+                            prior_frees=frees)
+        if i < 0:
+            continue
+        extra = {"live_pinned": pinned, "live_registered": regd, "prior_frees": frees, "backing": "runtime",
+                 "label": f"{label}, {fmt_nbytes(n)}"}
+        for k in range(calls):
+            rows.append(_row(lib, "allocator", label, "alloc", n, i, k, a.alloc_ns[k], a.rc[k], place, **extra))
+            if a.free_ns[k]:
+                rows.append(_row(lib, "allocator", label, "free", n, i, k, a.free_ns[k], 0, place, **extra))
+    return frame(rows, STATE_EFFECTS)
+
+
+_LOCK_COPY_OPS = ("copy_pageable", "lock", "copy_locked", "unlock")
+
+
+def _lock_copy_rows(lib, section: str, state: str, n: int, i: int, lc, place: dict, **extra) -> list[dict]:
+    rows = []
+    for k in range(len(lc.lock_ns)):
+        for j, op in enumerate(_LOCK_COPY_OPS):
+            if lc.rc[k, j] != -1:
+                rows.append(_row(lib, section, state, op, n, i, k, lc[j][k], lc.rc[k, j], place, **extra))
+    return rows
+
+
+def page_backing(lib, *, sizes_nbytes: Sequence[int], calls: int = 5, repeats: int = 5,
+                 warmup: int = 1) -> pd.DataFrame:
+    """Lock, unlock, and the copy of the buffer pageable and locked, on buffers that asked for
+    4 KiB pages and for transparent huge pages; ``state`` is what Linux reports the buffer got
+    (``backing_asked`` what it asked for). The copy is H2D (CUDA), memcpy (host), none (HSA)."""
+    rows = []
+    with lib.destination(max(sizes_nbytes)) as dst:
+        for i, (thp, n) in rounds([(t, n) for t in (False, True) for n in sizes_nbytes], repeats=repeats,
+                                  warmup=warmup, label="page backing"):
+            place = _place(lib)
+            with lib.buffer(n, thp=thp) as p:
+                got = backing(p, n)
+                lc = lib.lock_copy(p, n, dst, calls)
+            if i >= 0:
+                rows += _lock_copy_rows(lib, "backing", got, n, i, lc, place, backing=got,
+                                        backing_asked="thp" if thp else "4k", label=f"{got}, {fmt_nbytes(n)}")
+    return frame(rows, STATE_EFFECTS)
+
+
+def placements(gpu_node: int, *, per_node: int = 2) -> list[tuple[int, int, str]]:
+    """(cpu, its node, relation to the GPU) to pin the timing thread to: up to ``per_node`` CPUs
+    of every NUMA node this process may run on (the first and the last of each)."""
+    out = []
+    for node, cpus in ms.cpus_by_node().items():
+        relation = "GPU's node" if gpu_node >= 0 and node == gpu_node else \
+            ("other node" if gpu_node >= 0 and node >= 0 else "GPU node unknown")
+        picks = list(dict.fromkeys([cpus[0], cpus[-1]]))[:per_node]
+        out += [(c, node, relation) for c in picks]
+    return out
+
+
+def thread_placement(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repeats: int = 5,
+                     warmup: int = 1) -> pd.DataFrame:
+    """The timing thread pinned (sched_setaffinity) to CPUs of each NUMA node in turn: the null
+    call, the re-register of held registered memory (4 KiB), and per size the copy pageable and
+    locked with the lock and unlock. ``state``: "cpu C, node N (relation to the GPU's node)"."""
+    gnode = ms.placement(lib.device)["gpu_node"]
+    points = [(c, node, rel, n) for c, node, rel in placements(gnode) for n in sizes_nbytes]
+    rows = []
+    with lib.destination(max(sizes_nbytes)) as dst:
+        for i, (cpu, node, rel, n) in rounds(points, repeats=repeats, warmup=warmup, label="thread placement"):
+            with ms.pinned_to(cpu):
+                place = _place(lib)
+                state = f"cpu {cpu}, node {node} ({rel})"
+                null_ns, null_rc = lib.null(calls)
+                with lib.buffer(n, thp=False) as p:
+                    got = backing(p, n)
+                    lc = lib.lock_copy(p, n, dst, max(1, calls // 4))
+                with lib.buffer(4096, thp=False) as p:
+                    age = lib.reg_age(p, 4096, "reregister", calls)
+            if i < 0:
+                continue
+            extra = {"cpu": cpu, "cpu_node": node, "relation": rel}
+            rows += _lock_copy_rows(lib, "placement", state, n, i, lc, place, label=f"{state}, {fmt_nbytes(n)}",
+                                    backing=got, **extra)
+            rows += [_row(lib, "placement", state, "null", 0, i, k, null_ns[k], null_rc[k], place,
+                          label=f"{state}, null", backing="", **extra) for k in range(calls)]
+            rows += [_row(lib, "placement", state, "reregister_held", 4096, i, k, age.held_ns[k], age.held_rc[k], place,
+                          label=f"{state}, re-register 4 KiB", backing="4k", **extra) for k in range(calls)]
+    return frame(rows, STATE_EFFECTS)
+
+
+def gpu_readings(snapshots: Sequence[tuple[str, dict]], platform: str) -> pd.DataFrame:
+    """GPU_STATE rows, one per field of each (when, ``machine_state.snapshot``): its text and whether
+    it was available."""
+    rows = []
+    for when, snap in snapshots:
+        for f in ms.FIELDS:
+            if f == "unavailable":
+                continue
+            v = snap.get(f, "")
+            ok = v not in ("", None) and not (isinstance(v, int) and v < 0)
+            rows.append({"when": when, "field": f, "value": str(v) if ok else "", "available": ok,
+                         "unavailable": "" if ok else snap.get("unavailable", ""), "platform": platform})
+    return frame(rows, GPU_STATE)
+
+
+# -- the repeat as the unit ---------------------------------------------------------------------
+def repeat_medians(df: pd.DataFrame, by: Sequence[str] = ("section", "state", "op", "nbytes")) -> pd.DataFrame:
+    """The median ns of every round (``repeat``) per ``by``, successful calls only; keeps ``label``."""
+    ok = df[df.rc == 0]
+    keys = [*by, "repeat"] + (["label"] if "label" in df.columns and "label" not in by else [])
+    return ok.groupby(keys, as_index=False, sort=False).ns.median()
+
+
+def repeat_summary(df: pd.DataFrame, by: Sequence[str] = ("section", "state", "op", "nbytes")) -> pd.DataFrame:
+    """STATE_SUMMARY per ``by``: the median of the round medians with its bootstrap 95 % interval
+    over the rounds; the spread within a round (median over rounds of IQR / median) and between
+    rounds ((largest - smallest round median) / their median)."""
+    ok = df[df.rc == 0]
+    rows = []
+    for key, g in ok.groupby(list(by), sort=False):
+        per = [x.ns.to_numpy(dtype=float) for _, x in g.groupby("repeat")]
+        meds = np.array([np.median(x) for x in per])
+        e = median_ci(meds)
+        within = [float(np.subtract(*np.percentile(x, [75, 25])) / np.median(x)) for x in per if np.median(x)]
+        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "repeats": len(per),
+                     "calls": int(sum(map(len, per))), "median_ns": e.value, "lo_ns": e.low, "hi_ns": e.high,
+                     "within_spread": float(np.median(within)) if within else float("nan"),
+                     "between_spread": float(np.ptp(meds) / np.median(meds)) if len(meds) > 1 and np.median(meds)
+                     else float("nan")})
+    return frame(rows, {**{b: STATE_EFFECTS.get(b, "str") for b in by}, **STATE_SUMMARY})

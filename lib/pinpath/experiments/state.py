@@ -27,7 +27,7 @@ from ..units import fmt_nbytes
 from .sweep import rounds
 
 __all__ = ["AGES", "registration_age", "allocator_state", "page_backing", "thread_placement", "gpu_readings",
-           "repeat_medians", "repeat_summary", "placements"]
+           "repeat_medians", "repeat_summary", "placements", "open_or_reason", "section", "read_gpu", "conclusion"]
 
 AGES = ("first", "fresh", "held")   #: first call after the first register; right after a re-register; kept registered
 
@@ -209,3 +209,74 @@ def repeat_summary(df: pd.DataFrame, by: Sequence[str] = ("section", "state", "o
                      "between_spread": float(np.ptp(meds) / np.median(meds)) if len(meds) > 1 and np.median(meds)
                      else float("nan")})
     return frame(rows, {**{b: STATE_EFFECTS.get(b, "str") for b in by}, **STATE_SUMMARY})
+
+
+# -- for the notebook ---------------------------------------------------------------------------
+def open_or_reason(rt) -> tuple[object | None, str]:
+    """state.c for ``rt``'s platform, or None and why not in one sentence."""
+    from ..nativelib import NativeUnavailable
+    from ..statelib import load
+    try:
+        return load(rt.name, getattr(rt, "device", 0)), ""
+    except NativeUnavailable as e:
+        return None, str(e)
+
+
+def section(fn, lib, reason: str = "", **kw) -> pd.DataFrame:
+    """``fn(lib, **kw)``, or a one-row frame whose ``not_available`` says why it could not run
+    (no library here, a platform without the call, a setup the runtime refused)."""
+    from ..nativelib import NativeUnavailable
+    if lib is None:
+        return pd.DataFrame([{"not_available": reason}])
+    try:
+        return fn(lib, **kw)
+    except NativeUnavailable as e:
+        return pd.DataFrame([{"not_available": str(e)}])
+
+
+def read_gpu(when: str, device: int = 0) -> tuple[str, dict]:
+    """(when, ``machine_state.snapshot``): the GPU's clocks and persistence and the thread's placement now."""
+    return when, ms.snapshot(device)
+
+
+def _ratio(s: pd.DataFrame, num: dict, den: dict) -> float:
+    pick = lambda q: s.loc[np.logical_and.reduce([s[k] == v for k, v in q.items()]), "median_ns"]  # noqa: E731
+    a, b = pick(num), pick(den)
+    return float(a.iloc[0] / b.iloc[0]) if len(a) and len(b) and b.iloc[0] else float("nan")
+
+
+def conclusion(age: pd.DataFrame, alloc: pd.DataFrame, back: pd.DataFrame, place: pd.DataFrame) -> str:
+    """A short Markdown conclusion written from the sections' data (medians of round medians)."""
+    lines = []
+    if "not_available" not in age.columns and len(age):
+        s = repeat_summary(age)
+        for (op, n), _ in s[s.op != "register"].groupby(["op", "nbytes"], sort=False):
+            q = {"op": op, "nbytes": n}
+            lines.append(f"- **registration age**, {op} at {fmt_nbytes(n)}: first / held "
+                         f"{_ratio(s, {**q, 'state': 'first'}, {**q, 'state': 'held'}):.3g}x, fresh / held "
+                         f"{_ratio(s, {**q, 'state': 'fresh'}, {**q, 'state': 'held'}):.3g}x.")
+    if "not_available" not in alloc.columns and len(alloc):
+        s = repeat_summary(alloc)
+        a = s[s.op == "alloc"]
+        for n, g in a.groupby("nbytes"):
+            hi, lo = g.loc[g.median_ns.idxmax()], g.loc[g.median_ns.idxmin()]
+            lines.append(f"- **allocator state**, pinned allocate of {fmt_nbytes(n)}: from {lo.median_ns / 1e3:.3g} us "
+                         f"({lo.state}) to {hi.median_ns / 1e3:.3g} us ({hi.state}), {hi.median_ns / lo.median_ns:.3g}x.")
+    if "not_available" not in back.columns and len(back):
+        s = repeat_summary(back)
+        for n in sorted(set(s.nbytes)):
+            parts = [f"{op} {_ratio(s, {'op': op, 'nbytes': n, 'state': 'thp'}, {'op': op, 'nbytes': n, 'state': '4k'}):.3g}x"
+                     for op in _LOCK_COPY_OPS if op in set(s.op)]
+            lines.append(f"- **page backing** at {fmt_nbytes(n)}, THP / 4 KiB: " + ", ".join(parts)
+                         + (" (THP was not granted here)" if "thp" not in set(s.state) else "") + ".")
+    if "not_available" not in place.columns and len(place):
+        s = repeat_summary(place)
+        for (op, n), g in s.groupby(["op", "nbytes"], sort=False):
+            if g.median_ns.min() > 0 and len(g) > 1:
+                lines.append(f"- **thread placement**, {op}{f' {fmt_nbytes(n)}' if n else ''}: largest / smallest "
+                             f"median over the CPUs {g.median_ns.max() / g.median_ns.min():.3g}x "
+                             f"({len(set(g.state))} CPUs).")
+    reasons = [str(d.not_available.iloc[0]) for d in (age, alloc, back, place) if "not_available" in d.columns]
+    lines += [f"- not measured here: {r}" for r in dict.fromkeys(reasons)]
+    return "**What this notebook found** (medians of the per-round medians; the intervals are in the tables " \
+           "above)\n\n" + "\n".join(lines)

@@ -120,3 +120,18 @@ def test_a_section_that_cannot_run_says_why_and_the_conclusion_comes_from_data(l
     assert text.startswith("**What this notebook found**") and "reregister at 4 KiB: first / held" in text
     assert text.count("not measured here: cuda: no compiler here") == 1
     assert np.isfinite(float(text.split("first / held ")[1].split("x")[0]))
+
+
+@pytest.mark.parametrize("platform,query,pinned,copy", [("cuda", True, True, True), ("hsa", True, False, False)])
+def test_the_gpu_builds_compile_and_export_every_symbol(platform, query, pinned, copy):
+    """state.c against the real headers and library where they are here (no GPU needed)."""
+    reason = statelib.why_not(platform)
+    if reason:
+        pytest.skip(reason)
+    lib = statelib.load(platform)
+    assert (lib.has_query, lib.has_pinned, lib.has_copy) == (query, pinned, copy)
+    assert all(hasattr(lib._lib, name) for name in statelib._SIGNATURES)
+    if not pinned:   # refused in C before any runtime call
+        a, f, rc = np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int32)
+        assert lib._lib.ps_alloc_state(4096, 0, 0, 4096, 0, 1, a, f, rc) == statelib.ENOTSUP
+        assert lib._lib.ps_dev_alloc(4096) is None

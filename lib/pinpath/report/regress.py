@@ -57,7 +57,7 @@ def _figure(r: dict) -> str:
 
 def _finding(overlap: bool | None, changed: bool) -> str:
     if overlap is None:
-        return "verdict changed; no figure in one run to compare" if changed else "no figure in one run to compare"
+        return "no figure in one of the runs to compare"
     if changed and not overlap:
         return "regression: the verdict changed and the intervals do not overlap"
     if changed:

@@ -48,6 +48,7 @@ def test_registration_age_rounds_and_rows(lib):
     assert set(df.backing) <= {"4k", "unknown"} and (df.thread_cpu >= 0).all() and (df.gpu_node == -1).all()
     s = check_frame(state.repeat_summary(df), STATE_SUMMARY)
     assert (s.repeats == 5).all() and (s.lo_ns <= s.median_ns).all() and (s.median_ns <= s.hi_ns).all()
+    assert s[s.state == "first"].within_spread.isna().all() and s[s.state == "held"].within_spread.notna().all()
 
 
 def test_allocator_states_are_set_up_and_undone(lib):

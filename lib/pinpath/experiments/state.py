@@ -194,15 +194,17 @@ def repeat_medians(df: pd.DataFrame, by: Sequence[str] = ("section", "state", "o
 
 def repeat_summary(df: pd.DataFrame, by: Sequence[str] = ("section", "state", "op", "nbytes")) -> pd.DataFrame:
     """STATE_SUMMARY per ``by``: the median of the round medians with its bootstrap 95 % interval
-    over the rounds; the spread within a round (median over rounds of IQR / median) and between
-    rounds ((largest - smallest round median) / their median)."""
+    over the rounds; the spread within a round (median over rounds of IQR / median; NaN where a
+    round has one call, e.g. the ``first`` age) and between rounds ((largest - smallest round
+    median) / their median)."""
     ok = df[df.rc == 0]
     rows = []
     for key, g in ok.groupby(list(by), sort=False):
         per = [x.ns.to_numpy(dtype=float) for _, x in g.groupby("repeat")]
         meds = np.array([np.median(x) for x in per])
         e = median_ci(meds)
-        within = [float(np.subtract(*np.percentile(x, [75, 25])) / np.median(x)) for x in per if np.median(x)]
+        within = [float(np.subtract(*np.percentile(x, [75, 25])) / np.median(x)) for x in per
+                  if len(x) > 1 and np.median(x)]   # a round of one call has no spread of its own
         rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "repeats": len(per),
                      "calls": int(sum(map(len, per))), "median_ns": e.value, "lo_ns": e.low, "hi_ns": e.high,
                      "within_spread": float(np.median(within)) if within else float("nan"),

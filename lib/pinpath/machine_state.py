@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 from contextlib import contextmanager
@@ -98,8 +99,19 @@ def gpu_node(device: int = 0) -> tuple[int, str]:
     try:
         node = int(path.read_text().strip())
     except (OSError, ValueError):
-        return -1, f"gpu_node: {path} cannot be read"
-    return node, f"sysfs numa_node of PCI {domain[-4:]}:{rest}"
+        node = -1
+    if node >= 0:
+        return node, f"sysfs numa_node of PCI {domain[-4:]}:{rest}"
+    # sysfs says -1 (no NUMA information) or cannot be read: nvidia-smi's topology may know
+    try:
+        r = subprocess.run(["nvidia-smi", "topo", "-C", "-i", _smi_index(device)], capture_output=True, text=True,
+                           timeout=20)
+        m = re.search(r"NUMA IDs? of closest CPU:\s*(\d+)", r.stdout)
+    except (OSError, subprocess.TimeoutExpired):
+        m = None
+    if m:
+        return int(m.group(1)), "nvidia-smi topo -C"
+    return -1, f"gpu_node: {path} gives no node and nvidia-smi topo -C names none"
 
 
 def gpu_readings(device: int = 0) -> tuple[dict[str, str], list[str]]:

@@ -107,7 +107,10 @@ def test_snapshot_says_what_is_unavailable(tmp_path, monkeypatch):
     snap = ms.snapshot()
     assert snap["sm_clock_mhz"] == "1980" and snap["persistence_mode"] == "Enabled" and snap["pstate"] == "P0"
     assert snap["clock_event_reasons"] == "" and "clocks_event_reasons.active: [N/A]" in snap["unavailable"]
-    assert snap["gpu_node"] == -1 and "0000:ff:1f.7/numa_node cannot be read" in snap["unavailable"]
+    assert snap["gpu_node"] == -1 and "0000:ff:1f.7/numa_node gives no node and nvidia-smi topo" in snap["unavailable"]
+    _fake_smi(tmp_path, monkeypatch, 'case "$1" in --query-gpu=pci.bus_id) echo "00000000:FF:1F.7";;\n'
+                                     'topo) echo "NUMA IDs of closest CPU: 1";; *) exit 2;; esac\n')
+    assert ms.gpu_node() == (1, "nvidia-smi topo -C")
     gpu = check_frame(state.gpu_readings([("start", snap)], "cuda"), GPU_STATE)
     assert gpu.set_index("field").available["sm_clock_mhz"] and not gpu.set_index("field").available["gpu_node"]
     ms.gpu_node.cache_clear()

@@ -58,7 +58,7 @@ SCHEMA: dict[str, dict] = {
     "VARIANTS": _list({"enum": ["plain", "app_pinned", "lock_mapped", "async_threshold0"]}, sorted_=False),
     "PROCESSES": _int(1, 100),
     "AGE_NBYTES": _list(_SIZE), "ALLOC_NBYTES": _list(_SIZE), "BACKING_NBYTES": _list(_SIZE),
-    "LIVE_COUNTS": _list(_int(1, 4096), most=8), "CALLS": _int(1, 10_000),
+    "LIVE_COUNTS": _list(_int(1, 4096), most=8), "CALLS": _int(1, 10_000), "REPEAT_UNIT": {"enum": ["process", "round"]},
 }
 #: parameters whose values are sizes in bytes (written 4096, "4KiB", "1MiB", "800MB")
 SIZE_PARAMS = frozenset(n for n in SCHEMA if n.endswith("NBYTES"))

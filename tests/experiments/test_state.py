@@ -139,3 +139,13 @@ def test_the_gpu_builds_compile_and_export_every_symbol(platform, query, pinned,
         a, f, rc = np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int32)
         assert lib._lib.ps_alloc_state(4096, 0, 0, 4096, 0, 1, a, f, rc) == statelib.ENOTSUP
         assert lib._lib.ps_dev_alloc(4096) is None
+
+
+def test_each_repeat_can_be_a_fresh_process(lib):
+    """unit="process": every repeat a new process (its own runtime start and shuffle), numbered."""
+    df = check_frame(state.section(state.registration_age, lib, unit="process", sizes_nbytes=[4096], calls=2,
+                                   repeats=2, warmup=0), STATE_EFFECTS)
+    assert sorted(set(df.repeat)) == [0, 1] and set(df.state) == {"first", "fresh", "held"}
+    assert df.groupby("repeat").size().tolist() == [6, 6]   # register, first, 2 held, 2 fresh per process
+    with pytest.raises(Exception, match="unit of repeat is one of process, round"):
+        state.section(state.registration_age, lib, unit="thread", sizes_nbytes=[4096])

@@ -3,8 +3,9 @@ in C (``native/state.c`` through ``pinpath.statelib``), in independent rounds.
 
 A round is the unit of repeat: every point of a section once, in a freshly shuffled order
 (``sweep.rounds``), on buffers mapped afresh for it (``ps_buffer``, every page written), with every
-registration and allocation the round made undone before the next. The runtime itself is not
-started again between rounds: the process's CUDA context is the notebook's runtime's too.
+registration and allocation the round made undone before the next. ``section(..., unit="process")``
+runs each repeat in a fresh process (``in_processes``: the runtime started anew); with "round" the
+rounds run in this process, whose runtime is not restarted (its CUDA context is the notebook's too).
 Figures are the median of the per-round medians with a bootstrap interval over the rounds
 (``repeat_summary``), and the spread within a round beside the spread between rounds.
 
@@ -14,6 +15,7 @@ Every row carries the timing thread's CPU and NUMA node and the GPU's NUMA node
 
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import numpy as np
@@ -24,10 +26,11 @@ from ..osinfo import backing
 from ..schema import GPU_STATE, STATE_EFFECTS, STATE_SUMMARY, frame
 from ..stats import median_ci
 from ..units import fmt_nbytes
-from .sweep import rounds
+from .sweep import SEED, rounds
 
 __all__ = ["AGES", "registration_age", "allocator_state", "page_backing", "thread_placement", "gpu_readings",
-           "repeat_medians", "repeat_summary", "placements", "open_or_reason", "section", "read_gpu", "conclusion"]
+           "repeat_medians", "repeat_summary", "placements", "open_or_reason", "section", "in_processes", "read_gpu",
+           "conclusion", "SECTIONS", "REPEAT_UNITS"]
 
 AGES = ("first", "fresh", "held")   #: first call after the first register; right after a re-register; kept registered
 
@@ -45,14 +48,14 @@ def _place(lib) -> dict:
 
 
 def registration_age(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repeats: int = 5, warmup: int = 1,
-                     ops: Sequence[str] = ("query", "reregister")) -> pd.DataFrame:
+                     ops: Sequence[str] = ("query", "reregister"), seed: int = SEED) -> pd.DataFrame:
     """The pointer query and the re-register of registered memory (CUDA: refused, 712) at each
     registration age (``AGES``), per size, on 4 KiB-backed buffers mapped afresh each round. The
     ops the platform lacks (the host's query) are left out; ``attrs["skipped"]`` says so."""
     ops = [op for op in ops if op != "query" or lib.has_query]
     rows = []
     for i, (op, n) in rounds([(op, n) for op in ops for n in sizes_nbytes], repeats=repeats, warmup=warmup,
-                             label="registration age"):
+                             seed=seed, label="registration age"):
         place = _place(lib)
         with lib.buffer(n, thp=False) as p:
             b = backing(p, n)
@@ -71,7 +74,7 @@ def registration_age(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repea
 
 
 def allocator_state(lib, *, sizes_nbytes: Sequence[int], live_counts: Sequence[int], calls: int = 20,
-                    repeats: int = 5, warmup: int = 1, registered_nbytes: int = 4096) -> pd.DataFrame:
+                    repeats: int = 5, warmup: int = 1, registered_nbytes: int = 4096, seed: int = SEED) -> pd.DataFrame:
     """The pinned allocator's allocate and free (cudaMallocHost/cudaFreeHost; the host's
     mmap+mlock) per size, with nothing else held, with N pinned allocations held, with N
     registrations of ``registered_nbytes`` held, and right after N allocations were freed."""
@@ -80,7 +83,8 @@ def allocator_state(lib, *, sizes_nbytes: Sequence[int], live_counts: Sequence[i
         states += [(f"{n} live pinned", n, 0, 0), (f"{n} live registered", 0, n, 0), (f"after {n} frees", 0, 0, n)]
     rows = []
     for i, ((label, pinned, regd, frees), n) in rounds([(s, n) for s in states for n in sizes_nbytes],
-                                                         repeats=repeats, warmup=warmup, label="allocator state"):
+                                                         repeats=repeats, warmup=warmup, seed=seed,
+                                                         label="allocator state"):
         place = _place(lib)
         a = lib.alloc_state(n, calls, live_pinned=pinned, live_registered=regd, registered_nbytes=registered_nbytes,
                             prior_frees=frees)
@@ -108,14 +112,14 @@ def _lock_copy_rows(lib, section: str, state: str, n: int, i: int, lc, place: di
 
 
 def page_backing(lib, *, sizes_nbytes: Sequence[int], calls: int = 5, repeats: int = 5,
-                 warmup: int = 1) -> pd.DataFrame:
+                 warmup: int = 1, seed: int = SEED) -> pd.DataFrame:
     """Lock, unlock, and the copy of the buffer pageable and locked, on buffers that asked for
     4 KiB pages and for transparent huge pages; ``state`` is what Linux reports the buffer got
     (``backing_asked`` what it asked for). The copy is H2D (CUDA), memcpy (host), none (HSA)."""
     rows = []
     with lib.destination(max(sizes_nbytes)) as dst:
         for i, (thp, n) in rounds([(t, n) for t in (False, True) for n in sizes_nbytes], repeats=repeats,
-                                  warmup=warmup, label="page backing"):
+                                  warmup=warmup, seed=seed, label="page backing"):
             place = _place(lib)
             with lib.buffer(n, thp=thp) as p:
                 got = backing(p, n)
@@ -139,7 +143,7 @@ def placements(gpu_node: int, *, per_node: int = 2) -> list[tuple[int, int, str]
 
 
 def thread_placement(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repeats: int = 5,
-                     warmup: int = 1) -> pd.DataFrame:
+                     warmup: int = 1, seed: int = SEED) -> pd.DataFrame:
     """The timing thread pinned (sched_setaffinity) to CPUs of each NUMA node in turn: the null
     call, the re-register of held registered memory (4 KiB), and per size the copy pageable and
     locked with the lock and unlock. ``state``: "cpu C, node N (relation to the GPU's node)"."""
@@ -147,7 +151,8 @@ def thread_placement(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repea
     points = [(c, node, rel, n) for c, node, rel in placements(gnode) for n in sizes_nbytes]
     rows = []
     with lib.destination(max(sizes_nbytes)) as dst:
-        for i, (cpu, node, rel, n) in rounds(points, repeats=repeats, warmup=warmup, label="thread placement"):
+        for i, (cpu, node, rel, n) in rounds(points, repeats=repeats, warmup=warmup, seed=seed,
+                                             label="thread placement"):
             with ms.pinned_to(cpu):
                 place = _place(lib)
                 state = f"cpu {cpu}, node {node} ({rel})"
@@ -224,16 +229,78 @@ def open_or_reason(rt) -> tuple[object | None, str]:
         return None, str(e)
 
 
-def section(fn, lib, reason: str = "", **kw) -> pd.DataFrame:
-    """``fn(lib, **kw)``, or a one-row frame whose ``not_available`` says why it could not run
-    (no library here, a platform without the call, a setup the runtime refused)."""
+SECTIONS = {"registration_age": registration_age, "allocator_state": allocator_state, "page_backing": page_backing,
+            "thread_placement": thread_placement}
+REPEAT_UNITS = ("process", "round")
+
+
+def in_processes(name: str, lib, *, repeats: int = 5, warmup: int = 1, timeout_s: int = 600, **kw) -> pd.DataFrame:
+    """Section ``name`` with each repeat a fresh process (``python -m pinpath.experiments.state``):
+    the runtime started anew, ``warmup`` untimed rounds, then one timed round in its own shuffled
+    order; ``repeat`` is the process's number. NativeUnavailable (one sentence) if one fails."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from .. import progress
     from ..nativelib import NativeUnavailable
+    pkg_parent = str(Path(__file__).resolve().parents[2])
+    env = {k: v for k, v in os.environ.items() if k != progress.ENV}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
+    frames = []
+    with tempfile.TemporaryDirectory(prefix="pinpath-state-") as d:
+        for r in range(int(repeats)):
+            out = Path(d) / f"{r}.parquet"
+            args = json.dumps({**kw, "repeats": 1, "warmup": warmup, "seed": SEED + r})
+            cmd = [sys.executable, "-m", "pinpath.experiments.state", name, lib.platform, str(lib.device), args, str(out)]
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                raise NativeUnavailable(f"{lib.platform}: a process of {name} did not finish in {timeout_s} s") from None
+            if p.returncode != 0 or not out.is_file():
+                last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+                raise NativeUnavailable(f"{lib.platform}: a process of {name} failed ({last})")
+            frames.append(pd.read_parquet(out).assign(repeat=r))
+            progress.step(name.replace("_", " "), r + 1, int(repeats))
+    return pd.concat(frames, ignore_index=True)
+
+
+def section(fn, lib, reason: str = "", *, unit: str = "process", **kw) -> pd.DataFrame:
+    """``fn(lib, **kw)`` with ``unit`` "round" (rounds in this process), or with "process" each
+    repeat a fresh process (``in_processes``); or a one-row frame whose ``not_available`` says why
+    it could not run (no library here, a platform without the call, a setup the runtime refused)."""
+    from ..errors import BadParameter
+    from ..nativelib import NativeUnavailable
+    if unit not in REPEAT_UNITS:
+        raise BadParameter(f"the unit of repeat is one of {', '.join(REPEAT_UNITS)}, not {unit!r}")
     if lib is None:
         return pd.DataFrame([{"not_available": reason}])
     try:
+        if unit == "process":
+            return frame(in_processes(fn.__name__, lib, **kw).to_dict("records"), STATE_EFFECTS)
         return fn(lib, **kw)
     except NativeUnavailable as e:
         return pd.DataFrame([{"not_available": str(e)}])
+
+
+def _main(argv) -> int:
+    """``python -m pinpath.experiments.state SECTION PLATFORM DEVICE JSON_KWARGS OUT.parquet``:
+    one process's rounds of a section, written to OUT (what ``in_processes`` starts)."""
+    import json
+    import sys
+
+    from ..nativelib import NativeUnavailable
+    from ..statelib import load
+    name, platform, device, kw, out = argv
+    try:
+        df = SECTIONS[name](load(platform, int(device)), **json.loads(kw))
+    except NativeUnavailable as e:
+        print(str(e), file=sys.stderr)
+        return 3
+    df.to_parquet(out)
+    return 0
 
 
 def read_gpu(when: str, device: int = 0) -> tuple[str, dict]:
@@ -282,3 +349,8 @@ def conclusion(age: pd.DataFrame, alloc: pd.DataFrame, back: pd.DataFrame, place
     lines += [f"- not measured here: {r}" for r in dict.fromkeys(reasons)]
     return "**What this notebook found** (medians of the per-round medians; the intervals are in the tables " \
            "above)\n\n" + "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(_main(sys.argv[1:]))

@@ -44,6 +44,7 @@ from ..kernels import out_nbytes, pos_nbytes
 from ..stats import median_ci, ratio_ci
 from ..paths import PROJECT_ROOT
 from ..schema import MODEL_INVOCATIONS, RATIO, REAL_COPIES, REAL_INVOCATIONS, REAL_PHASES, REAL_RUNS, SUMMARY, frame
+from .repeats import spreads
 
 __all__ = ["VARIANTS", "MODELS", "OFFLOAD_DIR", "RUNTIME_DIR", "Build", "RealRun", "find_build", "runtime_env",
            "build_host_region", "run_region", "parse_facts", "parse_info", "parse_profile", "real_runtime",
@@ -524,15 +525,6 @@ def _repeat_samples(df: pd.DataFrame) -> tuple[np.ndarray, list[np.ndarray], str
     return (per[0] if per else np.array([])), per, "invocations"
 
 
-def _spreads(per: list[np.ndarray]) -> tuple[float, float]:
-    """Within a repeat: the median over repeats of the interquartile range / median; between
-    repeats: (largest - smallest repeat median) / their median. NaN where it cannot be said."""
-    within = [float(np.subtract(*np.percentile(x, [75, 25])) / np.median(x)) for x in per if np.median(x)]
-    meds = np.array([np.median(x) for x in per])
-    between = float(np.ptp(meds) / np.median(meds)) if len(meds) >= 2 and np.median(meds) else float("nan")
-    return (float(np.median(within)) if within else float("nan")), between
-
-
 def summary(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, skip_first: int = 1) -> pd.DataFrame:
     """Median per-invocation time per source (model, real, real_traced), variant and nw, with a
     bootstrap 95 % interval (``stats.median_ci``) over the repeats: the median of the per-process
@@ -549,7 +541,7 @@ def summary(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, skip_first: in
             values, per, over = _repeat_samples(g)
             e = median_ci(values)
             if e.n:
-                within, between = _spreads(per)
+                within, between = spreads(per)
                 rows.append({"source": source, "variant": variant, "nw": nw, "n": int(sum(map(len, per))),
                              "median_ns": e.value, "lo_ns": e.low, "hi_ns": e.high, "repeats": len(per),
                              "interval_over": over, "within_spread": within, "between_spread": between})

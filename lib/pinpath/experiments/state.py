@@ -24,8 +24,8 @@ import pandas as pd
 from .. import machine_state as ms
 from ..osinfo import backing
 from ..schema import GPU_STATE, STATE_EFFECTS, STATE_SUMMARY, frame
-from ..stats import median_ci
 from ..units import fmt_nbytes
+from .repeats import over_repeats, spreads
 from .sweep import SEED, rounds
 
 __all__ = ["AGES", "registration_age", "allocator_state", "page_backing", "thread_placement", "gpu_readings",
@@ -206,15 +206,10 @@ def repeat_summary(df: pd.DataFrame, by: Sequence[str] = ("section", "state", "o
     rows = []
     for key, g in ok.groupby(list(by), sort=False):
         per = [x.ns.to_numpy(dtype=float) for _, x in g.groupby("repeat")]
-        meds = np.array([np.median(x) for x in per])
-        e = median_ci(meds)
-        within = [float(np.subtract(*np.percentile(x, [75, 25])) / np.median(x)) for x in per
-                  if len(x) > 1 and np.median(x)]   # a round of one call has no spread of its own
+        e, (within, between) = over_repeats(per), spreads(per)
         rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "repeats": len(per),
                      "calls": int(sum(map(len, per))), "median_ns": e.value, "lo_ns": e.low, "hi_ns": e.high,
-                     "within_spread": float(np.median(within)) if within else float("nan"),
-                     "between_spread": float(np.ptp(meds) / np.median(meds)) if len(meds) > 1 and np.median(meds)
-                     else float("nan")})
+                     "within_spread": within, "between_spread": between})
     return frame(rows, {**{b: STATE_EFFECTS.get(b, "str") for b in by}, **STATE_SUMMARY})
 
 

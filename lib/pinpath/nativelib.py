@@ -47,7 +47,7 @@ import numpy as np
 from .errors import BadParameter, PinpathError, RuntimeCallFailed
 
 __all__ = ["compiler", "NativeUnavailable", "NativeLib", "Toolchain", "Timed", "RelockUnlock", "Staged", "C12Timed",
-           "PLATFORMS", "toolchain", "build", "build_program", "load", "load_source", "why_not", "cache_dir"]
+           "PLATFORMS", "toolchain", "build", "build_program", "load", "why_not", "cache_dir"]
 
 PLATFORMS = ("cuda", "hsa", "host")
 ABI = 1                      #: must equal PP_ABI in ptime.c
@@ -291,25 +291,6 @@ def build_program(platform: str, source: str | os.PathLike) -> Path:
     """An executable of ``source`` (e.g. tools/bench_calls.c) against the same headers and
     libraries as the library's build for ``platform``, cached the same way."""
     return _compile(toolchain(platform), Path(source), Path(source).stem, shared=False)
-
-
-_SOURCES: dict[tuple[str, str], tuple[ctypes.CDLL, Path, Toolchain]] = {}
-
-
-def load_source(name: str, platform: str) -> tuple[ctypes.CDLL, Path, Toolchain]:
-    """Another C source of ``native/`` (``<name>.c``, e.g. state.c) built for ``platform`` like
-    ptime.c (same toolchain, flags and cache) and loaded once per process: (the ctypes library,
-    its path, the toolchain). NativeUnavailable in one sentence where it cannot be."""
-    with _LOADED_LOCK:
-        if (name, platform) not in _SOURCES:
-            tc = toolchain(platform)
-            with resources.as_file(resources.files("pinpath").joinpath(f"native/{name}.c")) as src:
-                path = _compile(tc, Path(src), name, shared=True)
-            try:
-                _SOURCES[(name, platform)] = (ctypes.CDLL(str(path)), path, tc)
-            except OSError as e:
-                raise NativeUnavailable(f"{platform}: {path.name} did not load ({e})") from None
-        return _SOURCES[(name, platform)]
 
 
 # -- the loaded library ----------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``native/state.c`` loaded with ctypes (built like ptime.c by ``nativelib.load_source``): the C
+"""``native/state.c`` loaded with ctypes (built like ptime.c: ``nativelib.build(..., source="state.c")``): the C
 timings of notebook 14, "what changes a transfer's cost". Methods return numpy arrays; a state
 whose untimed setup the runtime refused raises SetupRefused with its return code.
 
@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import BadParameter
-from .nativelib import NativeUnavailable, load as load_ptime, load_source
+from .nativelib import NativeUnavailable, build, load as load_ptime, toolchain
 
 __all__ = ["ABI", "StateLib", "SetupRefused", "RegAge", "LockCopy", "Alloc", "load", "why_not"]
 
@@ -73,7 +73,12 @@ class StateLib:
     """state.c for one platform; the runtime is started on first use (CUDA: on this thread)."""
 
     def __init__(self, platform: str, device: int = 0) -> None:
-        self._lib, self.path, self.toolchain = load_source("state", platform)
+        self.toolchain = toolchain(platform)
+        self.path = build(platform, self.toolchain, source="state.c")
+        try:
+            self._lib = ctypes.CDLL(str(self.path))
+        except OSError as e:
+            raise NativeUnavailable(f"{platform}: {self.path.name} did not load ({e})") from None
         for name, (res, args) in _SIGNATURES.items():
             fn = getattr(self._lib, name)
             fn.restype, fn.argtypes = res, args
@@ -176,11 +181,15 @@ class StateLib:
 _LOADED: dict[tuple[str, int], StateLib] = {}
 
 
+_LOADED_LOCK = threading.Lock()
+
+
 def load(platform: str, device: int = 0) -> StateLib:
     """state.c for ``platform`` (built if needed), once per process and device."""
-    if (platform, device) not in _LOADED:
-        _LOADED[(platform, device)] = StateLib(platform, device)
-    return _LOADED[(platform, device)]
+    with _LOADED_LOCK:
+        if (platform, device) not in _LOADED:
+            _LOADED[(platform, device)] = StateLib(platform, device)
+        return _LOADED[(platform, device)]
 
 
 def why_not(platform: str) -> str:

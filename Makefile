@@ -17,6 +17,7 @@ SET        ?=
 RUN        ?= latest
 RUNS       ?=
 CELL_TIMEOUT ?=
+STRICT     ?=
 WHEELHOUSE ?= wheelhouse
 SKIP       ?=
 # the AMD extra (hip-python, ~300 MB) only where ROCm's HIP library is on this machine (a file that
@@ -41,7 +42,7 @@ SLURM_CPUS      ?=
 SLURM_TIME      ?=
 SLURM_MEM       ?=
 ARCH       ?=
-export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
+export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STRICT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
 export SLURM_PARTITION SLURM_ACCOUNT SLURM_GPUS SLURM_CPUS SLURM_TIME SLURM_MEM
 
 PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE),) $(if $(OFFLINE),--no-index,)
@@ -105,9 +106,9 @@ report: runs  ## the same as `make runs`; each run's summary report is outputs/<
 share: setup  ## write share/summary.md, ~900 px figures and <run-id>.zip of RUN (default: latest) into its folder
 	$(PY) -m pinpath share "$$RUN"
 
-compare: setup  ## render the claims of RUNS="outputs/A outputs/B" side by side into outputs/compare.html and .md
+compare: setup  ## claims of RUNS="outputs/A outputs/B" side by side into outputs/compare.html and .md, with a regression check (STRICT=1: exit 1 on a changed verdict whose intervals do not overlap)
 	@[ -n "$$RUNS" ] || { echo 'make compare needs RUNS="outputs/A outputs/B"'; exit 2; }
-	read -r -a runs <<< "$$RUNS"; $(PY) -m pinpath compare "$${runs[@]}" --out outputs/compare.html
+	read -r -a runs <<< "$$RUNS"; $(PY) -m pinpath compare "$${runs[@]}" --out outputs/compare.html $${STRICT:+--strict}
 
 lab: setup  ## JupyterLab on 127.0.0.1 (token) with the pinpath kernel registered
 	$(VENV)/bin/python -m pip install -q $(PIP_FROM) -e ".[$$EXTRAS,lab]"

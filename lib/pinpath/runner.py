@@ -489,9 +489,10 @@ def resume(run: str | Path, *, out_dir: Path | None = None, progress=None,
     return _execute(run_dir, todo, say=say, cell_timeout_s=cell_timeout_s)
 
 
-def compare(run_dirs: list[Path], out_path: Path) -> Path:
-    """Render the claims of several runs side by side into ``out_path`` (an HTML file)."""
-    from .report import claims
+def compare(run_dirs: list[Path], out_path: Path) -> tuple[Path, "pd.DataFrame"]:
+    """Render the claims of several runs side by side into ``out_path`` (an HTML file); also
+    the regression check of every run against the first (``report.regress.check``)."""
+    from .report import claims, regress
     from .report.html import render_compare
     if len(run_dirs) < 2:
         raise BadParameter("compare needs at least two runs")
@@ -508,4 +509,4 @@ def compare(run_dirs: list[Path], out_path: Path) -> Path:
         atomic.write_text_atomic(out_path.with_suffix(".md"), render_compare_markdown(runs))
     except OSError as e:
         raise BadParameter(f"--out {out_path}: cannot be written ({e.strerror or e})") from None
-    return path
+    return path, regress.check(runs)

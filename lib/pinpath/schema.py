@@ -18,7 +18,7 @@ from .records import PHASE_FIELDS, TransferRecord
 __all__ = ["ENGINE_FIDELITY", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
            "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
            "REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
-           "DATASETS",
+           "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE", "DATASETS",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
 
 TRANSFERS = {
@@ -155,7 +155,8 @@ API_STATS = {**STATS, "user_pinned": "bool?", "category": "str", "refused": "int
 REAL_RUNS = {            # one row per run of the binary
     "variant": "str", "mode": "str",   # the variant; the binary's --variant (plain, app_pinned)
     "env": "str",                      # the runtime switches set, "K=V K=V"
-    "nw": "int", "traced": "bool?", "steps": "int", "invocations": "int",
+    "nw": "int", "process": "int",     # the timed process's number (the unit of repeat); the traced run: 0
+    "traced": "bool?", "steps": "int", "invocations": "int",
     "offload_devices": "int", "on_device": "bool?",
     "register": "str",                 # the application's pinning call (cuMemHostRegister, hipHostRegister, mlock, none)
     "register_rc": "int", "register_ns": "int", "unregister_ns": "int",
@@ -164,7 +165,7 @@ REAL_RUNS = {            # one row per run of the binary
     "wall_ns": "int", "vendor": "str", "arch": "str",
 }
 REAL_INVOCATIONS = {     # one row per region invocation (host steady_clock around the target region)
-    "variant": "str", "nw": "int", "traced": "bool?", "step": "int", "invocation": "int",
+    "variant": "str", "nw": "int", "process": "int", "traced": "bool?", "step": "int", "invocation": "int",
     "ns": "int", "verified": "bool?", "vendor": "str", "arch": "str",
 }
 REAL_COPIES = {          # one row per copy LIBOMPTARGET_INFO reported
@@ -186,11 +187,36 @@ MODEL_INVOCATIONS = {    # the replica's cost per invocation: sum of its events'
     "nw": "int", "step": "int", "invocation": "int", "ns": "int", "platform": "str",
 }
 SUMMARY = {"source": "str", "variant": "str", "nw": "int", "n": "int",
-           "median_ns": "float", "lo_ns": "float", "hi_ns": "float"}   # bootstrap 95 % of the median
+           "median_ns": "float", "lo_ns": "float", "hi_ns": "float",   # bootstrap 95 % of the median ...
+           "repeats": "int", "interval_over": "str",   # ... over the repeats: "processes" (their medians) or "invocations"
+           "within_spread": "float",    # median over repeats of IQR / median inside one repeat
+           "between_spread": "float"}   # (largest - smallest repeat median) / their median; NaN with one repeat
 RATIO = {"variant": "str", "nw": "int", "policy": "str", "user_pinned": "bool?",
-         "model_median_ns": "float", "real_median_ns": "float",
+         "model_median_ns": "float", "real_median_ns": "float",   # the real one: median of the process medians
+         "real_lo_ns": "float", "real_hi_ns": "float",   # its bootstrap 95 % over the processes
+         "real_processes": "int", "interval_over": "str",   # the real side's repeats: "processes" or "invocations"
          "ratio": "float", "ratio_lo": "float", "ratio_hi": "float",   # model / real, bootstrap 95 %
-         "n_model": "int", "n_real": "int"}
+         "n_model": "int", "n_real": "int"}   # invocations counted on each side
+
+# -- what changes a transfer's cost (notebook 14) ------------------------------------------------
+STATE_EFFECTS = {        # one row per timed C call (native/state.c); sections add their own columns
+    "section": "str",    # registration_age, allocator, backing, placement
+    "state": "str",      # the state compared: an age (first, fresh, held), an allocator state, a backing, a CPU
+    "op": "str",         # query, reregister, register, alloc, free, lock, unlock, copy_pageable, copy_locked, null ...
+    "nbytes": "int", "repeat": "int",   # repeat: the independent round (the unit of repeat)
+    "call": "int",       # the call's index inside its round
+    "ns": "int", "rc": "int", "error": "str",
+    "backing": "str",    # what Linux reports for the buffer (4k, thp, ...); runtime: the runtime's own allocation
+    "thread_cpu": "int", "thread_node": "int",   # the timing thread's CPU and NUMA node when the round began
+    "gpu_node": "int",   # the GPU's NUMA node (-1: unavailable)
+    "platform": "str",
+}
+STATE_SUMMARY = {"repeats": "int", "calls": "int",
+                 "median_ns": "float", "lo_ns": "float", "hi_ns": "float",   # median of round medians, 95 % over rounds
+                 "within_spread": "float",    # median over rounds of IQR / median inside a round
+                 "between_spread": "float"}   # (largest - smallest round median) / their median
+GPU_STATE = {"when": "str", "field": "str",   # a machine_state.FIELDS name
+             "value": "str", "available": "bool?", "unavailable": "str", "platform": "str"}
 
 #: every data set a run writes (``data/<name>.parquet``) and its table: notebooks write them by
 #: these names, the claims read them by these names, whichever notebook produced them
@@ -205,6 +231,8 @@ DATASETS: dict[str, dict[str, str]] = {
     "copy_paths": COPY_PATHS, "engine_fidelity": ENGINE_FIDELITY, "engine_transfers": TRANSFERS,
     "real_runs": REAL_RUNS, "real_invocations": REAL_INVOCATIONS, "real_copies": REAL_COPIES,
     "real_phases": REAL_PHASES, "real_model": MODEL_INVOCATIONS, "real_ratio": RATIO,
+    "state_registration_age": STATE_EFFECTS, "state_allocator": STATE_EFFECTS, "state_backing": STATE_EFFECTS,
+    "state_placement": STATE_EFFECTS, "state_gpu": GPU_STATE,
 }
 
 _CAST = {"int": "int64", "Int": "Int64", "float": "float64", "bool?": "boolean"}

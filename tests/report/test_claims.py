@@ -1,6 +1,7 @@
 """The claims' rules on small synthetic frames: each verdict word where the rule can give it,
-the verdict function itself, platforms where a claim does not apply, and "not measured" for
-a missing data set or a notebook that did not end ok."""
+the verdict function itself, each claim's reading (as meant, analogue, not applicable), the
+repeat as the unit, the C engine's rows preferred, and "not measured" for a missing data set or a
+notebook that did not end ok."""
 
 import math
 
@@ -76,14 +77,26 @@ def _word(factor_holds, factor_not, thr_factor=1.0):
     return {H: (factor_holds, "tight"), N: (factor_not, "tight"), I: (thr_factor, "wide")}
 
 
-#: claim -> verdict word -> data sets that give it
-def _c1(word):
-    allocs = {H: 1, N: 0}[word]
+def _real_runs(vendor: str = "amd") -> pd.DataFrame:
+    return pd.DataFrame([{"variant": "plain", "nw": 16, "traced": False, "vendor": vendor}])
+
+
+def _replica_model() -> dict:
+    """The replica's models: stage_per_copy allocates once per transfer by construction."""
     tr = pd.DataFrame([{"transfer_id": i, "event": "transfer", "policy": p} for i, p in
                        enumerate(["stage_per_copy"] * 4 + ["nextgen_lock_mapped"] * 4)])
-    calls = pd.DataFrame([{"transfer_id": i, "category": "alloc"} for i in range(4)][:4 * allocs])
-    calls = calls if len(calls) else pd.DataFrame({"transfer_id": [0], "category": ["copy"]})
-    return {"replica": tr, "replica_calls": calls}
+    return {"replica": tr, "replica_calls": pd.DataFrame([{"transfer_id": i, "category": "alloc"} for i in range(4)])}
+
+
+#: claim -> verdict word -> data sets that give it
+def _c1(word):
+    """The real runtime's own calls (AMD): allocations per copy of arrays mapped once."""
+    allocs = {H: 1, N: 0}[word]
+    copies = pd.DataFrame([{"variant": "plain", "nw": 16, "segment": "invocation", "step": 0, "invocation": i,
+                            "direction": d} for i in range(4) for d in ("h2d", "d2h")])
+    calls = pd.DataFrame([{"segment": "invocation", "category": "alloc"}] * (8 * allocs)
+                         + [{"segment": "invocation", "category": "copy"}] * 8)
+    return {**_replica_model(), "real_runs": _real_runs(), "real_copies": copies, "real_calls": calls}
 
 
 def _c2(word):
@@ -101,7 +114,7 @@ def _c3(word):
 def _c4(word):
     f, how = {H: (0.1, "tight"), N: (3, "tight"), I: (1, "wide")}[word]
     qs = pd.concat([_transfers({"query_then_lock": 1000 * f, "lock_always": 1000}, how, app_pinned=True),
-                    _transfers({"stage_per_copy": 1000}, how, app_pinned=True)])
+                    _transfers({"stage_per_copy": 1000 * f}, how, app_pinned=True)])
     return {"query_cost": _lock_cost({("query", "pageable"): 1000 * f, ("lock", "pageable"): 1000}, how),
             "query_saving": qs}
 
@@ -110,7 +123,10 @@ def _c5(word):
     granted = word == N
     rows = [{"kind": k, "nbytes": 4096, "backing": "4k", "read_only_flag": False, "call": "lock", "ns": 1, "rc": 0 if granted else 1,
              "error": "" if granted else "E (1)", "granted": granted, "already_pinned": False, "not_available": ""}
-            for k in ("read_only", "rodata", "stack")]
+            for k in ("rodata", "stack")] + [{**{"kind": "read_only", "nbytes": 4096, "backing": "4k",
+                                                 "read_only_flag": False, "call": "lock", "ns": 1, "rc": 1,
+                                                 "error": "E (1)", "granted": False, "already_pinned": False,
+                                                 "not_available": ""}}]
     paths = pd.DataFrame([{"event": "transfer", "kind": "read_only", "path": "locked" if granted else "lock_failed_staged"}])
     return {"lock_outcomes": pd.DataFrame(rows), "kind_paths": paths}
 
@@ -139,8 +155,10 @@ def _c10(word):
     rows = []
     for pinned, scale in ((True, f), (False, 1.0)):
         for i, v in enumerate(_spread(10000 * scale, how)):
-            rows.append({"transfer_id": i + (100 if pinned else 0), "call": "lock", "category": "lock",
-                         "duration_ns": int(v), "rc": 0, "user_pinned": pinned})
+            rows.append({"transfer_id": i + (100 if pinned else 0), "call": "lock", "category": "lock", "repeat": i,
+                         "duration_ns": int(v), "rc": 0, "user_pinned": pinned, "caller": "runtime"})
+            if pinned:   # the application's own pinning, once per repeat
+                rows.append({**rows[-1], "transfer_id": -1, "duration_ns": 10, "caller": "application"})
     return {"api_calls": pd.DataFrame(rows)}
 
 
@@ -151,12 +169,15 @@ def _c11(word):
     return {"hazard": pd.DataFrame(rows)}
 
 
-def _c12(word):
+def _c12(word, wait: bool = False):
+    """Both readings of the braces: the one judged gets ``word``, the other the opposite figures."""
     f1, f3, how = {H: (500, 1.0, "tight"), N: (3, 2.0, "tight"), I: (100, 1.1, "wide")}[word]
+    o1, o3 = (3, 2.0) if word == H else (500, 1.0)
     rows = []
-    for case, f in (("1_lock_copy", f1), ("2_prelocked_copy", 1), ("3_relock_copy", f3)):
-        for i, v in enumerate(_spread(1000 * f, how)):
-            rows.append({"case": case, "source": "native", "braces_ns": int(v), "braces_wait_ns": int(v) + 5000})
+    for case, f, o in (("1_lock_copy", f1, o1), ("2_prelocked_copy", 1, 1), ("3_relock_copy", f3, o3)):
+        for i, (v, w) in enumerate(zip(_spread(1000 * f, how), _spread(1000 * o, "tight"))):
+            a, b = (w, v) if wait else (v, w)
+            rows.append({"case": case, "source": "native", "repeat": i, "braces_ns": int(a), "braces_wait_ns": int(b)})
     return {"c12": pd.DataFrame(rows)}
 
 
@@ -170,29 +191,39 @@ def _c13(word):
             "concurrency_native": pd.DataFrame(rows)}
 
 
-def _c14(word):
-    f, how = {H: (0.2, "tight"), N: (3, "tight"), I: (1, "wide")}[word]
+def _tracked(f: float, how: str) -> dict:
+    """The tracked model: nextgen_lock_mapped locks at map time (one map event, one lock call)."""
     t = pd.concat([_transfers({"nextgen_lock_mapped": 1000 * f}, how), _transfers({"lock_always": 1000}, how)])
+    t = pd.concat([t, pd.DataFrame([{"event": "map", "policy": "nextgen_lock_mapped", "total_ns": 50000, "repeat": 0}])])
     t["nw"] = 16
     t["transfer_id"] = range(len(t))
-    locks = pd.DataFrame({"transfer_id": [-1], "category": ["lock"]})
-    return {"tracked": t, "tracked_calls": locks}
+    return {"tracked": t, "tracked_calls": pd.DataFrame({"transfer_id": [len(t) - 1], "category": ["lock"]})}
+
+
+def _c14(word):
+    """The real runtime (AMD): mapped buffers locked and tracked against plain, per invocation."""
+    f, how = {H: (0.5, "tight"), N: (3, "tight"), I: (1, "wide")}[word]
+    rows = [{"variant": v, "nw": 16, "traced": False, "step": 0, "invocation": i + 1, "repeat": i, "ns": int(x)}
+            for v, c in (("lock_mapped", 1000 * f), ("plain", 1000)) for i, x in enumerate(_spread(c, how))]
+    return {**_tracked(0.2, "tight"), "real_runs": _real_runs(), "real_invocations": pd.DataFrame(rows)}
 
 
 def _c15(word):
     f, how = {H: (0.5, "tight"), N: (1.0, "tight"), I: (0.9, "wide")}[word]
-    rows = [{"queues": q, "wall_ns": int(v)} for q, c in ((1, 1000), (4, 1000 * f)) for v in _spread(c, how)]
+    rows = [{"queues": q, "repeat": i, "wall_ns": int(v)} for q, c in ((1, 1000), (4, 1000 * f))
+            for i, v in enumerate(_spread(c, how))]
     return {"overlap": pd.DataFrame(rows)}
 
 
 BUILDERS = {
-    "C1": (_c1, "cuda", (H, N)), "C2": (_c2, "cuda", (H, N, I)), "C3": (_c3, "cuda", (H, N, I)),
+    "C1": (_c1, "hsa", (H, N)), "C2": (_c2, "cuda", (H, N, I)), "C3": (_c3, "cuda", (H, N, I)),
     "C4": (_c4, "cuda", (H, N, I)), "C5": (_c5, "cuda", (H, N)),
     "C6": (_lock_pair(("lock", "pageable"), ("query", "pageable"), 50, 2, 10), "cuda", (H, N, I)),
     "C7": (_lock_pair(("relock", "locked"), ("query", "locked"), 1, 5, 2), "cuda", (H, N, I)),
     "C8": (_c8, "hsa", (H, N)), "C9": (_c9, "cuda", (H, N, I)), "C10": (_c10, "cuda", (H, N, I)),
-    "C11": (_c11, "host", (H, I)), "C12": (_c12, "cuda", (H, N, I)), "C13": (_c13, "cuda", (H, N, I)),
-    "C14": (_c14, "cuda", (H, N, I)), "C15": (_c15, "cuda", (H, N, I)),
+    "C11": (_c11, "host", (H, I)), "C12a": (_c12, "cuda", (H, N, I)),
+    "C12b": (lambda w: _c12(w, wait=True), "cuda", (H, N, I)), "C13": (_c13, "cuda", (H, N, I)),
+    "C14": (_c14, "hsa", (H, N, I)), "C15": (_c15, "cuda", (H, N, I)),
 }
 CASES = [(cid, word) for cid, (_, _, words) in BUILDERS.items() for word in words]
 
@@ -233,14 +264,14 @@ def test_a_killed_notebook_gives_not_measured_for_its_claims(tmp_path):
     out = NotebookOutputs(str(tmp_path), "01_c12_lock_copy")
     (tmp_path / "data").mkdir()
     from pinpath.schema import C12, frame
-    rows = _c12(H)["c12"].assign(nbytes=1, repeat=0, lock_ns=0, enqueue_ns=0, wait_ns=0, unlock_ns=0, dma_event_ns=None,
+    rows = _c12(H)["c12"].assign(nbytes=1, lock_ns=0, enqueue_ns=0, wait_ns=0, unlock_ns=0, dma_event_ns=None,
                                  lock_rc=0, lock_error="", verified=None, platform="cuda")
     out.data(frame(rows.to_dict("records"), C12), "c12")
     judged, bad = claims.evaluate(tmp_path, "cuda", {"01_c12_lock_copy": {"status": "interrupted"}})
-    row = judged.set_index("id").loc["C12"]
+    row = judged.set_index("id").loc["C12a"]
     assert row.verdict == M and "interrupted" in row.why and not bad
     judged, _ = claims.evaluate(tmp_path, "cuda", {"01_c12_lock_copy": {"status": "ok"}})
-    assert judged.set_index("id").loc["C12"].verdict == H
+    assert judged.set_index("id").loc["C12a"].verdict == H
 
 
 def test_the_claims_document_carries_the_rules_the_code_applies():

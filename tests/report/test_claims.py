@@ -279,3 +279,124 @@ def test_the_claims_document_carries_the_rules_the_code_applies():
     doc = (Path(__file__).resolve().parents[2] / "CLAIMS.md").read_text()
     section = doc.split("<!-- rules:begin -->\n", 1)[1].split("<!-- rules:end -->", 1)[0]
     assert section == claims.rules_markdown(), "run tools/claims-doc"
+
+
+# -- readings: as meant, analogue, not applicable ----------------------------------------------
+def test_a_claim_reads_as_meant_on_its_subject_and_as_a_named_analogue_elsewhere():
+    build, _, _ = BUILDERS["C7"]
+    meant = judge(["C7"], build(H), "hsa").iloc[0]
+    assert (meant.subject, meant.reading, meant.analogue) == ("HSA/ROCT", claims.AS_MEANT, "")
+    analogue = judge(["C7"], build(H), "cuda").iloc[0]
+    assert analogue.reading == claims.ANALOGUE and "712" in analogue.analogue and analogue.verdict == H
+    none = judge(["C6"], _lock_pair(("lock", "pageable"), ("query", "pageable"), 50, 2, 10)(H), "hsa").iloc[0]
+    assert none.reading == Verdict.NOT_APPLICABLE and none.verdict == Verdict.NOT_APPLICABLE and "NVIDIA" in none.why
+
+
+@pytest.mark.parametrize("cid", ["C1", "C14"])
+def test_a_plugin_claim_is_never_judged_from_a_model(cid):
+    """On CUDA (the real runtime is LLVM's CUDA plugin) and on AMD without a real AMD run the
+    model's own call pattern gives no verdict; it is shown for information."""
+    data = {**BUILDERS[cid][0](H), "real_runs": _real_runs("nvidia")}
+    row = judge([cid], data, "cuda").iloc[0]
+    assert row.verdict == Verdict.NOT_APPLICABLE and row.why.startswith(claims.MODEL_ONLY)
+    assert row.detail.startswith("measured here for information")
+    amd = judge([cid], BUILDERS[cid][0](H), "hsa").iloc[0]
+    assert amd.reading == claims.AS_MEANT and amd.verdict == H and "real runtime" in amd.rule
+
+
+def test_c14_model_counts_the_locks_of_map_events():
+    row = judge(["C14"], {**_tracked(0.2, "tight"), "real_runs": _real_runs("nvidia")}, "cuda").iloc[0]
+    assert "1 lock calls" in row.detail and "1 in map events" in row.detail
+
+
+def test_c9_on_a_runtime_that_refuses_the_second_lock_is_shown_in_part_only():
+    lc = _lock_cost({("lock", "pageable"): 40000, ("relock", "locked"): 1000, ("unlock", "locked"): 5000})
+    lc.loc[lc.op == "relock", "error"] = "cudaErrorHostMemoryAlreadyRegistered (712)"
+    row = judge(["C9"], {"lock_cost": lc}, "cuda").iloc[0]
+    assert row.verdict == I and "never arose" in row.why and "in part only" in row.why
+    assert "refuses" in row.why and "712" in row.why
+
+
+def test_c11_whose_premise_never_arose_is_not_applicable():
+    rows = [{"policy": "query_then_lock", "unlock_inside_copy": False, "hazard": False, "observed_by": "query",
+             "a_path": "locked", "a_copy_end_ns": 100, "b_unlock_end_ns": 190} for _ in range(20)]
+    row = judge(["C11"], {"hazard": pd.DataFrame(rows)}, "cuda").iloc[0]
+    assert row.reading == claims.AS_MEANT and row.verdict == Verdict.NOT_APPLICABLE
+    assert "never arose" in row.why and "locked 20" in row.why
+
+
+def test_c10_needs_the_applications_own_pinning_calls():
+    data = _c10(H)
+    data["api_calls"] = data["api_calls"][data["api_calls"].caller == "runtime"]
+    row = judge(["C10"], data, "cuda").iloc[0]
+    assert row.verdict == M and "application's own pinning calls" in row.why
+
+
+def test_c10_labels_refused_locks_as_a_path():
+    data = _c10(H)
+    ac = data["api_calls"]
+    ac.loc[ac.user_pinned & (ac.caller == "runtime"), "rc"] = 712
+    row = judge(["C10"], data, "cuda").iloc[0]
+    assert "all refused: the path a runtime that always tries pays" in row.why
+    assert "always tries" in row.analogue
+
+
+# -- the why sentence and the readings of C12 ----------------------------------------------------
+def test_why_is_written_from_the_data_and_the_rule_sentence_moves_to_rule_detail():
+    row = judge(["C6"], _lock_pair(("lock", "pageable"), ("query", "pageable"), 50, 2, 10)(H), "cuda").iloc[0]
+    assert "a lock of pageable memory takes" in row.why and "so a register costs" in row.why
+    assert f"{row.measured:.3g}"[:2] in row.why and "meets the claim's >= 10.0x" in row.why
+    assert row.rule_detail == "every test holds with its whole interval on the claim's side"
+    assert "interval" not in row.why.split(";")[0]
+
+
+def test_c12_gives_one_verdict_per_reading_with_the_absolute_difference():
+    rows = judge(["C12a", "C12b"], _c12(H), "cuda").set_index("id")
+    assert rows.loc["C12a"].verdict == H and rows.loc["C12b"].verdict == N
+    for r in rows.itertuples():
+        assert r.difference == r.difference and r.difference_low <= r.difference <= r.difference_high
+        assert "apart" in r.why
+
+
+# -- the repeat as the unit, and the C engine's rows -------------------------------------------
+def test_fewer_than_five_repeats_is_at_best_inconclusive():
+    data = _lock_pair(("lock", "pageable"), ("query", "pageable"), 50, 2, 10)(H)
+    lc = data["lock_cost"].assign(repeat=lambda d: d.repeat % 3)
+    row = judge(["C6"], {"lock_cost": lc}, "cuda").iloc[0]
+    assert row.verdict == I and row.n_repeats == 3 and "only 3 independent repeats" in row.why
+    row = judge(["C6"], {"lock_cost": lc.drop(columns="repeat")}, "cuda").iloc[0]
+    assert row.verdict == I and row.n_repeats == 1 and "without a repeat column" in row.why
+
+
+def test_the_figure_is_taken_over_the_repeat_medians():
+    """Ten lock calls per repeat: three repeats all at 100 us, three with six calls at 300 us. The
+    calls' median is 100 us, the repeat medians' 200 us: the figure is the latter, and the row gives
+    the spreads inside the repeats (IQR / median) and between them."""
+    rows = []
+    for rep in range(6):
+        for i in range(10):
+            lock_ns = 300_000 if rep >= 3 and i >= 4 else 100_000
+            for op, ns in (("lock", lock_ns), ("query", 1000)):
+                rows.append({"op": op, "state": "pageable", "kind": "heap", "nbytes": 4096, "repeat": rep, "call": op,
+                             "ns": ns, "rc": 0, "error": "", "source": "native"})
+    row = judge(["C6"], {"lock_cost": pd.DataFrame(rows)}, "cuda").iloc[0]
+    assert row.n_repeats == 6 and row.measured == pytest.approx(200)
+    assert row.low == pytest.approx(100) and row.high == pytest.approx(300)
+    assert row.within_spread == pytest.approx(1 / 3) and row.between_spread == pytest.approx(1.0)
+
+
+def test_judged_rows_keeps_the_native_engine_rows_where_there_are_any():
+    both = pd.DataFrame({"engine": ["python", "native", "python"], "total_ns": [1, 2, 3]})
+    assert list(claims.judged_rows(both).total_ns) == [2]
+    py = pd.DataFrame({"engine": ["python", "python"], "total_ns": [1, 3]})
+    assert list(claims.judged_rows(py).total_ns) == [1, 3]
+    old = pd.DataFrame({"total_ns": [5]})
+    assert list(claims.judged_rows(old).total_ns) == [5]
+
+
+def test_a_claim_is_judged_on_the_native_rows_only():
+    """Python rows say lock_always is slower than staging, the C engine's rows that it is faster."""
+    slow = _c3(N)["lock_or_stage"].assign(engine="python")
+    fast = _c3(H)["lock_or_stage"].assign(engine="native")
+    assert judge(["C3"], {"lock_or_stage": slow}, "cuda").iloc[0].verdict == N
+    assert judge(["C3"], {"lock_or_stage": pd.concat([slow, fast])}, "cuda").iloc[0].verdict == H

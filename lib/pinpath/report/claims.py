@@ -36,7 +36,7 @@ from ..vocab import Verdict
 from .fmt import format_measured
 
 __all__ = ["Claim", "Test", "Result", "CLAIMS", "GPU", "SUBJECTS", "AS_MEANT", "ANALOGUE", "MODEL_ONLY", "evaluate",
-           "judge", "load_run", "verdict_of", "judged_rows", "Missing", "fmt_value", "rule_text", "rules_markdown",
+           "judge", "load_run", "verdict_of", "judged_rows", "READINGS", "Missing", "fmt_value", "rule_text", "rules_markdown",
            "COLUMNS"]
 
 GPU = ("cuda", "hsa", "hip")
@@ -975,10 +975,15 @@ def judge_claim(c: Claim, data: dict, platform: str, status: dict | None = None)
                 test, diff)
 
 
+#: a claim of the thread judged in more than one reading: its id -> the rows' ids
+READINGS = {"C12": ("C12a", "C12b")}
+
+
 def judge(ids, data: dict, platform: str, status: dict[str, dict] | None = None) -> pd.DataFrame:
     """The claims ``ids`` judged on ``data`` (data sets by name, as ``load_run`` returns them or as
-    a notebook keeps them)."""
+    a notebook keeps them); a claim read two ways (``READINGS``) gives one row per reading."""
     data = {"_notebook": {}, "_harness": {}, **data}
+    ids = [j for i in ids for j in READINGS.get(i, (i,))]
     return pd.DataFrame([judge_claim(CLAIMS[i], data, platform, status) for i in ids], columns=list(COLUMNS))
 
 

@@ -400,3 +400,15 @@ def test_a_claim_is_judged_on_the_native_rows_only():
     fast = _c3(H)["lock_or_stage"].assign(engine="native")
     assert judge(["C3"], {"lock_or_stage": slow}, "cuda").iloc[0].verdict == N
     assert judge(["C3"], {"lock_or_stage": pd.concat([slow, fast])}, "cuda").iloc[0].verdict == H
+
+
+def test_plugin_claims_on_amd_without_the_real_run_are_not_measured():
+    row = judge(["C14"], _tracked(0.2, "tight"), "hsa").iloc[0]
+    assert row.verdict == M and "real_" in row.why
+
+
+def test_arms_on_different_page_backings_are_named():
+    t = _c3(H)["lock_or_stage"]
+    t["backing"] = np.where(t.policy == "lock_always", "thp", "4k")
+    row = judge(["C3"], {"lock_or_stage": t}, "cuda").iloc[0]
+    assert "different page backings: thp against 4k" in row.why

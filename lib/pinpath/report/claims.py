@@ -283,6 +283,14 @@ def _label(key) -> str:
     return " ".join(fmt_nbytes(k) if isinstance(k, (int, np.integer)) else str(k) for k in key)
 
 
+def _backings(a: pd.DataFrame, b: pd.DataFrame) -> str:
+    """Where the two arms of a comparison sat on different page backings, that in words."""
+    if "backing" not in a or "backing" not in b:
+        return ""
+    ba, bb = (", ".join(sorted(set(x.backing.dropna().astype(str)))) for x in (a, b))
+    return f" (on different page backings: {ba} against {bb})" if ba != bb else ""
+
+
 def _policy_ratio(t: pd.DataFrame, a: str, b: str, by=("nbytes", "direction")) -> tuple[list, dict]:
     """Per group: ratio of the policies' time per transfer, and the facts sentence."""
     out, facts = [], {}
@@ -292,7 +300,7 @@ def _policy_ratio(t: pd.DataFrame, a: str, b: str, by=("nbytes", "direction")) -
             label = _label(key)
             out.append((label, ratio_ci(ga.total_ns, gb.total_ns, _rep(ga), _rep(gb))))
             facts[label] = (f"a {label} transfer takes {fmt_ns(median_ci(ga.total_ns, _rep(ga)).value)} under {a} "
-                            f"and {fmt_ns(median_ci(gb.total_ns, _rep(gb)).value)} under {b}")
+                            f"and {fmt_ns(median_ci(gb.total_ns, _rep(gb)).value)} under {b}" + _backings(ga, gb))
     return out, facts
 
 
@@ -869,8 +877,8 @@ def _reading(c: Claim, platform: str, data: dict) -> tuple[str, str, tuple[Test,
         vendor = _real_vendor(data)
         if vendor == c.real_vendor:
             return AS_MEANT, "", c.real, c.real_datasets
-        if platform in GPU and not vendor and "real_runs" not in data and platform in ("hsa", "hip"):
-            return AS_MEANT, "", c.real, c.real_datasets + ("real_runs",)   # not measured: the real run is missing
+        if platform in ("hsa", "hip") and c.real_vendor == "amd":   # the real run is missing or failed here
+            return AS_MEANT, "", c.real, c.real_datasets + ("real_runs",)
         return Verdict.NOT_APPLICABLE, f"{MODEL_ONLY}: {c.elsewhere}", c.tests, c.datasets
     if where is None or platform in where:
         return AS_MEANT, "", c.tests, c.datasets

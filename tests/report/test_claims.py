@@ -412,3 +412,10 @@ def test_arms_on_different_page_backings_are_named():
     t["backing"] = np.where(t.policy == "lock_always", "thp", "4k")
     row = judge(["C3"], {"lock_or_stage": t}, "cuda").iloc[0]
     assert "different page backings: thp against 4k" in row.why
+
+
+def test_c7_as_meant_counts_the_unlock_a_granted_relock_needs():
+    cheap = {("relock", "locked"): 1000, ("query", "locked"): 1000}
+    assert judge(["C7"], {"lock_cost": _lock_cost(cheap)}, "hsa").iloc[0].verdict == H
+    row = judge(["C7"], {"lock_cost": _lock_cost({**cheap, ("unlock_after_relock", "locked"): 5000})}, "hsa").iloc[0]
+    assert row.verdict == N and row.measured == pytest.approx(6, rel=0.05) and "its unlock" in row.why

@@ -463,6 +463,15 @@ def _c6(data):
     return _per_size(data, ("lock", "pageable"), ("query", "pageable"))
 
 
+def _path_ns(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """A path of several calls (a re-lock and its unlock): per repeat, the sum of each call's median
+    in that repeat; without repeat labels, one value (the sum of the medians: a single repeat)."""
+    if all("repeat" in p for p in parts):
+        total = sum(p.groupby("repeat").ns.median() for p in parts).dropna()
+        return pd.DataFrame({"ns": total.to_numpy(dtype=float), "repeat": total.index.to_numpy()})
+    return pd.DataFrame({"ns": [float(sum(p.ns.median() for p in parts))]})
+
+
 def _c7(data):
     """The re-lock path against a query; where the runtime grants the re-lock, the unlock that
     second lock needs is part of the path."""
@@ -475,7 +484,7 @@ def _c7(data):
         for n in sorted(set(relock.nbytes) & set(query.nbytes) & set(unlock.nbytes)):
             size = fmt_nbytes(n)
             a, u, q = (x[x.nbytes == n] for x in (relock, unlock, query))
-            path = pd.concat([a.assign(ns=a.ns.to_numpy() + np.resize(u.ns.to_numpy(), len(a)))])
+            path = _path_ns([a, u])
             groups.append((size, ratio_ci(path.ns, q.ns, _rep(path), _rep(q))))
             facts[size] = (f"a granted re-lock takes {fmt_ns(a.ns.median())} and its unlock {fmt_ns(u.ns.median())} "
                            f"at {size}, a query of locked memory {fmt_ns(q.ns.median())} ({src})")

@@ -44,6 +44,7 @@ GPU = ("cuda", "hsa", "hip")
 #: (): only through the real runtime's record)
 SUBJECTS = {"hsa": ("HSA/ROCT", ("hsa",)), "hip": ("HIP", ("hip",)), "cuda": ("the CUDA runtime/driver", ("cuda",)),
             "amdgpu_plugin": ("LLVM's AMDGPU plugin", ()), "cuda_plugin": ("LLVM's CUDA plugin", ()),
+            "plugins": ("LLVM's CUDA and AMDGPU plugins", ()),
             "any": ("any runtime", None)}
 AS_MEANT, ANALOGUE = "as meant", "analogue"
 MODEL_ONLY = "not applicable here (a model shows its own call pattern)"
@@ -516,8 +517,8 @@ def _c9_unlock(data):
     inner, _ = _calls(data, "unlock_after_relock", "locked")
     if not len(inner):
         answers = _answer(_get(data, "lock_cost").query("op == 'relock'"))
-        return Result(not_applicable=f"never arose: the runtime refuses the second lock ({answers or 'refused'}), "
-                                     "so a runtime makes no unlock of memory the application pinned")
+        return Result(not_applicable=f"never arose: the runtime refuses the second lock ({answers or 'refused'}) "
+                                     "and makes no unlock of memory the application pinned")
     return _per_size(data, ("unlock", "locked"), ("unlock_after_relock", "locked"))
 
 
@@ -851,7 +852,7 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "overlap across queues pays", "overlap across streams", ("overlap",),
           (Test("wall time over the most queues / one queue", "x", "<=", 0.9, _c15,
                 so="the chains take {v} the wall time of one queue"),),
-          subject="cuda_plugin", analogues={"cuda": "whether this GPU overlaps streams, the capability the CUDA plugin "
+          subject="plugins", analogues={"cuda": "whether this GPU overlaps streams, the capability the CUDA plugin "
                                                     "uses; the AMD plugin's half needs AMD hardware",
                                             "hsa": "whether HSA queues overlap, the capability the AMD plugin could use",
                                             "hip": "whether HIP streams overlap"}),
@@ -957,7 +958,7 @@ def judge_claim(c: Claim, data: dict, platform: str, status: dict | None = None)
         word, pick, capped = _test_verdict(t, r)
         words.append(word)
         if word == Verdict.NOT_APPLICABLE:
-            unapplied.append(f"{t.metric}: {r.not_applicable}")
+            unapplied.append((t.metric, r.not_applicable))
         picks.append((word, pick, t, r, capped, ""))
         shown = f"{_fmt_est(pick[1], t.unit)} [{pick[0]}]" if pick else r.not_applicable
         parts.append(f"{t.metric}: {shown} -> {word}" + (f" ({capped})" if capped else "")
@@ -973,8 +974,11 @@ def judge_claim(c: Claim, data: dict, platform: str, status: dict | None = None)
     deciding = next((p for p in picks if p[0] == word and p[1]), next((p for p in picks if p[1]), None))
     if word == Verdict.NOT_MEASURED:
         why = "not measured: " + "; ".join(p[5] for p in picks if p[5])
+        measured = [p[3].facts.get(p[1][0]) or p[3].facts.get("") for p in picks if p[1] and p[0] != word]
+        if any(measured):
+            why += "; what was measured: " + "; ".join(m for m in measured if m)
     elif word == Verdict.NOT_APPLICABLE:
-        why = "not applicable (" + "; ".join(u.split(": ", 1)[1] for u in unapplied) + ")"
+        why = "not applicable (" + "; ".join(reason for _, reason in unapplied) + ")"
     else:
         _, pick, t, r, capped, _ = deciding
         why = _sentence(t, r, deciding[0], pick, capped)
@@ -983,10 +987,10 @@ def judge_claim(c: Claim, data: dict, platform: str, status: dict | None = None)
                   for p in picks if p is not deciding and p[1]]
         if others:
             why += " (also " + "; ".join(others) + ")"
-        if word == Verdict.INCONCLUSIVE and deciding[0] == Verdict.HOLDS and unapplied:
-            why += "; but " + "; ".join(unapplied) + ", so the claim is shown in part only"
-    if unapplied and word != Verdict.NOT_APPLICABLE and "in part only" not in why:
-        why += "; " + "; ".join(f"{u} (not applicable)" for u in unapplied)
+        if unapplied:
+            why += "; but " + "; ".join(f"for {m}: {reason}" for m, reason in unapplied) + \
+                (", so the claim is shown in part only" if word == Verdict.INCONCLUSIVE and deciding[0] == Verdict.HOLDS
+                 else "")
     primary, test = (deciding[1], deciding[2]) if deciding else (None, None)
     diff = deciding[3].differences.get(primary[0]) if deciding and primary else None
     return _row(c, platform, reading, analogue, word, why, _RULE_DETAIL[word], primary, "; ".join(parts), notebook,

@@ -803,8 +803,8 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           "fmm_register_memory / fmm_deregister_memory keep a registration count", ("semantics",),
           (Test("memory still locked after lock, lock, unlock (1 = counted)", "count", ">=", 1, _c8,
                 so="the count test gives {v}"),),
-          subject="hsa", elsewhere="the claim is about HSA/ROCT's registration count; a runtime that refuses a "
-                                   "second lock keeps no count to compare"),
+          subject="hsa", elsewhere="the claim is about HSA/ROCT's registration count; other runtimes have no count "
+                                   "to compare (CUDA refuses a second register, mlock keeps no count)"),
     Claim("C9", "ye-luo", "Lock 35 us, unlock 7 us; with memory pinned by HIP beforehand lock 0.9 us, unlock 0.7 us.",
           "prior pinning makes lock and unlock cheap", "35 us -> 0.9 us (lock), 7 us -> 0.7 us (unlock)", ("lock_cost",),
           (Test("lock of pageable / the runtime's lock path on memory the application locked", "x", ">=", 10, _c9_lock,

@@ -419,3 +419,8 @@ def test_c7_as_meant_counts_the_unlock_a_granted_relock_needs():
     assert judge(["C7"], {"lock_cost": _lock_cost(cheap)}, "hsa").iloc[0].verdict == H
     row = judge(["C7"], {"lock_cost": _lock_cost({**cheap, ("unlock_after_relock", "locked"): 5000})}, "hsa").iloc[0]
     assert row.verdict == N and row.measured == pytest.approx(6, rel=0.05) and "its unlock" in row.why
+
+
+def test_c13_says_when_the_relock_path_is_a_refusal():
+    row = judge(["C13"], _c13(H), "cuda").iloc[0]
+    assert row.reading == claims.ANALOGUE and "a re-lock, refused (rc 712), and no unlock" in row.why

@@ -625,12 +625,17 @@ def _c12(data, which: str, wait: bool):
 def _c13_cost(data):
     nat = data.get("concurrency_native")
     if nat is not None and len(nat):
-        per = judged_rows(nat).groupby(["threads", "thread", "repeat"]).ns.sum().reset_index()   # re-lock + its unlock
+        nat = judged_rows(nat)
+        per = nat.groupby(["threads", "thread", "repeat"]).ns.sum().reset_index()   # re-lock + its unlock, if any
+        relock = nat[nat.op == "relock"]
+        refused = len(relock) and "rc" in relock and (relock.rc > 0).all()
+        path = (f"a re-lock, refused (rc {int(relock.rc.iloc[0])}), and no unlock" if refused and set(nat.op) == {"relock"}
+                else "a re-lock and its unlock")
         src = "timed in C (no interpreter)"
     else:
         conc = _get(data, "concurrency")
         per = conc[conc.policy == "lock_always"].rename(columns={"native_ns": "ns"})
-        src = "the runtime's calls from the trace (Python)"
+        src, path = "the runtime's calls from the trace (Python)", "a re-lock and its unlock"
     if not len(per):
         raise Missing("no concurrency rows")
     hi, lo = per.threads.max(), per.threads.min()
@@ -645,7 +650,7 @@ def _c13_cost(data):
     one, most = per[per.threads == lo], per[per.threads == hi]
     e_lo, e_hi = median_ci(one.ns, _rep(one)), median_ci(most.ns, _rep(most))
     detail = f"re-lock path per transfer, {src}: {_fmt_est(e_lo, 'ns')} with {lo} thread(s), {_fmt_est(e_hi, 'ns')} with {hi}" + py
-    fact = (f"the re-lock path (a re-lock and its unlock, {src}) takes {fmt_ns(e_lo.value)} per transfer with {lo} "
+    fact = (f"the re-lock path ({path}, {src}) takes {fmt_ns(e_lo.value)} per transfer with {lo} "
             f"thread(s) in a hot loop and {fmt_ns(e_hi.value)} with {hi}")
     return per, detail, fact, (lo, hi)
 

@@ -4,10 +4,14 @@
  *
  * Build: as nativelib builds tools (-DPINPATH_CUDA with cuda_runtime_api.h and libcudart, or
  * -DPINPATH_HOST with libc only: mlock/munlock and a worker thread that does the "device" copy).
- * Usage: plain_policies REPEATS ROUNDS SPEC...    SPEC = policy:direction:nbytes
- * Output (stdout), one line per timed transfer: policy,direction,nbytes,repeat,round,ns
- * Each repeat allocates every buffer anew (malloc'd, touched with a non-zero pattern), warms
- * each spec up once, then times ROUNDS transfers of each spec, the specs interleaved.
+ * Usage: plain_policies OUT REPEATS ROUNDS SPEC...    SPEC = policy:direction:nbytes, OUT a file or -
+ * Output, one line per timed transfer: policy,direction,nbytes,repeat,round,ns
+ * Each repeat visits the policies in a shuffled order; for each, it allocates that policy's
+ * buffers anew (malloc'd, touched with a non-zero pattern), warms each of its specs up once,
+ * times ROUNDS transfers of each, its specs interleaved in a shuffled order, and frees them
+ * (the engine runs one plan per policy the same way). Built as an executable it is a process of
+ * its own; built as a shared object, plain_main runs it inside the caller's process (the same
+ * CUDA runtime and allocator state as the engine beside it).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -27,7 +31,11 @@ static int64_t now(void) {
 #if defined(PINPATH_CUDA)
 #include <cuda_runtime_api.h>
 static cudaStream_t stream;
-static void setup(void) { cudaSetDevice(0); cudaFree(0); cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); }
+static void setup(void) {
+    cudaSetDevice(0);
+    cudaFree(0);
+    if (!stream) cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+}
 static void *dev_alloc(size_t n) { void *p = NULL; cudaMalloc(&p, n); cudaMemset(p, 0x5a, n); return p; }
 static void dev_free(void *p) { cudaFree(p); }
 static void pin(void *p, size_t n) { cudaHostRegister(p, n, cudaHostRegisterDefault); }
@@ -61,12 +69,25 @@ static void *work(void *arg) {
     }
     return NULL;
 }
-static void setup(void) { pthread_create(&worker, NULL, work, NULL); }
+static int started;
+static void setup(void) { if (!started++) pthread_create(&worker, NULL, work, NULL); }
 static void *dev_alloc(size_t n) { void *p = malloc(n); memset(p, 0x5a, n); return p; }
 static void dev_free(void *p) { free(p); }
 static void pin(void *p, size_t n) { mlock(p, n); }
-static void unpin(void *p) { (void)p; }   /* the caller munlocks with the size: see unpin_n */
-static int pinned(void *p) { (void)p; return 0; }   /* no cheap query; the runtime would read smaps */
+/* Linux's only lock query: the VmFlags ("lo") of the mapping that holds p in /proc/self/smaps */
+static int pinned(void *p) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    int inside = 0, locked = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = lo <= (unsigned long)p && (unsigned long)p < hi;
+        else if (inside && !strncmp(line, "VmFlags:", 8)) { locked = strstr(line, " lo") != NULL; break; }
+    }
+    if (f) fclose(f);
+    return locked;
+}
 static void *pinned_alloc(size_t n) {
     void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     mlock(p, n);
@@ -110,7 +131,7 @@ static int64_t one(spec_t *s) {
         sync_all();
     } else if (!strcmp(p, "lock_always") || !strcmp(p, "query_then_lock") ||
                (!strcmp(p, "nextgen") && n >= (1u << 20))) {
-        if (!strcmp(p, "query_then_lock") && pinned(h)) {   /* never here: the buffer is not pinned */
+        if (!strcmp(p, "query_then_lock") && pinned(h)) {   /* not in these runs: the buffer is pageable */
             copy(s->h2d ? s->dev : h, s->h2d ? (void *)h : s->dev, n, s->h2d);
             sync_all();
         } else {
@@ -142,64 +163,82 @@ static size_t pool_class(const char *policy, size_t n) {
     return c;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 4) {
-        fprintf(stderr, "usage: plain_policies REPEATS ROUNDS policy:direction:nbytes ...\n");
+static void run_policy(spec_t *specs, int *idx, int k, int r, int rounds, FILE *out) {
+    for (int i = 0; i < k; ++i) {
+        spec_t *s = &specs[idx[i]];
+        s->host = malloc(s->n);
+        for (size_t b = 0; b < s->n; ++b) s->host[b] = (char)(1 + (b * 131 + (size_t)r) % 251);
+        s->dev = dev_alloc(s->n);
+        s->pool = NULL;
+        if (!strcmp(s->policy, "stage_pooled") || !strcmp(s->policy, "nextgen")) {
+#if defined(PINPATH_HOST)
+            pinned_n = pool_class(s->policy, s->n);
+#endif
+            s->pool = pinned_alloc(pool_class(s->policy, s->n));
+        }
+        if (!strcmp(s->policy, "prepinned") || !strcmp(s->policy, "nextgen_lock_mapped")) pin(s->host, s->n);
+        one(s);   /* warm-up */
+    }
+    for (int round = 0; round < rounds; ++round) {
+        for (int i = k - 1; i > 0; --i) { int j = rand() % (i + 1), t = idx[i]; idx[i] = idx[j]; idx[j] = t; }
+        for (int i = 0; i < k; ++i) {
+            spec_t *s = &specs[idx[i]];
+            int64_t t = one(s);
+            fprintf(out, "%s,%s,%zu,%d,%d,%lld\n", s->policy, s->h2d ? "h2d" : "d2h", s->n, r, round, (long long)t);
+        }
+    }
+    for (int i = 0; i < k; ++i) {
+        spec_t *s = &specs[idx[i]];
+        if (!strcmp(s->policy, "prepinned") || !strcmp(s->policy, "nextgen_lock_mapped")) unpin_n(s->host, s->n);
+        if (s->pool) {
+#if defined(PINPATH_HOST)
+            pinned_n = pool_class(s->policy, s->n);
+#endif
+            pinned_free(s->pool);
+        }
+        dev_free(s->dev);
+        free(s->host);
+    }
+}
+
+__attribute__((visibility("default"))) int plain_main(int argc, char **argv) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: plain_policies OUT REPEATS ROUNDS policy:direction:nbytes ...\n");
         return 2;
     }
-    int repeats = atoi(argv[1]), rounds = atoi(argv[2]), ns = argc - 3;
+    int repeats = atoi(argv[2]), rounds = atoi(argv[3]), ns = argc - 4;
     spec_t *specs = calloc((size_t)ns, sizeof *specs);
+    int *pol = calloc((size_t)ns, sizeof *pol), npol = 0;   /* the first spec of each policy */
     for (int i = 0; i < ns; ++i) {
         char dir[8];
         unsigned long long n;
-        if (sscanf(argv[3 + i], "%31[a-z_]:%7[a-z2]:%llu", specs[i].policy, dir, &n) != 3 || n == 0) {
-            fprintf(stderr, "plain_policies: bad spec %s\n", argv[3 + i]);
+        if (sscanf(argv[4 + i], "%31[a-z_]:%7[a-z2]:%llu", specs[i].policy, dir, &n) != 3 || n == 0) {
+            fprintf(stderr, "plain_policies: bad spec %s\n", argv[4 + i]);
             return 2;
         }
         specs[i].h2d = !strcmp(dir, "h2d");
         specs[i].n = (size_t)n;
+        int seen = 0;
+        for (int j = 0; j < npol; ++j) seen |= !strcmp(specs[pol[j]].policy, specs[i].policy);
+        if (!seen) pol[npol++] = i;
     }
+    FILE *out = strcmp(argv[1], "-") ? fopen(argv[1], "w") : stdout;
+    if (!out) { perror(argv[1]); return 2; }
     setup();
     srand(20201019);
-    int *order = malloc(sizeof(int) * (size_t)ns);
+    int *idx = malloc(sizeof(int) * (size_t)ns);
     for (int r = 0; r < repeats; ++r) {
-        for (int i = 0; i < ns; ++i) {
-            spec_t *s = &specs[i];
-            s->host = malloc(s->n);
-            for (size_t k = 0; k < s->n; ++k) s->host[k] = (char)(1 + (k * 131 + (size_t)r) % 251);
-            s->dev = dev_alloc(s->n);
-            s->pool = NULL;
-            if (!strcmp(s->policy, "stage_pooled") || !strcmp(s->policy, "nextgen")) {
-#if defined(PINPATH_HOST)
-                pinned_n = pool_class(s->policy, s->n);
-#endif
-                s->pool = pinned_alloc(pool_class(s->policy, s->n));
-            }
-            if (!strcmp(s->policy, "prepinned") || !strcmp(s->policy, "nextgen_lock_mapped")) pin(s->host, s->n);
-            one(s);   /* warm-up */
-            order[i] = i;
-        }
-        for (int k = 0; k < rounds; ++k) {
-            for (int i = ns - 1; i > 0; --i) { int j = rand() % (i + 1), t = order[i]; order[i] = order[j]; order[j] = t; }
-            for (int i = 0; i < ns; ++i) {
-                spec_t *s = &specs[order[i]];
-                int64_t t = one(s);
-                printf("%s,%s,%zu,%d,%d,%lld\n", s->policy, s->h2d ? "h2d" : "d2h", s->n, r, k, (long long)t);
-            }
-        }
-        for (int i = 0; i < ns; ++i) {
-            spec_t *s = &specs[i];
-            if (!strcmp(s->policy, "prepinned") || !strcmp(s->policy, "nextgen_lock_mapped")) unpin_n(s->host, s->n);
-            if (s->pool) {
-#if defined(PINPATH_HOST)
-                pinned_n = pool_class(s->policy, s->n);
-#endif
-                pinned_free(s->pool);
-            }
-            dev_free(s->dev);
-            free(s->host);
+        for (int i = npol - 1; i > 0; --i) { int j = rand() % (i + 1), t = pol[i]; pol[i] = pol[j]; pol[j] = t; }
+        for (int p = 0; p < npol; ++p) {
+            int k = 0;
+            for (int i = 0; i < ns; ++i)
+                if (!strcmp(specs[i].policy, specs[pol[p]].policy)) idx[k++] = i;
+            run_policy(specs, idx, k, r, rounds, out);
         }
     }
-    fflush(stdout);
+    if (out != stdout) fclose(out); else fflush(stdout);
+    free(idx); free(pol); free(specs);
     return 0;
 }
+
+int main(int argc, char **argv) { return plain_main(argc, argv); }

@@ -287,10 +287,11 @@ def build(platform: str, tc: Toolchain | None = None, *, source: str = "ptime.c"
         return _compile(tc, Path(src), Path(source).stem, shared=True)
 
 
-def build_program(platform: str, source: str | os.PathLike) -> Path:
-    """An executable of ``source`` (e.g. tools/bench_calls.c) against the same headers and
-    libraries as the library's build for ``platform``, cached the same way."""
-    return _compile(toolchain(platform), Path(source), Path(source).stem, shared=False)
+def build_program(platform: str, source: str | os.PathLike, *, shared: bool = False) -> Path:
+    """An executable of ``source`` (e.g. tools/bench_calls.c), or with ``shared`` a shared object
+    of it, against the same headers and libraries as the library's build for ``platform``,
+    cached the same way."""
+    return _compile(toolchain(platform), Path(source), Path(source).stem, shared=shared)
 
 
 # -- the loaded library ----------------------------------------------------------------------

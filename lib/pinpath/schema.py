@@ -15,7 +15,7 @@ import pandas as pd
 from .errors import SchemaMismatch
 from .records import PHASE_FIELDS, TransferRecord
 
-__all__ = ["ENGINE_FIDELITY", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
+__all__ = ["ENGINE_FIDELITY", "PHASE_COMPARE", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
            "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
            "REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
            "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE", "DATASETS",
@@ -82,7 +82,9 @@ ENGINE_FIDELITY = {   # the native engine against the same policy written by han
     "engine_ns": "float",   # median over repeats of the engine's per-transfer repeat medians
     "plain_ns": "float",    # the same for tools/plain_policies.c
     "ratio": "float", "low": "float", "high": "float",   # engine / plain, 95 % interval over repeats
-    "repeats": "int", "platform": "str"}
+    "repeats": "int",
+    "plain_process_ns": "float",   # the plain program as a process of its own (the process state's effect)
+    "platform": "str"}
 BANDWIDTH = {
     "case": "str",      # "pinned" (prepinned policy), "pageable" (driver_pageable), "plain_loop", "sync_loop"
     "path": "str",      # the path the transfer took ("" for the bare loop)
@@ -137,7 +139,10 @@ THREADS = {"policy": "str", "threads": "int", "thread": "int", "transfers": "int
            "native_ns": "int",     # median per transfer of the runtime's own calls (trace), interpreter excluded
            "wall_ns": "int",       # the whole run of all threads
            "aggregate_gb_per_s": "float", "platform": "str"}
-NATIVE_THREADS = {"threads": "int", "thread": "int", "repeat": "int", "op": "str",   # relock, unlock_after_relock
+NATIVE_THREADS = {"threads": "int", "thread": "int",
+                  "repeat": "int",   # an independent repeat (fresh buffers, a new order of thread counts)
+                  "call": "int",     # the call's index inside its repeat
+                  "op": "str",       # relock, unlock_after_relock
                   "ns": "int", "rc": "int", "platform": "str"}
 OVERLAP = {"queues": "int", "chains": "int", "nbytes": "int", "repeat": "int", "wall_ns": "int",
            "verified": "bool?", "kernel": "bool?", "platform": "str"}
@@ -184,7 +189,16 @@ REAL_PHASES = {          # one row per LIBOMPTARGET_PROFILE event
 }
 MODEL_INVOCATIONS = {    # the replica's cost per invocation: sum of its events' host time
     "variant": "str", "policy": "str", "user_pinned": "bool?", "threshold_nbytes": "Int",
-    "nw": "int", "step": "int", "invocation": "int", "ns": "int", "platform": "str",
+    "nw": "int", "step": "int", "invocation": "int", "ns": "int",
+    "h2d_ns": "int", "kernel_ns": "int", "d2h_ns": "int", "sync_ns": "int",   # the invocation's events
+    "repeat": "int",         # the independent repeat (the step, on the engine: fresh buffers and policy state)
+    "platform": "str",
+}
+PHASE_COMPARE = {        # the model's events beside the real runtime's LIBOMPTARGET_PROFILE phases
+    "variant": "str", "nw": "int", "phase": "str",   # h2d, kernel, d2h, sync, region
+    "model_ns": "float", "real_ns": "float",   # medians per invocation (real: the traced process)
+    "difference_ns": "float",   # real - model
+    "real_events": "str",       # the profile's names summed into the phase
 }
 SUMMARY = {"source": "str", "variant": "str", "nw": "int", "n": "int",
            "median_ns": "float", "lo_ns": "float", "hi_ns": "float",   # bootstrap 95 % of the median ...
@@ -225,12 +239,12 @@ DATASETS: dict[str, dict[str, str]] = {
     "replica": TRANSFERS, "replica_calls": CALLS, "nw_sweep": TRANSFERS,
     "lock_or_stage": TRANSFERS, "lock_outcomes": LOCK_OUTCOMES, "lock_outcomes_read_only_flag": LOCK_OUTCOMES,
     "kind_paths": TRANSFERS, "query_saving": TRANSFERS, "semantics": SEMANTICS,
-    "api_stats": API_STATS, "api_calls": {**CALLS, "user_pinned": "bool?"}, "hazard": HAZARD, "limits": LIMITS, "allocator": TRANSFERS,
+    "api_stats": API_STATS, "api_calls": {**CALLS, "user_pinned": "bool?", "caller": "str", "repeat": "int"}, "hazard": HAZARD, "limits": LIMITS, "allocator": TRANSFERS,
     "concurrency": THREADS, "concurrency_native": NATIVE_THREADS,
     "tracked": TRANSFERS, "tracked_calls": CALLS, "copy": BANDWIDTH, "link": LINK, "overlap": OVERLAP,
     "copy_paths": COPY_PATHS, "engine_fidelity": ENGINE_FIDELITY, "engine_transfers": TRANSFERS,
     "real_runs": REAL_RUNS, "real_invocations": REAL_INVOCATIONS, "real_copies": REAL_COPIES,
-    "real_phases": REAL_PHASES, "real_model": MODEL_INVOCATIONS, "real_ratio": RATIO,
+    "real_phases": REAL_PHASES, "real_model": MODEL_INVOCATIONS, "real_phase_compare": PHASE_COMPARE, "real_ratio": RATIO,
     "state_registration_age": STATE_EFFECTS, "state_allocator": STATE_EFFECTS, "state_backing": STATE_EFFECTS,
     "state_placement": STATE_EFFECTS, "state_gpu": GPU_STATE,
 }

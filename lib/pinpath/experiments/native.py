@@ -75,14 +75,15 @@ def _check_point(eng, policy, rt, buf, dev: DeviceBuffers, dptr: int, direction,
 
 def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h"), kinds=(MemoryKind.HEAP,),
                         repeats: int = 5, rounds: int = ROUNDS, verify: str = "first", app_pinned=False,
-                        threshold_nbytes: int = 1 << 20, label: str = "policy sweep") -> pd.DataFrame:
+                        threshold_nbytes: int = 1 << 20, label: str = "policy sweep",
+                        seed: int = SEED) -> pd.DataFrame:
     """policy_sweep's rows, executed by the engine: per repeat and policy (policies in a shuffled
     order) one plan that maps every buffer, warms every point up once, visits every point
     ``rounds`` times in a shuffled order and unmaps. Columns as policy_sweep's, plus ``round``
     and ``engine``; ``repeat`` is the independent repeat."""
     eng = native_engine.load(rt.name)
     pinned_axis = list(app_pinned) if isinstance(app_pinned, (list, tuple)) else [bool(app_pinned)]
-    rng = random.Random(SEED)
+    rng = random.Random(seed)
     frames, missing = [], []
     for r in range(repeats):
         order = list(policies)
@@ -127,7 +128,8 @@ def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h")
                     rows["verified"] = pd.array([ok.get(key) for key in zip(rows.kind, rows.nbytes, rows.app_pinned,
                                                                             rows.direction)], dtype="boolean")
                 frames.append(rows.drop(columns=["warmup"]))
-        progress.step(label, r + 1, repeats)
+        if label:
+            progress.step(label, r + 1, repeats)
     out = pd.concat(frames, ignore_index=True) if frames else frame([], {})
     if missing:
         out = pd.concat([out, pd.DataFrame(missing).assign(platform=rt.name)], ignore_index=True)
@@ -171,7 +173,7 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
                 plan = native_engine.Plan()
                 bp = plan.buffer(pos.ptr, pos_d, pos.nbytes, str(kind))
                 bo = plan.buffer(out.ptr, out_d, out.nbytes, str(kind))
-                ctx = {"nw": nw, "user_pinned": pinned, "kernel": kernel, "step": step}
+                ctx = {"nw": nw, "user_pinned": pinned, "kernel": kernel, "step": step, "repeat": step}
                 arrays = (("pos", bp), ("out", bo))
                 if kind == MemoryKind.PINNED:
                     for name, b in arrays:

@@ -43,13 +43,13 @@ from ..errors import NotAvailable, PinpathError, VerificationFailed
 from ..kernels import out_nbytes, pos_nbytes
 from ..stats import median_ci, ratio_ci
 from ..paths import PROJECT_ROOT
-from ..schema import MODEL_INVOCATIONS, RATIO, REAL_COPIES, REAL_INVOCATIONS, REAL_PHASES, REAL_RUNS, SUMMARY, frame
+from ..schema import MODEL_INVOCATIONS, PHASE_COMPARE, RATIO, REAL_COPIES, REAL_INVOCATIONS, REAL_PHASES, REAL_RUNS, SUMMARY, frame
 from .repeats import spreads
 
 __all__ = ["VARIANTS", "MODELS", "OFFLOAD_DIR", "RUNTIME_DIR", "Build", "RealRun", "find_build", "runtime_env",
            "build_host_region", "run_region", "parse_facts", "parse_info", "parse_profile", "real_runtime",
            "real_runtime_or_reason", "model_plan", "replica_model", "summary", "copies_table", "phase_table",
-           "model_real_ratio", "beside", "describe", "plan_vendor"]
+           "model_real_ratio", "phase_compare", "beside", "describe", "plan_vendor"]
 
 # -- variants and the policies that model them --------------------------------------------------
 VARIANTS = {   # name -> (binary's --variant, environment, vendors where it means something)
@@ -498,14 +498,48 @@ def replica_model(rt, plan: pd.DataFrame, *, nw_values, steps: int, invocations:
         kw = {} if pd.isna(thr) else {"threshold_nbytes": int(thr)}
         transfers, _ = replica(rt, policies=[policy], nw_values=list(nw_values), steps=steps,
                                invocations_per_step=invocations, user_pinned=[bool(pinned)], verify=verify, **kw)
-        t = transfers[(transfers.invocation >= 0) & (transfers.step >= 0) & ~transfers.event.isin(["map", "unmap"])]
-        per = t.groupby(["nw", "step", "invocation"], as_index=False).total_ns.sum()
+        t = transfers[(transfers.invocation >= 0) & (transfers.step >= 0) & transfers.event.isin(_MODEL_EVENTS)]
+        t = t.assign(phase=np.where(t.event == "transfer", t.direction, t.event))
+        per = t.pivot_table(index=["nw", "step", "invocation"], columns="phase", values="total_ns", aggfunc="sum",
+                            fill_value=0).reset_index()
         for variant in group.variant:
             rows += [{"variant": variant, "policy": policy, "user_pinned": bool(pinned),
-                      "threshold_nbytes": None if pd.isna(thr) else int(thr), "nw": int(r.nw), "step": int(r.step),
-                      "invocation": int(r.invocation), "ns": int(r.total_ns), "platform": rt.name}
-                     for r in per.itertuples()]
+                      "threshold_nbytes": None if pd.isna(thr) else int(thr), "nw": int(r["nw"]), "step": int(r["step"]),
+                      "invocation": int(r["invocation"]), "repeat": int(r["step"]),
+                      **{f"{p}_ns": int(r.get(p, 0)) for p in ("h2d", "kernel", "d2h", "sync")},
+                      "ns": int(sum(r.get(p, 0) for p in ("h2d", "kernel", "d2h", "sync"))), "platform": rt.name}
+                     for _, r in per.iterrows()]
     return frame(rows, MODEL_INVOCATIONS)
+
+
+#: the events of one invocation of the replica (maps, unmaps and the application's own pins are outside)
+_MODEL_EVENTS = ("transfer", "kernel", "sync")
+#: the model's phase -> the LIBOMPTARGET_PROFILE events of an invocation that do the same work
+_REAL_PHASES = {"h2d": ("HostToDev",), "kernel": ("Kernel Target",), "d2h": ("DevToHost",),
+                "sync": ("Runtime: syncronize",), "region": ("Runtime: target exe",)}
+
+
+def phase_compare(model: pd.DataFrame, phases: pd.DataFrame, *, skip_first: int = 1) -> pd.DataFrame:
+    """Where the model and the real runtime differ, phase by phase: per variant and nw, the median
+    per invocation of the model's H2D, kernel, D2H, wait and whole invocation beside the real
+    runtime's LIBOMPTARGET_PROFILE events of the same work (the traced process; the profile counts
+    whole microseconds). A phase the real runtime spends more in explains a ratio below 1."""
+    if "not_applicable" in phases.columns or not len(phases) or not len(model):
+        return frame([], PHASE_COMPARE)
+    p = _steady(phases[phases.segment == "invocation"], skip_first)
+    m = _steady(model, skip_first)
+    rows = []
+    for (variant, nw), g in p.groupby(["variant", "nw"]):
+        mg = m[(m.variant == variant) & (m.nw == nw)]
+        if not len(mg):
+            continue
+        for phase, names in _REAL_PHASES.items():
+            per = g[g.phase.isin(names)].groupby(["step", "invocation"]).dur_ns.sum()
+            model_ns = float(mg.ns.median() if phase == "region" else mg[f"{phase}_ns"].median())
+            real_ns = float(per.median()) if len(per) else float("nan")
+            rows.append({"variant": variant, "nw": int(nw), "phase": phase, "model_ns": model_ns, "real_ns": real_ns,
+                         "difference_ns": real_ns - model_ns, "real_events": ", ".join(names)})
+    return frame(rows, PHASE_COMPARE)
 
 
 def _steady(df: pd.DataFrame, skip_first: int) -> pd.DataFrame:
@@ -517,11 +551,11 @@ def _repeat_samples(df: pd.DataFrame) -> tuple[np.ndarray, list[np.ndarray], str
     """What a figure's interval is taken over, the per-repeat samples, and the word for it: the
     per-process medians where the frame holds two or more processes (``process`` column), else
     the invocations of its one process."""
-    per = [g.ns.to_numpy(dtype=float) for _, g in df.groupby("process")] if "process" in df.columns \
-        else [df.ns.to_numpy(dtype=float)]
+    unit = next((c for c in ("process", "repeat") if c in df.columns), None)
+    per = [g.ns.to_numpy(dtype=float) for _, g in df.groupby(unit)] if unit else [df.ns.to_numpy(dtype=float)]
     per = [x for x in per if len(x)]
     if len(per) >= 2:
-        return np.array([np.median(x) for x in per]), per, "processes"
+        return np.array([np.median(x) for x in per]), per, "processes" if unit == "process" else "repeats"
     return (per[0] if per else np.array([])), per, "invocations"
 
 

@@ -26,7 +26,7 @@ from ..vocab import Capability, Direction, MemoryKind
 from .native import native_replica, use_native
 from .sweep import DeviceBuffers, SEED, checks, expect, grid, page_locked, poison, rounds, transfers_frame
 
-__all__ = ["replica", "api_stats", "INVOCATIONS_PER_STEP"]
+__all__ = ["replica", "api_stats", "api_calls", "INVOCATIONS_PER_STEP"]
 
 INVOCATIONS_PER_STEP = 384   #: one region per electron move: 32 atoms x 12 electrons (NiO cell)
 _now = time.perf_counter_ns
@@ -166,3 +166,17 @@ def api_stats(transfers: pd.DataFrame, calls: pd.DataFrame, *, by: str = "user_p
         st["refused"] = st.Name.map((g.rc > 0).groupby(g.call).sum()).astype("int64")
         frames.append(st)
     return frame(pd.concat(frames, ignore_index=True).to_dict("records"), API_STATS)
+
+
+#: the replica's events that are the application's own calls, not the runtime's
+APPLICATION_EVENTS = ("app_lock", "app_unlock")
+
+
+def api_calls(transfers: pd.DataFrame, calls: pd.DataFrame, *, by: str = "user_pinned") -> pd.DataFrame:
+    """Every native call of the replica with ``by``, its ``repeat`` (the step: an independent
+    repeat on the engine) and who made it: ``caller`` "application" for the application's own
+    register and unregister of its arrays (as rocprof sees them too), "runtime" for the rest."""
+    cols = ["transfer_id", by, "event", "step"]
+    out = calls.merge(transfers[cols], on="transfer_id")
+    out["caller"] = np.where(out.event.isin(APPLICATION_EVENTS), "application", "runtime")
+    return out.rename(columns={"step": "repeat"}).drop(columns=["event"])

@@ -4,6 +4,7 @@ where the runtime grants the re-lock) by the runtime on every transfer; and the 
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections import Counter
@@ -12,6 +13,7 @@ from contextlib import ExitStack
 import numpy as np
 import pandas as pd
 
+from .. import progress
 from ..memkinds import host_buffer
 from ..policies import make_policy
 from ..schema import NATIVE_THREADS, THREADS, frame
@@ -109,13 +111,20 @@ def concurrency(rt, *, policies=(Policy.LOCK_ALWAYS, Policy.NEXTGEN_LOCK_MAPPED)
 
 
 def concurrency_native(rt, lib, *, threads=(1, 2, 4, 8, 16), nbytes: int = 15360, reps: int = 200,
-                       warmup: int = 10) -> pd.DataFrame:
+                       warmup: int = 10, repeats: int = 5) -> pd.DataFrame:
     """The same re-lock path from C, with no interpreter: each of ``threads`` Python threads
     calls the C library's loop (which runs with the interpreter lock released) on its own
     buffer, which the application has locked: per call, the re-lock and, where the runtime
-    granted it, the unlock of that re-lock (C13's 0.9 us + 0.7 us)."""
+    granted it, the unlock of that re-lock (C13's 0.9 us + 0.7 us). ``repeats`` independent
+    repeats (fresh buffers, the thread counts in a new shuffled order), ``reps`` calls each
+    (``call``)."""
     rows = []
-    for _, n_threads in rounds(list(threads), repeats=1, seed=SEED + 13, label="C13 native"):
+    points = []
+    for r in range(repeats):
+        order = list(threads)
+        random.Random(SEED + 13 + r).shuffle(order)
+        points += [(r, n) for n in order]
+    for k, (r, n_threads) in enumerate(points):
         with ExitStack() as stack:
             bufs = [stack.enter_context(host_buffer(MemoryKind.HEAP, nbytes, seed=i)) for i in range(n_threads)]
             for b in bufs:
@@ -130,11 +139,13 @@ def concurrency_native(rt, lib, *, threads=(1, 2, 4, 8, 16), nbytes: int = 15360
                 out[i] = lib.relock_unlock(bufs[i].ptr, nbytes, reps, warmup=warmup)
 
             _run_threads(n_threads, work, barrier)
-            for i, r in enumerate(out):
-                for k in range(len(r.lock_ns)):
-                    rows.append({"threads": n_threads, "thread": i, "repeat": k, "op": "relock",
-                                 "ns": int(r.lock_ns[k]), "rc": int(r.lock_rc[k]), "platform": rt.name})
-                    if r.unlock_rc[k] != -1:
-                        rows.append({"threads": n_threads, "thread": i, "repeat": k, "op": "unlock_after_relock",
-                                     "ns": int(r.unlock_ns[k]), "rc": int(r.unlock_rc[k]), "platform": rt.name})
+            for i, res in enumerate(out):
+                for c in range(len(res.lock_ns)):
+                    rows.append({"threads": n_threads, "thread": i, "repeat": r, "call": c, "op": "relock",
+                                 "ns": int(res.lock_ns[c]), "rc": int(res.lock_rc[c]), "platform": rt.name})
+                    if res.unlock_rc[c] != -1:
+                        rows.append({"threads": n_threads, "thread": i, "repeat": r, "call": c,
+                                     "op": "unlock_after_relock", "ns": int(res.unlock_ns[c]),
+                                     "rc": int(res.unlock_rc[c]), "platform": rt.name})
+        progress.step("C13 native", k + 1, len(points))
     return frame(rows, NATIVE_THREADS)

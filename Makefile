@@ -9,7 +9,8 @@ SHELL := /bin/bash
 ## GLOBALS
 PYTHON     ?= python3
 VENV       ?= .venv
-PRESET     ?= default
+# empty: the default preset for a new run, the run's own preset with RESUME
+PRESET     ?=
 PLATFORM   ?= auto
 NOTEBOOKS  ?=
 RESUME     ?=
@@ -81,22 +82,22 @@ $(VENV)/.stamp: pyproject.toml
 test: setup  ## run the tests (host everywhere; cuda/AMD ones where they can run); fails if none ran
 	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "make test: no test ran" >&2; exit 1; fi; exit $$rc
 
-reproduce: setup  ## run the notebooks (PRESET=smoke|default|full PLATFORM=auto|cuda|hsa|hip|host NOTEBOOKS=a,b SET="NB.NAME=V" RESUME=<run-id> CELL_TIMEOUT=<s> CLUSTER=local|slurm SLURM_PARTITION= SLURM_ACCOUNT= SLURM_GPUS= SLURM_CPUS= SLURM_TIME= SLURM_MEM=)
+reproduce: setup  ## run the notebooks (PRESET=smoke|default|full PLATFORM=auto|cuda|hsa|hip|host NOTEBOOKS=a,b SET="NB.NAME=V;NB.OTHER=W" RESUME=<run-id> CELL_TIMEOUT=<s> CLUSTER=local|slurm SLURM_PARTITION= SLURM_ACCOUNT= SLURM_GPUS= SLURM_CPUS= SLURM_TIME= SLURM_MEM=)
 ifneq ($(CLUSTER),)
 	@$(PY) -c 'import snakemake' 2>/dev/null || [ "$(ENV)" != venv ] || { echo "setup: adding the cluster extra (Snakemake)"; \
 	  $(VENV)/bin/python -m pip install -q --disable-pip-version-check $(PIP_FROM) -e ".[$$EXTRAS]"; }
-	read -r -a sets <<< "$$SET"; $(PY) -m pinpath.cluster reproduce --executor "$$CLUSTER" --preset "$$PRESET" \
+	IFS=';' read -r -d '' -a sets < <(printf '%s' "$$SET"); $(PY) -m pinpath.cluster reproduce --executor "$$CLUSTER" --preset "$$PRESET" \
 	  --platform "$$PLATFORM" --notebooks "$$NOTEBOOKS" --resume "$$RESUME" --cell-timeout "$$CELL_TIMEOUT" \
 	  --partition "$$SLURM_PARTITION" --account "$$SLURM_ACCOUNT" --gpus "$$SLURM_GPUS" --cpus "$$SLURM_CPUS" \
-	  --time "$$SLURM_TIME" --mem "$$SLURM_MEM" $${sets[@]/#/--set=}
+	  --time "$$SLURM_TIME" --mem "$$SLURM_MEM" "$${sets[@]/#/--set=}"
 else
-	read -r -a sets <<< "$$SET"; $(PY) -m pinpath run --preset "$$PRESET" --platform "$$PLATFORM" \
-	  --notebooks "$$NOTEBOOKS" --resume "$$RESUME" $${CELL_TIMEOUT:+--cell-timeout "$$CELL_TIMEOUT"} $${sets[@]/#/--set=}
+	IFS=';' read -r -d '' -a sets < <(printf '%s' "$$SET"); $(PY) -m pinpath run --preset "$$PRESET" --platform "$$PLATFORM" \
+	  --notebooks "$$NOTEBOOKS" --resume "$$RESUME" $${CELL_TIMEOUT:+--cell-timeout "$$CELL_TIMEOUT"} "$${sets[@]/#/--set=}"
 endif
 
 validate: setup  ## check PRESET's parameter files, notebooks and lock limits; run nothing
-	read -r -a sets <<< "$$SET"; $(PY) -m pinpath validate --preset "$$PRESET" --platform "$$PLATFORM" \
-	  --notebooks "$$NOTEBOOKS" $${sets[@]/#/--set=}
+	IFS=';' read -r -d '' -a sets < <(printf '%s' "$$SET"); $(PY) -m pinpath validate --preset "$$PRESET" --platform "$$PLATFORM" \
+	  --notebooks "$$NOTEBOOKS" "$${sets[@]/#/--set=}"
 
 runs: setup  ## list the runs under outputs/ with their status (stale: its runner was killed)
 	$(PY) -m pinpath runs

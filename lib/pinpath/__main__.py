@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .errors import PinpathError
+from .errors import PinpathError, printable
 from .params import PRESETS
 from .vocab import Platform
 
@@ -17,7 +17,7 @@ __all__ = ["main"]
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):   # one sentence, exit 2, like every other refusal
-        print(f"pinpath: {message}", file=sys.stderr)
+        print(f"pinpath: {printable(message)}", file=sys.stderr)
         sys.exit(2)
 
 
@@ -38,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
                         ("validate", "check the parameter files and notebooks of a preset; run nothing"),
                         ("init", "validate, then make a run folder whose notebooks are pending; print its path")):
         p = sub.add_parser(name, help=help_)
-        p.add_argument("--preset", default="default", help=f"one of {', '.join(PRESETS)} (default: default)")
+        p.add_argument("--preset", default="", help=f"one of {', '.join(PRESETS)} (default: default; with --resume, the run's)")
         p.add_argument("--platform", default="auto", help=f"one of {', '.join(m.value for m in Platform)} (default: auto)")
         p.add_argument("--notebooks", default="", help="comma-separated notebook stems (default: all)")
         p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
@@ -70,7 +70,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _only(text: str) -> list[str] | None:
-    return [s.strip() for s in text.split(",") if s.strip()] or None
+    """Comma-separated stems; None (all) for nothing; empty or repeated names are left in, for
+    runner.plan to refuse."""
+    return [s.strip() for s in text.split(",")] if text.strip() else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,25 +115,34 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if man["status"] == "ok" else 1
         out_dir = args.outputs or paths.OUTPUTS_DIR
         if args.cmd == "run" and args.resume:
-            run_dir, man = runner.resume(args.resume, out_dir=out_dir, cell_timeout_s=args.cell_timeout)
+            run_dir, man = runner.resume(args.resume, out_dir=out_dir, cell_timeout_s=args.cell_timeout,
+                                         preset=args.preset, platform=args.platform, only=_only(args.notebooks),
+                                         overrides=args.set)
         elif args.cmd in ("validate", "init"):
-            p = runner.plan(args.preset, args.platform, only=_only(args.notebooks), overrides=args.set)
+            p = runner.plan(args.preset or "default", args.platform, only=_only(args.notebooks), overrides=args.set)
             if args.cmd == "validate":
                 for notice in p.notices:
-                    print(f"notice: {notice}")
+                    print(f"notice: {printable(notice)}")
                 print(f"ok: {len(p.notebooks)} notebook(s), preset {p.preset}, platform {p.platform}")
                 return 0
             if args.cmd == "init":
                 for notice in p.notices:
-                    print(f"notice: {notice}", file=sys.stderr)
+                    print(f"notice: {printable(notice)}", file=sys.stderr)
             print(runner.init_run(p, out_dir, args.run_id))
             return 0
         else:
-            run_dir, man = runner.run(args.preset, args.platform, only=_only(args.notebooks), out_dir=out_dir,
+            run_dir, man = runner.run(args.preset or "default", args.platform, only=_only(args.notebooks), out_dir=out_dir,
                                       cell_timeout_s=args.cell_timeout, overrides=args.set)
+    except runner.Interrupted as e:          # a second signal while the run was finishing
+        print(f"pinpath: {printable(e)}", file=sys.stderr)
+        return 130
     except PinpathError as e:
-        print(f"pinpath: {e}", file=sys.stderr)
+        print(f"pinpath: {printable(e)}", file=sys.stderr)
         return 2
+    except OSError as e:                     # a full or read-only disk outside a run's own writes
+        print(f"pinpath: {printable(e.filename or 'a file')}: cannot be written or read ({e.strerror or e})",
+              file=sys.stderr)
+        return 1
     print(f"{man['status']}: {run_dir} ({man['duration_s']} s); report: {run_dir / 'report' / 'index.html'}")
     return {"ok": 0, "interrupted": 130}.get(man["status"], 1)
 

@@ -103,10 +103,12 @@ def _shrink(params: dict[str, Any], explicit: set[str]) -> tuple[str, Any] | Non
     return None
 
 
-def fit(stem: str, params: dict[str, Any], *, lock_checked: bool, explicit: set[str], where: str) -> tuple[dict, list[str]]:
+def fit(stem: str, params: dict[str, Any], *, lock_checked: bool, explicit: set[str], where: str,
+        set_where: str | None = None) -> tuple[dict, list[str]]:
     """``params`` shrunk until the notebook fits in available memory (and, where
     ``lock_checked``, in what this process may lock); the notices saying what was left out.
-    BadParameter when a size given explicitly does not fit, or nothing more can be left out."""
+    BadParameter when a size given explicitly (on the command line: ``set_where``) does not fit,
+    or nothing more can be left out (``where``: the preset file's section)."""
     avail = osinfo.meminfo_nbytes("MemAvailable") or osinfo.meminfo_nbytes("MemTotal")
     lockable = osinfo.lockable_nbytes() if lock_checked else -1
     p, first_why = dict(params), ""
@@ -122,8 +124,9 @@ def fit(stem: str, params: dict[str, Any], *, lock_checked: bool, explicit: set[
         first_why = first_why or why
         step = _shrink(p, explicit)
         if step is None:
-            named = sorted(explicit & set(SHRINKABLE)) or ["its sizes"]
-            raise BadParameter(f"{where}: {', '.join(named)} cannot run here: the notebook {why}")
+            named = sorted(explicit & set(SHRINKABLE))
+            raise BadParameter(f"{set_where if named and set_where else where}: {', '.join(named or ['its sizes'])} "
+                               f"cannot run here: the notebook {why}")
         p[step[0]] = step[1]
     if not first_why:
         return p, []

@@ -68,7 +68,13 @@ _COUNTS = ("REPEATS", "WARMUP", "INVOCATIONS", "STEPS", "TRANSFERS", "ITERATIONS
 
 
 def _sorted(validator, want, instance, schema):
-    if want and isinstance(instance, list) and instance != sorted(instance):
+    if not (want and isinstance(instance, list)):
+        return
+    try:
+        in_order = instance == sorted(instance)
+    except TypeError:        # items of several types: the items' own schema refuses them
+        return
+    if not in_order:
         yield jsonschema.ValidationError(f"{instance} must be in increasing order")
 
 
@@ -110,9 +116,10 @@ class _Loader(yaml.SafeLoader):
 
 def _load_yaml(text: str, where: str):
     """``text`` read as one YAML document with ``_Loader``; BadParameter naming ``where``."""
-    loader = _Loader(text)
-    loader.where = where
+    loader = None
     try:
+        loader = _Loader(text)         # its reader already refuses some characters
+        loader.where = where
         return loader.get_single_data()
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
@@ -121,7 +128,8 @@ def _load_yaml(text: str, where: str):
     except (RecursionError, ValueError, OverflowError) as e:   # a value YAML's constructors cannot make
         raise BadParameter(f"{where}: not valid YAML ({type(e).__name__})") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_preset(params_dir: Path, preset: str) -> dict[str, dict[str, Any]]:

@@ -164,6 +164,7 @@ def _corrupt_runs(root: Path) -> dict[str, Path]:
         d.mkdir(parents=True)
         (d / "manifest.json").write_text(text)
         runs[name.rsplit("/", 1)[-1]] = d
+    (root / "outputs" / "outlink").symlink_to(runs["run1"])
     (runs["locked"] / "runner.lock").write_text(json.dumps({**me, "pid_start": _proc_start(os.getpid()), "start": "now"}))
     return runs
 
@@ -193,7 +194,9 @@ MALFORMED = [
     (["run-notebook", "{traversal}", "../../victim"], None, "is not a plain name"),
     (["run", "--resume", "escape"], None, "the source of 00_ok, '../../../etc/passwd.ipynb', is not a notebook path"),
     (["run", "--resume", "reference/h200"], None, "only a run directly under"),
-    (["run", "--resume", "{run1}"], None, "is not inside the folder of runs"),
+    (["run", "--resume", "{run1}"], None, "only a run directly under"),
+    (["run", "--resume", "outlink"], None, "outlink: the run folder"),
+    (["share", "outlink"], None, "is not inside the folder of runs"),
     (["run", "--resume", "done", "--preset", "default"], None, "PRESET=default disagrees with run done, which ran smoke"),
     (["run", "--resume", "done", "--platform", "cuda"], None, "PLATFORM=cuda disagrees with run done, which ran host"),
     (["run", "--resume", "done", "--notebooks", "00_ok,01_x"], None, "NOTEBOOKS=00_ok,01_x disagrees with run done"),

@@ -163,8 +163,8 @@ def pid_alive(pid, host) -> bool | None:
 
 def find_run(run: str | os.PathLike | None, outputs: Path) -> Path:
     """A run folder from a path, a run id under ``outputs`` or None (``outputs/latest``); links
-    followed, so the folder has its real run id. BadParameter where there is no run, or where
-    the folder is not inside ``outputs``."""
+    followed, so the folder has its real run id. BadParameter where there is no run, or where a
+    run id (``latest`` too) leads out of ``outputs``."""
     if run is None or str(run) == "":
         run = "latest"
     p = Path(run)
@@ -172,7 +172,7 @@ def find_run(run: str | os.PathLike | None, outputs: Path) -> Path:
     if not (cand / "manifest.json").is_file():
         raise BadParameter(f"{run}: not a pinpath run (no manifest.json in {cand.name or cand})")
     found, base = cand.resolve(), Path(outputs).resolve()
-    if not found.is_relative_to(base) or found == base:
+    if cand is not p and (not found.is_relative_to(base) or found == base):
         raise BadParameter(f"{run}: the run folder {found} is not inside the folder of runs {base}")
     return found
 

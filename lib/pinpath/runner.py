@@ -636,8 +636,8 @@ def check_resume(run: str | Path, *, out_dir: Path | None = None, preset: str | 
     out_dir = Path(out_dir or paths.OUTPUTS_DIR)
     run_dir = rf.find_run(run, out_dir)
     if run_dir.parent != out_dir.resolve():
-        raise BadParameter(f"{run}: only a run directly under {out_dir} can be resumed; "
-                           f"{run_dir.relative_to(out_dir.resolve())} is read-only (a committed reference, for one)")
+        raise BadParameter(f"{run}: only a run directly under {out_dir} can be resumed, not {run_dir} "
+                           "(a committed reference under outputs/reference/ is read-only)")
     man = rf.merge(run_dir, rf.read_manifest(run_dir), _resolver())
     name = man["run_id"]
     for what, asked, has in (("PRESET", preset, man["preset"]), ("PLATFORM", platform, man["platform"])):

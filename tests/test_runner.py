@@ -155,9 +155,11 @@ def _corrupt_runs(root: Path) -> dict[str, Path]:
                        ("notebooks", '{"run_id": "x", "preset": "s", "platform": "host", "notebooks": [1]}'),
                        ("traversal", _run_manifest("traversal", notebooks={"../../victim": {"status": "failed"}})),
                        ("escape", _run_manifest("escape", sources={"00_ok": "../../../etc/passwd.ipynb"})),
-                       ("done", _run_manifest("done")), ("reference/h200", _run_manifest("h200")),
+                       ("done", _run_manifest("done")),
+                       ("reference/h200", _run_manifest("h200")),
                        ("../elsewhere/run1", _run_manifest("run1")),
-                       ("nosource", _run_manifest("nosource", sources={"00_ok": "notebooks/00_gone.ipynb"})),
+                       ("gone", _run_manifest("gone", sources={"00_ok": "notebooks/00_gone.ipynb"})),
+                       ("linked", _run_manifest("linked")),
                        ("live", _run_manifest("live", status="running", runner=me)),
                        ("locked", _run_manifest("locked"))):
         d = root / "outputs" / name
@@ -165,6 +167,7 @@ def _corrupt_runs(root: Path) -> dict[str, Path]:
         (d / "manifest.json").write_text(text)
         runs[name.rsplit("/", 1)[-1]] = d
     (root / "outputs" / "outlink").symlink_to(runs["run1"])
+    (runs["linked"] / "report").symlink_to(root / "elsewhere")
     (runs["locked"] / "runner.lock").write_text(json.dumps({**me, "pid_start": _proc_start(os.getpid()), "start": "now"}))
     return runs
 
@@ -201,7 +204,10 @@ MALFORMED = [
     (["run", "--resume", "done", "--platform", "cuda"], None, "PLATFORM=cuda disagrees with run done, which ran host"),
     (["run", "--resume", "done", "--notebooks", "00_ok,01_x"], None, "NOTEBOOKS=00_ok,01_x disagrees with run done"),
     (["run", "--resume", "done", "--set", "00_ok.STEPS=2"], None, "--set 00_ok.STEPS=2 disagrees with run done, which ran 1"),
-    (["run", "--resume", "nosource"], None, "the source of 00_ok, notebooks/00_gone.ipynb, is missing"),
+    (["run", "--resume", "gone"], None, "the source of 00_ok, notebooks/00_gone.ipynb, is missing"),
+    (["run", "--resume", "linked"], None, "'report' leads outside the run folder"),
+    (["finalize", "{linked}"], None, "'report' leads outside the run folder"),
+    (["run", "--resume", "{locked}", "--set", "00_ok.STEPS=1.0", "--set", "00_ok.THREADS=[1]"], None, "holds this run"),
     (["run", "--resume", "live"], None, f"live: its runner, pid {os.getpid()}, still runs it"),
     (["run", "--resume", "locked"], None, f"locked: pid {os.getpid()} on {socket.gethostname()}, started now, holds this run"),
     (["compare", "{list}", "{truncated}", "--out", "{done}/manifest.json"], None, "is inside the run folder"),
@@ -742,3 +748,19 @@ def test_any_parameter_file_is_accepted_or_refused_in_one_sentence(project, docu
     else:
         assert rc == 2 and err.startswith("pinpath: ") and err.count("\n") == 1 and err[:-1].isprintable(), err
     assert not list((project / "outputs").iterdir())
+
+
+def test_resume_never_moves_files_through_a_link_out_of_the_run(project, monkeypatch, capsys):
+    _one_notebook(project)
+    run_dir = runner.init_run(runner.plan("smoke", "host"))
+    rf.write_part(run_dir, "00_ok", {"status": "failed"})
+    rf.write_manifest(run_dir, {**rf.read_manifest(run_dir), "status": "failed"})
+    outside = project / "elsewhere" / "notebooks" / "00_ok.ipynb"
+    outside.parent.mkdir(parents=True)
+    outside.write_text("a user's notebook")
+    (run_dir / ".aside-00_ok").symlink_to(project / "elsewhere")
+    monkeypatch.setattr(runner, "run_notebook", _fake_notebook)
+    assert cli.main(["run", "--resume", run_dir.name]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("pinpath: ") and "'.aside-00_ok' leads outside the run folder" in err, err
+    assert outside.read_text() == "a user's notebook" and rf.read_manifest(run_dir)["status"] == "failed"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import PinpathError
+from .errors import PinpathError, printable
 from . import runfolder as rf
 from .paths import PROJECT_ROOT
 
@@ -778,7 +778,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          cell_timeout=int(timeout) if timeout else None, options=opts,
                          snakemake_args=args.snakemake_args)
     except PinpathError as e:
-        print(f"pinpath: {e}", file=sys.stderr)
+        print(f"pinpath: {printable(e)}", file=sys.stderr)
         return 2
 
 

@@ -103,6 +103,9 @@ def read_manifest(run_dir: Path) -> dict:
         if not isinstance(man.get(key, {}), dict):
             raise BadParameter(f"{path}: the manifest's {key} entry is not an object")
     try:
+        for sub in (*SUBDIRS, LOCK_NAME):      # a folder of the run that is a link out of it
+            if (Path(run_dir) / sub).is_symlink():
+                inside(run_dir, sub)
         for key in ("notebooks", "parameters", "sources"):
             for stem in man.get(key, {}):
                 check_name(stem, f"notebook in {key}")

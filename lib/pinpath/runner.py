@@ -463,10 +463,10 @@ def _raise_interrupted(signum, frame):
 
 
 @contextmanager
-def _on_signals(handler=_raise_interrupted):
-    """SIGINT and SIGTERM go to ``handler`` in the main thread (by default: raise Interrupted)."""
+def _on_signals(handler=_raise_interrupted, signums=(signal.SIGINT, signal.SIGTERM)):
+    """``signums`` go to ``handler`` in the main thread (by default: raise Interrupted)."""
     if threading_main():
-        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        old = {s: signal.signal(s, handler) for s in signums}
         try:
             yield
         finally:
@@ -509,7 +509,7 @@ def _unwritable(run_dir: Path, e: OSError, status: str = "failed") -> RunFailed:
 def _aside(run_dir: Path, stem: str) -> Path | None:
     """Move the outputs of ``stem`` (and its part) into ``<run>/.aside-<stem>/``; None if it had
     none. An aside folder left by a resume that died holds the older outputs: they come back first."""
-    aside = run_dir / f".aside-{stem}"
+    aside = rf.inside(run_dir, f".aside-{stem}")
     if aside.is_dir():
         _restore(run_dir, stem, aside)
     part = rf.read_part(run_dir, stem)
@@ -562,7 +562,7 @@ def _execute(run_dir: Path, stems: list[str], *, say, cell_timeout_s=None, out_d
     t_run, durations = time.monotonic(), []
     current = None
     try:
-        with _on_signals():
+        with _on_signals(signums=(signal.SIGTERM,)):     # SIGINT stays Python's KeyboardInterrupt here
             for i, stem in enumerate(stems, 1):
                 current = stem
                 say(f"[{i}/{len(stems)}] {stem}: running ({man['preset']}, {man['platform']}; "
@@ -581,6 +581,9 @@ def _execute(run_dir: Path, stems: list[str], *, say, cell_timeout_s=None, out_d
         return run_dir, _finish(run_dir, current or "", out_dir)
     except OSError as e:
         raise _unwritable(run_dir, e) from None
+    except PinpathError as e:       # e.g. a folder of the run that leads out of it
+        _mark(run_dir, "failed", error=str(e))
+        raise
     return run_dir, _finish(run_dir, None, out_dir)
 
 

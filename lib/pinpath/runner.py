@@ -595,7 +595,8 @@ def _finish(run_dir: Path, interrupted_at: str | None, out_dir) -> dict:
             return finalize(run_dir, interrupted_at=interrupted_at, out_dir=out_dir)
     except (Interrupted, KeyboardInterrupt):
         _mark(run_dir, "interrupted", interrupted_at=interrupted_at or "finalize")
-        raise Interrupted(f"{run_dir.name}: stopped again while its report was written; the run is marked "
+        again = " again" if interrupted_at is not None else ""
+        raise Interrupted(f"{run_dir.name}: stopped{again} while its report was written; the run is marked "
                           f"interrupted (`pinpath finalize {run_dir}` writes the report)") from None
     except OSError as e:
         raise _unwritable(run_dir, e, "interrupted" if interrupted_at is not None else "failed") from None

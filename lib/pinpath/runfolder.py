@@ -296,6 +296,8 @@ class RunLock:
                                    f"started {held.get('start', '?')}, holds this run{where}; remove {self.path} "
                                    "if that runner is gone") from None
             atomic.write_text_atomic(self.path, text)
+            if (self.holder() or {}).get("pid_start") != self.me["pid_start"] or self.holder().get("pid") != self.me["pid"]:
+                raise BadParameter(f"{self.path.parent.name}: another runner took over its stale lock at the same time")
             return (f"{self.path.parent.name}: took over the lock of pid {held.get('pid', '?')} on "
                     f"{held.get('host', '?')} (started {held.get('start', '?')}), which no longer runs")
         with os.fdopen(fd, "w") as f:

@@ -764,3 +764,22 @@ def test_resume_never_moves_files_through_a_link_out_of_the_run(project, monkeyp
     err = capsys.readouterr().err.splitlines()[-1]
     assert err.startswith("pinpath: ") and "'.aside-00_ok' leads outside the run folder" in err, err
     assert outside.read_text() == "a user's notebook" and rf.read_manifest(run_dir)["status"] == "failed"
+
+
+def test_a_read_only_folder_of_runs_at_resume_and_share_is_one_sentence(project, monkeypatch, capsys):
+    import errno
+    from pinpath.report import share
+    runs = _corrupt_runs(project)
+    _notebook(project / "notebooks" / "00_ok.ipynb", "pass")
+
+    def read_only(*a, **kw):
+        raise OSError(errno.EROFS, "Read-only file system", str(runs["done"] / "runner.lock"))
+    monkeypatch.setattr(rf.RunLock, "acquire", read_only)
+    monkeypatch.setattr(share, "share_run", read_only)
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*"))
+    assert cli.main(["run", "--resume", "done"]) == 2
+    assert cli.main(["share", "done"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"pinpath: {runs['done'] / 'runner.lock'}: cannot be written (Read-only file system); nothing was changed",
+                   f"pinpath: {runs['done'] / 'runner.lock'}: cannot be written or read (Read-only file system)"], err
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*")) == before

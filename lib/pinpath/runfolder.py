@@ -52,7 +52,7 @@ def inside(run_dir: Path, rel: str) -> Path:
     return path
 
 
-def new_run_id(platform: str, out_dir: Path | None = None) -> str:
+def new_run_id(platform: str) -> str:
     """The time, host and platform: ``create`` adds ``-2``, ``-3`` ... where the name is taken."""
     host = re.sub(r"[^A-Za-z0-9.-]+", "-", _host())[:40].strip(".-") or "host"
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -80,7 +80,7 @@ def plan(preset: str, platform: str, *, only: list[str] | None = None, overrides
     params_dir = Path(params_dir or paths.PARAMS_DIR)
     sections = load_preset(params_dir, preset)
     file = Path(params_dir) / f"{preset}.yaml"
-    found = {p.stem: p for p in available_notebooks(nb_dir)}
+    found = {rf.check_name(p.stem, "notebook file"): p for p in available_notebooks(nb_dir)}
     if only is not None:
         if any(not s for s in only) or len(set(only)) != len(only):
             raise BadParameter(f"notebooks {','.join(only)!r}: names a notebook twice or an empty name "

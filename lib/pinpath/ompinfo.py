@@ -31,8 +31,9 @@ LAUNCH_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: Launching
 
 def events(text: str) -> Iterator[tuple[str, dict]]:
     """("marker", {segment, step, invocation}), ("copy", {direction, nbytes, name, source, device,
-    host_ptr, tgt_ptr}) or ("launch", {kernel, device}) for each line that is one, in order."""
-    for line in text.splitlines():
+    host_ptr, tgt_ptr}), ("launch", {kernel, device}) for each line that is one, in order, and
+    ("unreadable", {line, text}) for a line that says "Copying data from" but cannot be read."""
+    for number, line in enumerate(text.splitlines(), 1):
         line = line.rstrip("\r")
         if line.startswith("pinpath-region: "):
             m = MARK_RE.match(line)
@@ -53,3 +54,5 @@ def events(text: str) -> Iterator[tuple[str, dict]]:
         k = LAUNCH_RE.match(line)
         if k:
             yield "launch", {"kernel": k.group("kernel"), "device": int(k.group("device"))}
+        elif "info: Copying data from" in line:
+            yield "unreadable", {"line": number, "text": line}

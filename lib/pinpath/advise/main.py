@@ -1,0 +1,122 @@
+"""``pinpath advise <trace>``: read the trace, extract and write its pattern, replay it on this
+node under every variant the vendor's runtime has, predict, advise, write the pages."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import BadParameter
+from ..experiments.real_runtime import MODELS, VARIANTS
+from ..paths import OUTPUTS_DIR
+from ..report.fmt import format_measured
+from ..runtimes import open_runtime
+from .advice import advice
+from .parse import read_trace
+from .pattern import pattern, write_dataset
+from .predict import predict
+from .replay import ENGINE, replay
+from .report import write_pages, write_prediction
+
+__all__ = ["advise", "policies_for", "VENDORS"]
+
+VENDORS = {"cuda": "nvidia", "hsa": "amd", "hip": "amd", "host": "host"}
+
+
+def policies_for(vendor: str) -> dict[str, tuple]:
+    """variant -> (policy, user_pinned, threshold_nbytes or None): the policies that model the
+    vendor's runtime under each variant it has (``real_runtime.MODELS``)."""
+    return {v: MODELS[(vendor, v)] for v in VARIANTS if (vendor, v) in MODELS}
+
+
+def _stats_advice(stats: pd.DataFrame) -> list[str]:
+    """What rocprof's call counts say on their own: locks per copy and what they cost."""
+    def calls(prefix):
+        s = stats[stats.Name.str.startswith(prefix)]
+        return int(s.Calls.sum()), int(s.TotalDurationNs.sum())
+    copies, _ = calls("hsa_amd_memory_async_copy")
+    locks, lock_ns = calls("hsa_amd_memory_lock")
+    unlocks, unlock_ns = calls("hsa_amd_memory_unlock")
+    queries, query_ns = calls("hsa_amd_pointer_info")
+    out = [f"rocprof counted {copies} asynchronous copies, {locks} locks, {unlocks} unlocks and {queries} pointer "
+           f"queries; locks and unlocks took {format_measured(lock_ns + unlock_ns, unit='ns')} in all, queries "
+           f"{format_measured(query_ns, unit='ns')}."]
+    if copies and locks >= 0.5 * copies:
+        out.append(f"About {locks / copies:.2f} locks per copy: the runtime locks and unlocks per copy. Registering "
+                   "the arrays that are copied (or LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1 on AMD) would remove up to "
+                   f"{locks} locks and {unlocks} unlocks, whose measured time is above; what the registrations cost "
+                   "instead cannot be told without sizes (trace with LIBOMPTARGET_INFO=32 for a replay).")
+    elif copies:
+        out.append(f"{locks / copies:.2f} locks per copy: most copies did not lock per copy (memory already pinned "
+                   "or staged), so pinning would save little of the lock cost counted here.")
+    return out
+
+
+def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
+    """prediction.csv rows: the predicted time per step (per region where the trace has no steps)
+    of the most common step, beside the real median per step where ``real`` (variant, ns) has one."""
+    from ..stats import median_ci
+    per = pred.steps if len(pred.steps) else pred.regions
+    if not len(per):
+        return []
+    rows = []
+    for r in per[per.signature == 0].itertuples():
+        got = real[real.variant == r.variant].ns if real is not None and "variant" in real else pd.Series(dtype=float)
+        e = median_ci(got.to_numpy(dtype=float)) if len(got) else None
+        rows.append({"application": application, "variant": r.variant, "predicted_ns": r.predicted_ns,
+                     "real_ns": e.value if e else None,
+                     "low": r.low / e.high if e and e.high else None, "high": r.high / e.low if e and e.low else None})
+    return rows
+
+
+def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
+           repeats: int = 5, real: Path | None = None, application: str | None = None) -> dict:
+    """Everything ``pinpath advise`` does; the paths written and the run's facts."""
+    if repeats < 5:
+        raise BadParameter(f"--repeats must be at least 5 (intervals need them), got {repeats}")
+    real_df = None
+    if real is not None:
+        try:
+            real_df = pd.read_csv(real)
+        except (OSError, ValueError) as e:
+            raise BadParameter(f"{real}: the real figures cannot be read ({e})") from None
+        if not {"variant", "ns"} <= set(real_df.columns):
+            raise BadParameter(f"{real}: the real figures need the columns variant and ns (one row per step)")
+    t0 = time.perf_counter()
+    trace = read_trace(trace_path)
+    p = pattern(trace)
+    parse_s = time.perf_counter() - t0
+    out = Path(out) if out else OUTPUTS_DIR / f"advise-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"
+    out.mkdir(parents=True, exist_ok=True)
+    write_dataset(p, out)
+    meta = {"format": trace.format, "parse+pattern": f"{parse_s:.2f} s"}
+    pred = None
+    if trace.has_sizes:
+        rt = open_runtime(platform)
+        try:
+            vendor = VENDORS.get(rt.name, "host") if vendor == "auto" else vendor
+            pols = policies_for(vendor)
+            if not pols:
+                raise BadParameter(f"no variant is modelled for the vendor {vendor!r}; known: nvidia, amd, host")
+            t1 = time.perf_counter()
+            rep = replay(rt, p.classes, pols, repeats)
+            meta.update(platform=rt.name, vendor=vendor, engine=ENGINE, repeats=repeats,
+                        replay=f"{time.perf_counter() - t1:.1f} s")
+        finally:
+            rt.close()
+        rep.to_csv(out / "replay.csv", index=False)
+        pred = predict(p, rep, pols)
+        for name in ("totals", "regions", "steps", "break_even", "by_class"):
+            getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
+        lines = advice(p, pred, platform=rt.name, vendor=vendor)
+        write_prediction(out / "prediction.csv",
+                         _real_rows(application or Path(trace_path).stem, pred, real_df))
+    elif trace.stats is not None:
+        lines = _stats_advice(trace.stats)
+    else:
+        lines = ["Nothing can be replayed from this trace: " + "; ".join(trace.lacks) + "."]
+    pages = write_pages(out, p, pred, lines, meta)
+    return {"out": out, **pages, "meta": meta, "advice": lines, "prediction": pred}

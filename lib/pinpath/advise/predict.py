@@ -1,0 +1,190 @@
+"""From the replay to predictions: per variant the transfer time of the whole trace, of each
+region and of each step, with bootstrap intervals (medians of the replayed events, resampled);
+the ranking; the break-evens (after how many uses of a buffer a variant's one-off cost per buffer
+is paid back by what it saves per transfer).
+
+A transfer is charged the replayed time of its class (size, direction, reuse class) and of its
+use (the buffer's first transfer or a later one); a buffer is charged its one-off events (map,
+unmap; register and unregister where the application registers it) once, in the region of its
+first (map, register) and last (unmap, unregister) transfer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..stats import interval, median_draws
+from .pattern import Pattern, _pow2_floor
+
+__all__ = ["Prediction", "predict", "BUFFER_EVENTS"]
+
+BUFFER_EVENTS = ("register", "map", "unmap", "unregister")
+
+
+@dataclass
+class Prediction:
+    totals: pd.DataFrame      # variant, predicted_ns, low, high, per_transfer_ns, rank, not_replayed
+    regions: pd.DataFrame     # variant, signature, n_regions, transfers, predicted_ns, low, high (per region)
+    steps: pd.DataFrame       # the same per step (empty where the trace has no steps)
+    break_even: pd.DataFrame  # variant, nbytes, direction, one_off_ns, saving_ns, uses, low, high, verdict
+    by_class: pd.DataFrame    # variant, nbytes, direction, reuse, use, median_ns, low, high, n (for the figure)
+
+
+class _Keys:
+    """Event samples keyed (variant, event, nbytes, direction, reuse, use), with their bootstrap
+    medians drawn once so that sums and ratios share the same draws."""
+
+    def __init__(self, rep: pd.DataFrame) -> None:
+        ok = rep[rep.event != "refused"]
+        self.groups = {k: g.ns.to_numpy(dtype=float) for k, g in
+                       ok.groupby(["variant", "event", "nbytes", "direction", "reuse", "use"])}
+        self.draws, self.point = {}, {}
+        for i, (k, x) in enumerate(sorted(self.groups.items())):
+            self.draws[k] = median_draws(x, seed=i)
+            self.point[k] = float(np.median(x))
+
+    def pooled(self, variant, event, nbytes, direction=None, use=None):
+        """Point and draws of the samples of an event pooled over what is not given."""
+        ks = [k for k in self.groups if k[0] == variant and k[1] == event and k[2] == nbytes
+              and (direction is None or k[3] == direction) and (use is None or k[5] == use)]
+        if not ks:
+            return math.nan, np.full(len(next(iter(self.draws.values()))) if self.draws else 1, np.nan)
+        x = np.concatenate([self.groups[k] for k in ks])
+        key = (variant, event, nbytes, direction, None, use)
+        if key not in self.draws:
+            self.draws[key] = median_draws(x, seed=len(self.draws))
+            self.point[key] = float(np.median(x))
+        return self.point[key], self.draws[key]
+
+
+def _charges(p: Pattern, variant: str, pinned: bool) -> pd.DataFrame:
+    """What the trace charges under ``variant``: rows of (region, step, key, count)."""
+    t = p.transfers
+    use = np.minimum(t.use.to_numpy(), np.where(t.reuse_class.to_numpy() > 1, 1, 0))
+    tr = pd.DataFrame({"region": t.region, "step": t.step, "event": "transfer", "nbytes": t.class_nbytes,
+                       "direction": t.direction, "reuse": t.reuse_class, "use": use})
+    b = p.buffers
+    nb = _pow2_floor(b.nbytes) if p.size_binned else b.nbytes.to_numpy()
+    step_of = t.groupby("region").step.first()
+    parts = [tr]
+    for ev in BUFFER_EVENTS:
+        if ev in ("register", "unregister") and not pinned:
+            continue
+        region = b.first_region if ev in ("register", "map") else b.last_region
+        parts.append(pd.DataFrame({"region": region.to_numpy(), "step": step_of.reindex(region).to_numpy(),
+                                   "event": ev, "nbytes": nb, "direction": None, "reuse": None, "use": None}))
+    ch = pd.concat(parts, ignore_index=True)
+    ch["variant"] = variant
+    return (ch.fillna({"direction": "", "reuse": -1, "use": -1})
+            .groupby(["region", "step", "event", "nbytes", "direction", "reuse", "use"]).size()
+            .rename("count").reset_index())
+
+
+def _value(keys: _Keys, variant: str, ch: pd.DataFrame) -> tuple[float, np.ndarray]:
+    """Point and draws of the charges' sum (NaN if any charged event was not replayed)."""
+    total, draws = 0.0, 0.0
+    for (ev, nb, d, r, u), n in ch.groupby(["event", "nbytes", "direction", "reuse", "use"])["count"].sum().items():
+        if ev == "transfer":
+            k = (variant, ev, nb, d, r, u)
+            pt, dr = (keys.point[k], keys.draws[k]) if k in keys.groups else keys.pooled(variant, ev, nb, d, u)
+        else:
+            pt, dr = keys.pooled(variant, ev, nb)
+        total += n * pt
+        draws = draws + n * dr
+    return total, np.asarray(draws, dtype=float)
+
+
+def _grouped(keys: _Keys, variant: str, ch: pd.DataFrame, by: str, max_signatures: int = 200) -> pd.DataFrame:
+    """Per group (region or step): groups with the same charges share one signature and one row."""
+    ch = ch[ch[by] >= 0]
+    if not len(ch):
+        return pd.DataFrame()
+    sig = ch.sort_values(["event", "nbytes", "direction", "reuse", "use"]).groupby(by).apply(
+        lambda g: tuple(zip(g.event, g.nbytes, g.direction, g.reuse, g.use, g["count"])), include_groups=False)
+    rows = []
+    for j, (s, members) in enumerate(sorted(sig.groupby(sig).groups.items(), key=lambda kv: -len(kv[1]))):
+        if j >= max_signatures:
+            break
+        one = ch[ch[by] == members[0]]
+        pt, dr = _value(keys, variant, one)
+        lo, hi = interval(dr)
+        rows.append({"variant": variant, "signature": j, f"n_{by}s": len(members),
+                     "transfers": int(one[one.event == "transfer"]["count"].sum()),
+                     "predicted_ns": pt, "low": lo, "high": hi, f"first_{by}": int(min(members))})
+    return pd.DataFrame(rows)
+
+
+def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
+    """Predictions for every variant of ``policies`` (variant -> (policy, user_pinned, threshold))."""
+    keys = _Keys(rep)
+    refused = rep[rep.event == "refused"].groupby("variant").error.first()
+    totals, regions, steps, classes = [], [], [], []
+    n_transfers = len(p.transfers)
+    for variant, (policy, pinned, _) in policies.items():
+        ch = _charges(p, variant, pinned)
+        pt, dr = _value(keys, variant, ch)
+        lo, hi = interval(dr)
+        totals.append({"variant": variant, "policy": policy, "user_pinned": bool(pinned), "predicted_ns": pt,
+                       "low": lo, "high": hi, "per_transfer_ns": pt / n_transfers if n_transfers else math.nan,
+                       "not_replayed": refused.get(variant, "")})
+        regions.append(_grouped(keys, variant, ch, "region"))
+        if (p.transfers.step >= 0).any():
+            steps.append(_grouped(keys, variant, ch, "step"))
+    for (v, ev, nb, d, r, u), x in keys.groups.items():
+        if ev == "transfer":
+            lo, hi = interval(keys.draws[(v, ev, nb, d, r, u)])
+            classes.append({"variant": v, "nbytes": nb, "direction": d, "reuse": r, "use": u,
+                            "median_ns": keys.point[(v, ev, nb, d, r, u)], "low": lo, "high": hi, "n": len(x)})
+    tot = pd.DataFrame(totals)
+    tot["rank"] = tot.predicted_ns.rank(method="min").astype("Int64")
+    return Prediction(tot.sort_values("predicted_ns", ignore_index=True),
+                      pd.concat(regions, ignore_index=True) if regions else pd.DataFrame(),
+                      pd.concat(steps, ignore_index=True) if steps else pd.DataFrame(),
+                      _break_even(keys, p, policies), pd.DataFrame(classes))
+
+
+def _break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "plain") -> pd.DataFrame:
+    """Per variant other than ``baseline``, size and direction: the variant's extra one-off cost
+    per buffer over the baseline's, divided by what it saves per later transfer."""
+    if baseline not in policies or not len(p.classes):
+        return pd.DataFrame()
+    rows = []
+    for variant, (_, pinned, _) in policies.items():
+        if variant == baseline:
+            continue
+        for nb, d in p.classes[p.classes.transfers > 0][["nbytes", "direction"]].drop_duplicates().itertuples(index=False):
+            use = 1 if any(k[:4] == (variant, "transfer", nb, d) and k[5] == 1 for k in keys.groups) else 0
+            tb, db = keys.pooled(baseline, "transfer", nb, d, use)
+            tv, dv = keys.pooled(variant, "transfer", nb, d, use)
+            extra, dx = 0.0, 0.0
+            for ev in BUFFER_EVENTS:
+                if ev in ("register", "unregister") and not pinned:
+                    continue
+                e, de = keys.pooled(variant, ev, nb)
+                extra, dx = extra + e, dx + de
+            for ev in ("map", "unmap"):
+                e, de = keys.pooled(baseline, ev, nb)
+                extra, dx = extra - e, dx - de
+            saving, ds = tb - tv, db - dv
+            s_lo, s_hi = interval(ds)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(ds > 0, dx / ds, np.inf)
+            lo, hi = interval(ratio[np.isfinite(ratio)]) if np.isfinite(ratio).mean() > 0.975 else (math.nan, math.nan)
+            if not (math.isfinite(saving) and math.isfinite(extra)):
+                uses, verdict = math.nan, "not replayed"
+            elif policies[variant][::2] == policies[baseline][::2] and bool(pinned) == bool(policies[baseline][1]):
+                uses, verdict = math.inf, f"the same policy as {baseline} on this runtime: nothing to pay back"
+            elif not s_lo > 0:   # a saving only where its whole interval is above zero
+                uses, verdict = math.inf, "never pays: no measurable saving per transfer"
+            elif extra <= 0:
+                uses, verdict = 0.0, "pays from the first transfer (no one-off cost)"
+            else:
+                uses = extra / saving
+                verdict = f"pays after {math.ceil(uses)} transfer(s) of the buffer"
+            rows.append({"variant": variant, "nbytes": int(nb), "direction": d, "one_off_ns": extra,
+                         "saving_ns": saving, "saving_low": s_lo, "saving_high": s_hi, "uses": uses, "low": lo, "high": hi, "verdict": verdict})
+    return pd.DataFrame(rows)

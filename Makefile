@@ -17,6 +17,8 @@ SET        ?=
 RUN        ?= latest
 RUNS       ?=
 CELL_TIMEOUT ?=
+TRACE      ?=
+OUT        ?=
 WHEELHOUSE ?= wheelhouse
 SKIP       ?=
 # the AMD extra (hip-python, ~300 MB) only where ROCm's HIP library is on this machine (a file that
@@ -41,7 +43,7 @@ SLURM_CPUS      ?=
 SLURM_TIME      ?=
 SLURM_MEM       ?=
 ARCH       ?=
-export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
+export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT TRACE OUT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
 export SLURM_PARTITION SLURM_ACCOUNT SLURM_GPUS SLURM_CPUS SLURM_TIME SLURM_MEM
 
 PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE),) $(if $(OFFLINE),--no-index,)
@@ -53,7 +55,7 @@ else
   STAMP := $(VENV)/.stamp
 endif
 
-.PHONY: help setup test reproduce validate runs report share compare lab wheelhouse offload-bundle offload-probe clean
+.PHONY: help setup test reproduce validate runs report share compare advise lab wheelhouse offload-bundle offload-probe clean
 
 ## COMMANDS
 help:  ## list the targets
@@ -108,6 +110,10 @@ share: setup  ## write share/summary.md, ~900 px figures and <run-id>.zip of RUN
 compare: setup  ## render the claims of RUNS="outputs/A outputs/B" side by side into outputs/compare.html and .md
 	@[ -n "$$RUNS" ] || { echo 'make compare needs RUNS="outputs/A outputs/B"'; exit 2; }
 	read -r -a runs <<< "$$RUNS"; $(PY) -m pinpath compare "$${runs[@]}" --out outputs/compare.html
+
+advise: setup  ## replay an application's transfer trace under every policy and advise (TRACE=<file> PLATFORM= OUT=)
+	@[ -n "$$TRACE" ] || { echo 'make advise needs TRACE=<file> (LIBOMPTARGET_INFO=32 stderr, rocprofv3 memory-copy CSV or hsa_stats.csv)'; exit 2; }
+	$(PY) -m pinpath advise "$$TRACE" --platform "$$PLATFORM" $${OUT:+--out "$$OUT"}
 
 lab: setup  ## JupyterLab on 127.0.0.1 (token) with the pinpath kernel registered
 	$(VENV)/bin/python -m pip install -q $(PIP_FROM) -e ".[$$EXTRAS,lab]"

@@ -56,24 +56,23 @@ def _stats_advice(stats: pd.DataFrame) -> list[str]:
 
 
 def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
-    """prediction.csv rows: the predicted time per step (per region where the trace has no steps)
-    of the most common step, beside the real median per step where ``real`` (variant, ns) has one."""
+    """prediction.csv rows: per variant the predicted transfer time of the median step (region
+    where the trace has no steps) beside the real median per step where ``real`` (variant, ns)
+    has one; low and high bound the ratio (predicted interval over the real median's interval)."""
     from ..stats import median_ci
-    per = pred.steps if len(pred.steps) else pred.regions
-    if not len(per):
-        return []
     rows = []
-    for r in per[per.signature == 0].itertuples():
-        got = real[real.variant == r.variant].ns if real is not None and "variant" in real else pd.Series(dtype=float)
+    for r in pred.typical.itertuples():
+        got = real[real.variant == r.variant].ns if real is not None else pd.Series(dtype=float)
         e = median_ci(got.to_numpy(dtype=float)) if len(got) else None
         rows.append({"application": application, "variant": r.variant, "predicted_ns": r.predicted_ns,
                      "real_ns": e.value if e else None,
-                     "low": r.low / e.high if e and e.high else None, "high": r.high / e.low if e and e.low else None})
+                     "low": r.low / e.high if e and e.high > 0 else None,
+                     "high": r.high / e.low if e and e.low > 0 else None})
     return rows
 
 
 def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
-           repeats: int = 5, real: Path | None = None, application: str | None = None) -> dict:
+           repeats: int = 10, real: Path | None = None, application: str | None = None) -> dict:
     """Everything ``pinpath advise`` does; the paths written and the run's facts."""
     if repeats < 5:
         raise BadParameter(f"--repeats must be at least 5 (intervals need them), got {repeats}")
@@ -109,7 +108,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             rt.close()
         rep.to_csv(out / "replay.csv", index=False)
         pred = predict(p, rep, pols)
-        for name in ("totals", "regions", "steps", "break_even", "by_class"):
+        for name in ("totals", "regions", "steps", "break_even", "by_class", "typical"):
             getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
         lines = advice(p, pred, platform=rt.name, vendor=vendor)
         write_prediction(out / "prediction.csv",

@@ -27,11 +27,14 @@ BUFFER_EVENTS = ("register", "map", "unmap", "unregister")
 
 @dataclass
 class Prediction:
-    totals: pd.DataFrame      # variant, predicted_ns, low, high, per_transfer_ns, rank, not_replayed
+    totals: pd.DataFrame      # variant, predicted_ns, low, high, per_transfer_ns, n_regions, region_{median,min,max}_ns,
+                              # rank, not_replayed
     regions: pd.DataFrame     # variant, signature, n_regions, transfers, predicted_ns, low, high (per region)
     steps: pd.DataFrame       # the same per step (empty where the trace has no steps)
     break_even: pd.DataFrame  # variant, nbytes, direction, one_off_ns, saving_ns, uses, low, high, verdict
     by_class: pd.DataFrame    # variant, nbytes, direction, reuse, use, median_ns, low, high, n (for the figure)
+    typical: pd.DataFrame     # variant, by (step or region), group, n_groups, predicted_ns, low, high: the median
+                              # step (region where the trace has no steps) with its interval
 
 
 class _Keys:
@@ -84,18 +87,34 @@ def _charges(p: Pattern, variant: str, pinned: bool) -> pd.DataFrame:
             .rename("count").reset_index())
 
 
+def _lookup(keys: _Keys, variant: str, ev, nb, d, r, u):
+    """Point and draws of one charged event."""
+    if ev == "transfer":
+        k = (variant, ev, nb, d, r, u)
+        return (keys.point[k], keys.draws[k]) if k in keys.groups else keys.pooled(variant, ev, nb, d, u)
+    return keys.pooled(variant, ev, nb)
+
+
+_KEY = ["event", "nbytes", "direction", "reuse", "use"]
+
+
 def _value(keys: _Keys, variant: str, ch: pd.DataFrame) -> tuple[float, np.ndarray]:
     """Point and draws of the charges' sum (NaN if any charged event was not replayed)."""
     total, draws = 0.0, 0.0
-    for (ev, nb, d, r, u), n in ch.groupby(["event", "nbytes", "direction", "reuse", "use"])["count"].sum().items():
-        if ev == "transfer":
-            k = (variant, ev, nb, d, r, u)
-            pt, dr = (keys.point[k], keys.draws[k]) if k in keys.groups else keys.pooled(variant, ev, nb, d, u)
-        else:
-            pt, dr = keys.pooled(variant, ev, nb)
+    for k, n in ch.groupby(_KEY)["count"].sum().items():
+        pt, dr = _lookup(keys, variant, *k)
         total += n * pt
         draws = draws + n * dr
     return total, np.asarray(draws, dtype=float)
+
+
+def _per_group_points(keys: _Keys, variant: str, ch: pd.DataFrame, by: str) -> pd.Series:
+    """The point prediction of every group (region or step), without intervals."""
+    ch = ch[ch[by] >= 0]
+    uniq = ch[_KEY].drop_duplicates()
+    pts = {tuple(k): _lookup(keys, variant, *k)[0] for k in uniq.itertuples(index=False)}
+    value = [pts[tuple(k)] for k in ch[_KEY].itertuples(index=False)] * ch["count"].to_numpy()
+    return pd.Series(value, index=ch.index).groupby(ch[by]).sum()
 
 
 def _grouped(keys: _Keys, variant: str, ch: pd.DataFrame, by: str, max_signatures: int = 200) -> pd.DataFrame:
@@ -122,18 +141,29 @@ def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
     """Predictions for every variant of ``policies`` (variant -> (policy, user_pinned, threshold))."""
     keys = _Keys(rep)
     refused = rep[rep.event == "refused"].groupby("variant").error.first()
-    totals, regions, steps, classes = [], [], [], []
+    totals, regions, steps, classes, typical = [], [], [], [], []
     n_transfers = len(p.transfers)
     for variant, (policy, pinned, _) in policies.items():
         ch = _charges(p, variant, pinned)
         pt, dr = _value(keys, variant, ch)
         lo, hi = interval(dr)
+        per_region = _per_group_points(keys, variant, ch, "region")
         totals.append({"variant": variant, "policy": policy, "user_pinned": bool(pinned), "predicted_ns": pt,
                        "low": lo, "high": hi, "per_transfer_ns": pt / n_transfers if n_transfers else math.nan,
+                       "n_regions": len(per_region), "region_median_ns": per_region.median(),
+                       "region_min_ns": per_region.min(), "region_max_ns": per_region.max(),
                        "not_replayed": refused.get(variant, "")})
         regions.append(_grouped(keys, variant, ch, "region"))
-        if (p.transfers.step >= 0).any():
+        by = "step" if (p.transfers.step >= 0).any() else "region"
+        if by == "step":
             steps.append(_grouped(keys, variant, ch, "step"))
+        per = per_region if by == "region" else _per_group_points(keys, variant, ch, "step")
+        if len(per):
+            group = per.index[np.argsort(per.to_numpy(), kind="stable")[(len(per) - 1) // 2]]   # the lower median
+            gpt, gdr = _value(keys, variant, ch[ch[by] == group])
+            glo, ghi = interval(gdr)
+            typical.append({"variant": variant, "by": by, "group": int(group), "n_groups": len(per),
+                            "predicted_ns": gpt, "low": glo, "high": ghi})
     for (v, ev, nb, d, r, u), x in keys.groups.items():
         if ev == "transfer":
             lo, hi = interval(keys.draws[(v, ev, nb, d, r, u)])
@@ -144,7 +174,7 @@ def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
     return Prediction(tot.sort_values("predicted_ns", ignore_index=True),
                       pd.concat(regions, ignore_index=True) if regions else pd.DataFrame(),
                       pd.concat(steps, ignore_index=True) if steps else pd.DataFrame(),
-                      _break_even(keys, p, policies), pd.DataFrame(classes))
+                      _break_even(keys, p, policies), pd.DataFrame(classes), pd.DataFrame(typical))
 
 
 def _break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "plain") -> pd.DataFrame:

@@ -53,7 +53,9 @@ def figure(pred: Prediction, path: Path) -> Path | None:
 def _ranking_rows(pred: Prediction) -> list[list[str]]:
     return [[str(r.rank), md_cell(r.variant, code=True), md_cell(r.policy),
              format_measured(r.predicted_ns, r.low, r.high, "ns") or f"not replayed: {r.not_replayed}",
-             format_measured(r.per_transfer_ns, unit="ns")] for r in pred.totals.itertuples()]
+             format_measured(r.per_transfer_ns, unit="ns"),
+             f"{format_measured(r.region_median_ns, unit='ns')} ({format_measured(r.region_min_ns, unit='ns')} .. "
+             f"{format_measured(r.region_max_ns, unit='ns')}, {r.n_regions} regions)"] for r in pred.totals.itertuples()]
 
 
 def _region_rows(pred: Prediction, by: str) -> list[list[str]]:
@@ -92,7 +94,13 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
                        str(r.transfers), str(r.h2d), str(r.d2h)] for r in top.itertuples()], right=(2, 3, 4, 5)) + [""]
     if pred is not None:
         md += ["### Ranking (predicted transfer time of the whole trace, 95 % CI)", "",
-               *_table(["rank", "variant", "policy", "predicted", "per transfer"], _ranking_rows(pred), right=(3, 4)), ""]
+               *_table(["rank", "variant", "policy", "predicted", "per transfer", "per region: median (min .. max)"],
+                      _ranking_rows(pred), right=(3, 4)), ""]
+        if len(pred.typical):
+            md += [f"The median {pred.typical.by.iat[0]} (of {pred.typical.n_groups.iat[0]}), predicted transfer time:", "",
+                   *_table(["variant", f"{pred.typical.by.iat[0]}", "predicted"],
+                           [[md_cell(r.variant, code=True), str(r.group), format_measured(r.predicted_ns, r.low, r.high, "ns")]
+                            for r in pred.typical.itertuples()], right=(1, 2)), ""]
         for by in ("region", "step"):
             rows = _region_rows(pred, by)
             if rows:

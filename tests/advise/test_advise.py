@@ -1,0 +1,167 @@
+"""Pattern, data set, replay on the host runtime, predictions, advice and the command line."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pinpath.advise import pattern, read_trace, replay, write_dataset
+from pinpath.advise.main import policies_for
+from pinpath.advise.predict import predict
+from pinpath.advise.report import write_prediction
+from pinpath.runtimes import open_runtime
+
+
+def test_pattern_reuse_classes_and_sizes(write, tr):
+    p = pattern(read_trace(write("run.err", tr.info_trace(steps=2, invocations=3))))
+    b = p.buffers.set_index("buffer")
+    assert b.loc["0x1000", "transfers"] == 6 and b.loc["0x1000", "h2d"] == 6 and b.loc["0x1000", "d2h"] == 0
+    assert b.loc["0x2000", "nbytes"] == 245760 and b.loc["0x7000", "transfers"] == 1
+    assert b.loc["0x1000", "reuse_class"] == 4   # 6 rounded down to a power of two
+    got = {tuple(r) for r in p.classes[["nbytes", "direction", "reuse"]].itertuples(index=False)}
+    assert got == {(384, "h2d", 4), (245760, "d2h", 4), (8192, "h2d", 1)}
+    t = p.transfers
+    assert list(t[t.buffer == "0x1000"].use) == [0, 1, 1, 1, 1, 1]
+    assert int(p.sizes.transfers.sum()) == len(t) == 13
+    assert p.regions[p.regions.region >= 0].transfers.eq(2).all()
+
+
+def test_many_sizes_are_binned(write, tr):
+    lines = [tr.H2D.format(hp=hex(0x1000 * (i + 1)), tp="0x1", n=1000 + i, name="a") for i in range(100)]
+    p = pattern(read_trace(write("many.err", "\n".join(lines))))
+    assert p.size_binned and set(p.classes.nbytes) == {512, 1024}   # 1000..1023 -> 512, 1024..1099 -> 1024
+
+
+def test_dataset_round_trips(write, tr, tmp_path):
+    p = pattern(read_trace(write("run.err", tr.info_trace())))
+    paths = write_dataset(p, tmp_path / "out")
+    assert len(paths) == 10 and all(x.stat().st_size > 0 for x in paths)
+    back = pd.read_parquet(tmp_path / "out/pattern/buffers.parquet")
+    assert back.transfers.tolist() == p.buffers.transfers.tolist()
+    csv = pd.read_csv(tmp_path / "out/pattern/transfers.csv")
+    assert len(csv) == len(p.transfers) and set(csv.columns) >= {"direction", "nbytes", "buffer", "region", "reuse"}
+
+
+@pytest.fixture
+def host():
+    rt = open_runtime("host")
+    yield rt
+    rt.close()
+
+
+def test_replay_on_host(host):
+    classes = pd.DataFrame({"nbytes": [4096, 65536], "direction": ["h2d", "d2h"], "reuse": [4, 1]})
+    pols = policies_for("host")
+    rep = replay(host, classes, pols, 5)
+    assert set(rep.engine) == {"python"} and set(rep.variant) == set(pols)
+    assert {"policy", "nbytes", "direction", "reuse", "repeat", "ns"} <= set(rep.columns)
+    tr = rep[rep.event == "transfer"]
+    n = tr.groupby(["variant", "nbytes", "direction", "reuse", "use"]).ns.size()
+    assert n.min() >= 5 and (tr.ns > 0).all()
+    # reuse 4 gives a first and a later use, reuse 1 only a first one
+    assert set(tr[tr.reuse == 4].use) == {0, 1} and set(tr[tr.reuse == 1].use) == {0}
+    reg = rep[rep.event == "register"]
+    assert set(reg.variant) == {v for v, (_, pinned, _) in pols.items() if pinned}
+    assert set(rep[rep.event == "map"].variant) == set(pols)
+
+
+def _synthetic_replay(ns: dict, repeats: int = 7) -> pd.DataFrame:
+    """Replay rows with known times (arithmetic check of the prediction, not a measurement)."""
+    rows = []
+    for (variant, event, nbytes, direction, reuse, use), value in ns.items():
+        for i in range(repeats):
+            rows.append({"variant": variant, "policy": variant, "event": event, "nbytes": nbytes, "direction": direction,
+                         "reuse": reuse, "use": use, "repeat": i, "ns": float(value + (i % 3) - 1), "path": "",
+                         "error": "", "engine": "python"})
+    return pd.DataFrame(rows)
+
+
+def test_prediction_sums_and_break_even(write, tr):
+    # 6 invocations: pos 384 B h2d (reuse 6 -> class 4), out 240 KiB d2h; table 8 KiB once
+    p = pattern(read_trace(write("run.err", tr.info_trace(steps=2, invocations=3))))
+    pols = {"plain": ("driver_pageable", False, None), "app_pinned": ("prepinned", True, None)}
+    ns = {}
+    for v, per in (("plain", 1000), ("app_pinned", 400)):
+        for nb, d, r in ((384, "h2d", 4), (245760, "d2h", 4), (8192, "h2d", 1)):
+            for use in ((0, 1) if r > 1 else (0,)):
+                ns[(v, "transfer", nb, d, r, use)] = per
+            for ev in ("map", "unmap") + (("register", "unregister") if v == "app_pinned" else ()):
+                ns[(v, ev, nb, d, r, -1)] = 100 if ev in ("map", "unmap") else 500
+    pred = predict(p, _synthetic_replay(ns), pols)
+    t = pred.totals.set_index("variant")
+    # plain: 13 transfers x 1000 + 3 buffers x (map + unmap) 200
+    assert t.loc["plain", "predicted_ns"] == 13 * 1000 + 3 * 200
+    assert t.loc["app_pinned", "predicted_ns"] == 13 * 400 + 3 * (200 + 1000)
+    assert t.loc["plain", "low"] <= t.loc["plain", "predicted_ns"] <= t.loc["plain", "high"]
+    assert t.loc["app_pinned", "rank"] == 1
+    be = pred.break_even.set_index(["variant", "nbytes"])
+    # one-off 1000 ns (register + unregister; maps equal), saving 600 ns per transfer -> 1.67, so 2 transfers
+    assert be.loc[("app_pinned", 384), "uses"] == pytest.approx(1000 / 600)
+    assert "pays after 2" in be.loc[("app_pinned", 384), "verdict"]
+    typ = pred.typical.set_index("variant")
+    # each step: 6 transfers, and either the maps (step 0) or the unmaps (step 1) of pos and out
+    assert typ.loc["plain", "by"] == "step" and typ.loc["plain", "predicted_ns"] == 6 * 1000 + 2 * 100
+
+
+def test_no_saving_is_never_called_a_break_even(write, tr):
+    p = pattern(read_trace(write("run.err", tr.info_trace(steps=1, invocations=2))))
+    pols = {"plain": ("driver_pageable", False, None), "app_pinned": ("prepinned", True, None)}
+    ns = {}
+    for v in pols:
+        for nb, d, r in ((384, "h2d", 2), (245760, "d2h", 2), (8192, "h2d", 1)):
+            for use in ((0, 1) if r > 1 else (0,)):
+                ns[(v, "transfer", nb, d, r, use)] = 1000   # the same time under both
+            for ev in ("map", "unmap", "register", "unregister"):
+                ns[(v, ev, nb, d, r, -1)] = 100
+    pred = predict(p, _synthetic_replay(ns), pols)
+    assert pred.break_even.verdict.str.startswith("never pays").all()
+    assert np.isinf(pred.break_even.uses).all()
+
+
+def test_prediction_csv(tmp_path):
+    path = write_prediction(tmp_path / "prediction.csv", [
+        {"application": "region", "variant": "plain", "predicted_ns": 900.0, "real_ns": 1000.0, "low": 0.8, "high": 1.0},
+        {"application": "stencil", "variant": "plain", "predicted_ns": 5.0, "real_ns": None, "low": None, "high": None}])
+    df = pd.read_csv(path)
+    assert list(df.columns) == ["application", "variant", "predicted_ns", "real_ns", "ratio", "low", "high"]
+    assert df.ratio.iat[0] == pytest.approx(0.9) and math.isnan(df.ratio.iat[1])
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "pinpath", "advise", *map(str, args)], capture_output=True, text=True)
+
+
+def test_cli_end_to_end_on_host(write, tr, tmp_path):
+    trace = write("run.err", tr.info_trace(steps=2, invocations=2))
+    real = write("real.csv", "variant,ns\nplain,500000\nplain,510000\nplain,490000\n")
+    out = tmp_path / "adv"
+    r = _cli(trace, "--platform", "host", "--out", out, "--repeats", "5", "--real", real, "--application", "miniqmc")
+    assert r.returncode == 0, r.stderr
+    for name in ("advice.html", "summary.md", "prediction.csv", "replay.csv", "totals.csv", "break_even.csv",
+                 "cost_by_size.png", "pattern/transfers.parquet", "pattern/buffers.csv"):
+        assert (out / name).is_file(), name
+    md = (out / "summary.md").read_text()
+    assert "### Ranking" in md and "### Advice" in md and "no GPU" in md and "RLIMIT_MEMLOCK" in md and "C11" in md
+    pred = pd.read_csv(out / "prediction.csv")
+    plain = pred[pred.variant == "plain"].iloc[0]
+    assert plain.application == "miniqmc" and plain.real_ns == 500000 and plain.low <= plain.ratio <= plain.high
+    assert pred[pred.variant != "plain"].real_ns.isna().all()
+
+
+def test_cli_hsa_stats_says_what_counts_tell(write, tr, tmp_path):
+    r = _cli(write("results.hsa_stats.csv", tr.HSA_STATS), "--out", tmp_path / "adv")
+    assert r.returncode == 0, r.stderr
+    assert "1.00 locks per copy" in r.stdout and "cannot be told without sizes" in r.stdout
+    assert (tmp_path / "adv/summary.md").is_file()
+
+
+def test_cli_refuses_in_one_sentence(write, tmp_path):
+    r = _cli(write("junk.txt", "nothing to see\n"), "--out", tmp_path / "adv")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "junk.txt" in r.stderr and "Traceback" not in r.stderr
+    r = _cli(write("x.err", "a\n"), "--repeats", "2")
+    assert r.returncode == 2 and "at least 5" in r.stderr

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
+import types
 
 import numpy as np
 import pandas as pd
@@ -14,6 +13,7 @@ from pinpath.advise import pattern, read_trace, replay, write_dataset
 from pinpath.advise.main import policies_for
 from pinpath.advise.predict import predict
 from pinpath.advise.report import write_prediction
+from pinpath.__main__ import main
 from pinpath.runtimes import open_runtime
 
 
@@ -132,15 +132,18 @@ def test_prediction_csv(tmp_path):
     assert df.ratio.iat[0] == pytest.approx(0.9) and math.isnan(df.ratio.iat[1])
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "pinpath", "advise", *map(str, args)], capture_output=True, text=True)
+def _cli(capsys, *args):
+    """``pinpath advise ...`` in this process: (exit status, stdout, stderr)."""
+    rc = main(["advise", *map(str, args)])
+    out = capsys.readouterr()
+    return types.SimpleNamespace(returncode=rc, stdout=out.out, stderr=out.err)
 
 
-def test_cli_end_to_end_on_host(write, tr, tmp_path):
+def test_cli_end_to_end_on_host(write, tr, tmp_path, capsys):
     trace = write("run.err", tr.info_trace(steps=2, invocations=2))
     real = write("real.csv", "variant,ns\nplain,500000\nplain,510000\nplain,490000\n")
     out = tmp_path / "adv"
-    r = _cli(trace, "--platform", "host", "--out", out, "--repeats", "5", "--real", real, "--application", "miniqmc")
+    r = _cli(capsys, trace, "--platform", "host", "--out", out, "--repeats", "5", "--real", real, "--application", "miniqmc")
     assert r.returncode == 0, r.stderr
     for name in ("advice.html", "summary.md", "prediction.csv", "replay.csv", "totals.csv", "break_even.csv",
                  "cost_by_size.png", "pattern/transfers.parquet", "pattern/buffers.csv"):
@@ -153,15 +156,15 @@ def test_cli_end_to_end_on_host(write, tr, tmp_path):
     assert pred[pred.variant != "plain"].real_ns.isna().all()
 
 
-def test_cli_hsa_stats_says_what_counts_tell(write, tr, tmp_path):
-    r = _cli(write("results.hsa_stats.csv", tr.HSA_STATS), "--out", tmp_path / "adv")
+def test_cli_hsa_stats_says_what_counts_tell(write, tr, tmp_path, capsys):
+    r = _cli(capsys, write("results.hsa_stats.csv", tr.HSA_STATS), "--out", tmp_path / "adv")
     assert r.returncode == 0, r.stderr
     assert "1.00 locks per copy" in r.stdout and "cannot be told without sizes" in r.stdout
     assert (tmp_path / "adv/summary.md").is_file()
 
 
-def test_cli_refuses_in_one_sentence(write, tmp_path):
-    r = _cli(write("junk.txt", "nothing to see\n"), "--out", tmp_path / "adv")
+def test_cli_refuses_in_one_sentence(write, tmp_path, capsys):
+    r = _cli(capsys, write("junk.txt", "nothing to see\n"), "--out", tmp_path / "adv")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "junk.txt" in r.stderr and "Traceback" not in r.stderr
-    r = _cli(write("x.err", "a\n"), "--repeats", "2")
+    r = _cli(capsys, write("x.err", "a\n"), "--repeats", "2")
     assert r.returncode == 2 and "at least 5" in r.stderr

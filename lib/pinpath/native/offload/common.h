@@ -35,6 +35,31 @@ inline int64_t now_ns() {
   std::exit(code);
 }
 
+// every option of argv through f(option, value) (value() takes the next word); f says whether it knew
+// the option. An unknown option or a missing value ends the program with status 2.
+template <class F> void for_each_option(int argc, char **argv, F &&f) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) die(2, "option " + a + " needs a value");
+      return argv[++i];
+    };
+    if (!f(a, value)) die(2, "unknown option " + a);
+  }
+}
+
+// one probe region before anything is timed: does a target region run on the device? Ends the program
+// (status 3) where it runs on the host, unless allow_host (tests of a build without offload).
+inline bool on_device(bool allow_host) {
+  int initial = 1;
+#pragma omp target map(from : initial)
+  { initial = omp_is_initial_device(); }
+  if (initial && !allow_host)
+    die(3, "the target region ran on the host (offload devices: " + std::to_string(omp_get_num_devices()) +
+               "); set OMP_TARGET_OFFLOAD=MANDATORY to see why the runtime fell back");
+  return !initial;
+}
+
 // -- the application's own pinning (app_pinned), resolved at run time: no link-time GPU dependency --
 // NVIDIA: cuMemHostRegister from libcuda.so.1, the driver library every NVIDIA node has (the CUDA
 // plugin loads it too), in the device's primary context, which is the one cudaHostRegister and

@@ -55,12 +55,7 @@ struct Options {
 
 Options parse(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) die(2, "option " + a + " needs a value");
-      return argv[++i];
-    };
+  for_each_option(argc, argv, [&](const std::string &a, auto &value) {
     if (a == "--variant") o.variant = value();
     else if (a == "--nw") o.nw = std::atol(value().c_str());
     else if (a == "--steps") o.steps = std::atoi(value().c_str());
@@ -69,8 +64,9 @@ Options parse(int argc, char **argv) {
     else if (a == "--seed") o.seed = std::strtoull(value().c_str(), nullptr, 10);
     else if (a == "--markers") o.markers = true;
     else if (a == "--allow-host") o.allow_host = true;
-    else die(2, "unknown option " + a);
-  }
+    else return false;
+    return true;
+  });
   if (o.nw < 1 || o.nw > 1 << 20) die(2, "--nw must be a walker count >= 1");
   if (o.steps < 1 || o.invocations < 1) die(2, "--steps and --invocations must be >= 1");
   if (o.variant != "plain" && o.variant != "app_pinned") die(2, "--variant is plain or app_pinned");
@@ -115,13 +111,7 @@ int main(int argc, char **argv) {
   std::memset(out, 0, out_nbytes);
 
   const int devices = omp_get_num_devices();
-  // one probe region before anything is timed: where does a target region run?
-  int initial = 1;
-#pragma omp target map(from : initial)
-  { initial = omp_is_initial_device(); }
-  if (initial && !o.allow_host)
-    die(3, "the target region ran on the host (offload devices: " + std::to_string(devices) +
-               "); set OMP_TARGET_OFFLOAD=MANDATORY to see why the runtime fell back");
+  const bool initial = !on_device(o.allow_host);
 
   Pinner pin;
   int64_t register_ns = 0, unregister_ns = 0;

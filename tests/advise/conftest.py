@@ -16,15 +16,15 @@ LAUNCH = "PluginInterface device 0 info: Launching kernel __omp_offloading_fd00_
 
 def info_trace(steps: int = 2, invocations: int = 3, *, markers: bool = True, launches: bool = True) -> str:
     """A miniqmc-like trace: per invocation pos (384 B) in, out (240 KiB) back; a setup copy."""
-    lines = ["some application output", H2D.format(hp="0x7000", tp="0x9000", n=8192, name="table[0:1024]")]
+    lines = ["some application output", H2D.format(hp="0x700000", tp="0x9000", n=8192, name="table[0:1024]")]
     for s in range(steps):
         for i in range(invocations):
             if markers:
                 lines.append(f"pinpath-region: invocation step={s} invocation={i}")
-            lines.append(H2D.format(hp="0x1000", tp="0xa000", n=384, name="pos[0:48]"))
+            lines.append(H2D.format(hp="0x100000", tp="0xa000", n=384, name="pos[0:48]"))
             if launches:
                 lines.append(LAUNCH.format(line=10))
-            lines.append(D2H.format(hp="0x2000", tp="0xb000", n=245760, name="out[0:30720]"))
+            lines.append(D2H.format(hp="0x200000", tp="0xb000", n=245760, name="out[0:30720]"))
     if markers:
         lines.append("pinpath-region: teardown")
     return "\n".join(lines) + "\n"

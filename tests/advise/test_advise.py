@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from pinpath.advise import pattern, read_trace, replay, write_dataset
+from pinpath.advise.advice import advice
 from pinpath.advise.main import policies_for
 from pinpath.advise.predict import predict
 from pinpath.advise.report import write_prediction
@@ -20,13 +21,13 @@ from pinpath.runtimes import open_runtime
 def test_pattern_reuse_classes_and_sizes(write, tr):
     p = pattern(read_trace(write("run.err", tr.info_trace(steps=2, invocations=3))))
     b = p.buffers.set_index("buffer")
-    assert b.loc["0x1000", "transfers"] == 6 and b.loc["0x1000", "h2d"] == 6 and b.loc["0x1000", "d2h"] == 0
-    assert b.loc["0x2000", "nbytes"] == 245760 and b.loc["0x7000", "transfers"] == 1
-    assert b.loc["0x1000", "reuse_class"] == 4   # 6 rounded down to a power of two
+    assert b.loc["0x100000", "transfers"] == 6 and b.loc["0x100000", "h2d"] == 6 and b.loc["0x100000", "d2h"] == 0
+    assert b.loc["0x200000", "nbytes"] == 245760 and b.loc["0x700000", "transfers"] == 1
+    assert b.loc["0x100000", "reuse_class"] == 4   # 6 rounded down to a power of two
     got = {tuple(r) for r in p.classes[["nbytes", "direction", "reuse"]].itertuples(index=False)}
     assert got == {(384, "h2d", 4), (245760, "d2h", 4), (8192, "h2d", 1)}
     t = p.transfers
-    assert list(t[t.buffer == "0x1000"].use) == [0, 1, 1, 1, 1, 1]
+    assert list(t[t.buffer == "0x100000"].use) == [0, 1, 1, 1, 1, 1]
     assert int(p.sizes.transfers.sum()) == len(t) == 13
     assert p.regions[p.regions.region >= 0].transfers.eq(2).all()
 
@@ -40,7 +41,7 @@ def test_many_sizes_are_binned(write, tr):
 def test_dataset_round_trips(write, tr, tmp_path):
     p = pattern(read_trace(write("run.err", tr.info_trace())))
     paths = write_dataset(p, tmp_path / "out")
-    assert len(paths) == 10 and all(x.stat().st_size > 0 for x in paths)
+    assert len(paths) == 12 and all(x.stat().st_size > 0 for x in paths)
     back = pd.read_parquet(tmp_path / "out/pattern/buffers.parquet")
     assert back.transfers.tolist() == p.buffers.transfers.tolist()
     csv = pd.read_csv(tmp_path / "out/pattern/transfers.csv")
@@ -103,6 +104,13 @@ def test_prediction_sums_and_break_even(write, tr):
     # one-off 1000 ns (register + unregister; maps equal), saving 600 ns per transfer -> 1.67, so 2 transfers
     assert be.loc[("app_pinned", 384), "uses"] == pytest.approx(1000 / 600)
     assert "pays after 2" in be.loc[("app_pinned", 384), "verdict"]
+    arr = pred.arrays.set_index("name")
+    assert arr.loc["pos[0:48]", "uses"] == pytest.approx(1000 / 600) and arr.loc["pos[0:48]", "pays"]
+    assert not arr.loc["table[0:1024]", "pays"]   # moved once: 1 < 2
+    words = " ".join(advice(p, pred, platform="cuda", vendor="nvidia"))
+    assert "Arrays worth registering: `pos[0:48]`" in words and "`out[0:30720]`" in words
+    assert "table" not in words.split("Arrays worth registering")[1].split(".")[0]
+    assert "do nothing on NVIDIA" in words and "no GPU" not in words
     typ = pred.typical.set_index("variant")
     # each step: 6 transfers, and either the maps (step 0) or the unmaps (step 1) of pos and out
     assert typ.loc["plain", "by"] == "step" and typ.loc["plain", "predicted_ns"] == 6 * 1000 + 2 * 100
@@ -168,3 +176,22 @@ def test_cli_refuses_in_one_sentence(write, tmp_path, capsys):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "junk.txt" in r.stderr and "Traceback" not in r.stderr
     r = _cli(capsys, write("x.err", "a\n"), "--repeats", "2")
     assert r.returncode == 2 and "at least 5" in r.stderr
+
+
+def test_rows_of_one_array_are_one_array(write, tr):
+    # a stencil: the grid (64 KiB at 0x10000) in once; rows 1 and 14 out, rows 0 and 15 in, every step
+    row, grid = 4096, 0x10000
+    lines = [tr.H2D.format(hp=hex(grid), tp="0x1", n=16 * row, name="g[0:n]")]
+    for s in range(3):
+        lines.append(f"pinpath-region: invocation step={s} invocation=0")
+        lines += [tr.D2H.format(hp=hex(grid + row), tp="0x1", n=row, name="g[top:nx]"),
+                  tr.D2H.format(hp=hex(grid + 14 * row), tp="0x1", n=row, name="g[bottom:nx]"),
+                  tr.H2D.format(hp=hex(grid), tp="0x1", n=row, name="g[0:nx]"),
+                  tr.H2D.format(hp=hex(grid + 15 * row), tp="0x1", n=row, name="g[ghost:nx]")]
+    lines.append(tr.H2D.format(hp=hex(0x100000), tp="0x1", n=64, name="other[0:8]"))   # a separate array
+    p = pattern(read_trace(write("stencil.err", "\n".join(lines))))
+    assert len(p.buffers) == 5 and len(p.arrays) == 2
+    g = p.arrays.set_index("array").loc[hex(grid)]
+    assert g["nbytes"] == 16 * row and g["buffers"] == 4 and g["transfers"] == 13 and g["name"] == "g[0:n]"
+    assert set(p.transfers[p.transfers.buffer != hex(0x100000)].array) == {hex(grid)}
+    assert 16 * row in set(p.classes.nbytes)   # the array's size is replayed for its one-off costs

@@ -20,7 +20,7 @@ def test_info_with_markers_assigns_invocations_and_setup(write, tr):
     assert sorted(inv.region.unique()) == list(range(6))
     assert inv.groupby("region").size().eq(2).all()
     assert set(inv.step) == {0, 1}
-    assert set(inv.direction) == {"h2d", "d2h"} and set(inv.buffer) == {"0x1000", "0x2000"}
+    assert set(inv.direction) == {"h2d", "d2h"} and set(inv.buffer) == {"0x100000", "0x200000"}
     assert c[c.name == "out[0:30720]"].nbytes.eq(245760).all()
     assert t.has_sizes and any("markers" in k for k in t.knows)
 

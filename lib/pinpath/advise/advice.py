@@ -83,32 +83,26 @@ def advice(p: Pattern, pred: Prediction, *, platform: str, vendor: str) -> list[
 
 
 def _pin_list(p: Pattern, pred: Prediction) -> list[str]:
-    """Which arrays registering pays for: those moved at least as often as the break-even at
-    their size (the interval's upper end, so a pin is advised only where it surely pays)."""
-    be = pred.break_even
-    if not len(be) or "app_pinned" not in set(be.variant) or not len(p.buffers):
+    """Which arrays registering pays for: those moved at least as often as the upper end of their
+    break-even's interval, so a pin is advised only where it surely pays."""
+    arr = pred.arrays
+    if not len(arr) or "app_pinned" not in set(arr.variant):
         return []
-    be = be[be.variant == "app_pinned"].groupby("nbytes").agg(uses=("uses", "max"), high=("high", "max"))
-    lines, pinned_nbytes = [], 0
-    for r in p.buffers.sort_values("moved_nbytes", ascending=False).itertuples():
-        if r.nbytes not in be.index:
-            continue
-        need = be.loc[r.nbytes]
-        bound = need.high if math.isfinite(need.high) else need.uses
-        if math.isfinite(bound) and r.transfers >= math.ceil(bound):
-            pinned_nbytes += r.nbytes
-            if len(lines) < 12:
-                lines.append(f"`{r.name or r.buffer}` ({fmt_bytes(r.nbytes)}, moved {r.transfers}x; "
-                             f"registering pays after {math.ceil(need.uses)} transfer(s))")
-    if not lines:
+    arr = arr[arr.variant == "app_pinned"].sort_values("transfers", ascending=False)
+    pays = arr[arr.pays]
+    if not len(pays):
         return ["No array is moved often enough for registering it to pay back its cost on this node."]
-    return ["Arrays worth registering: " + "; ".join(lines) + f". Together {fmt_bytes(pinned_nbytes)} locked."]
+    lines = [f"`{r.name or r.array}` ({fmt_bytes(r.nbytes)}, moved {r.transfers}x; registering pays after "
+             f"{math.ceil(r.uses)} transfer(s), at most {math.ceil(r.high)})" for r in pays.head(12).itertuples()]
+    more = f" and {len(pays) - 12} more" if len(pays) > 12 else ""
+    return ["Arrays worth registering: " + "; ".join(lines) + more +
+            f". Together {fmt_bytes(int(pays.nbytes.sum()))} locked."]
 
 
 def _caveats(p: Pattern, pred: Prediction) -> list[str]:
     soft, _ = memlock_limit_nbytes()
     limit = "unlimited" if soft < 0 else fmt_bytes(soft)
-    locked = int(p.buffers.nbytes.sum()) if len(p.buffers) else 0
+    locked = int(p.arrays.nbytes.sum()) if len(p.arrays) else 0
     return [f"Caveat, locked memory is scarce: it cannot be paged out, and Linux caps what a user without "
             f"CAP_IPC_LOCK may lock with RLIMIT_MEMLOCK (`ulimit -l`; here {limit}); the trace's arrays "
             f"together are {fmt_bytes(locked)}. cudaHostRegister and hsa_amd_memory_lock are not bound by that "

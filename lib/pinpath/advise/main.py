@@ -108,7 +108,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             rt.close()
         rep.to_csv(out / "replay.csv", index=False)
         pred = predict(p, rep, pols)
-        for name in ("totals", "regions", "steps", "break_even", "by_class", "typical"):
+        for name in ("totals", "regions", "steps", "break_even", "by_class", "typical", "arrays"):
             getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
         lines = advice(p, pred, platform=rt.name, vendor=vendor)
         write_prediction(out / "prediction.csv",

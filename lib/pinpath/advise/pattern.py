@@ -1,6 +1,11 @@
 """The transfer pattern of a trace: per transfer its buffer's reuse and whether it is the
 buffer's first use; per buffer its size and how often it moves; the (size, direction, reuse)
-classes the replay samples; the size distribution and the regions. Written as a data set."""
+classes the replay samples; the size distribution and the regions. Written as a data set.
+
+A buffer is one host pointer (HstPtr). An array is the union of buffers whose ranges overlap:
+``target update from(g[nx:nx])`` copies a row of the array ``g`` from a pointer inside it, and it
+is ``g`` as a whole that an application registers and that a runtime maps (and locks, with
+LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS). One-off costs are charged per array."""
 
 from __future__ import annotations
 
@@ -32,7 +37,9 @@ def _pow2_floor(n) -> np.ndarray:
 class Pattern:
     trace: Trace
     transfers: pd.DataFrame   # TRACE_COPIES + reuse, reuse_class, use (0: buffer's first transfer), class_nbytes
-    buffers: pd.DataFrame     # buffer, name, nbytes (largest copy), transfers, h2d, d2h, moved_nbytes, reuse_class
+    buffers: pd.DataFrame     # buffer, name, nbytes (largest copy), transfers, h2d, d2h, moved_nbytes, reuse_class, array
+    arrays: pd.DataFrame      # array, name, nbytes (the union's extent), buffers, transfers, h2d, d2h, moved_nbytes,
+                              # first_region, last_region
     classes: pd.DataFrame     # nbytes, direction, reuse: what the replay samples; transfers, buffers
     sizes: pd.DataFrame       # size distribution by power-of-two bin: bin_nbytes, direction, transfers, moved_nbytes
     regions: pd.DataFrame     # region, step, segment, transfers, h2d, d2h, moved_nbytes
@@ -45,7 +52,7 @@ def pattern(trace: Trace, *, max_classes: int = MAX_CLASSES) -> Pattern:
     if not trace.has_sizes:
         empty = pd.DataFrame()
         sizes = t.groupby("direction").size().rename("transfers").reset_index() if len(t) else empty
-        return Pattern(trace, t, empty, empty, sizes, _regions(t))
+        return Pattern(trace, t, empty, empty, empty, sizes, _regions(t))
     t["nbytes"] = t.nbytes.astype(np.int64)
     # a copy without a host pointer is its own buffer
     key = t.buffer.where(t.buffer != "", "copy#" + t.seq.astype(str))
@@ -64,21 +71,56 @@ def pattern(trace: Trace, *, max_classes: int = MAX_CLASSES) -> Pattern:
                             "moved_nbytes": g.nbytes.sum(), "first_seq": g.seq.min(),
                             "first_region": g.region.first(), "last_region": g.region.last()}).reset_index()
     buffers["reuse_class"] = reuse_bin(buffers.transfers)
+    buffers["array"] = _arrays_of(buffers)
+    t["array"] = t.buffer.map(buffers.set_index("buffer").array)
+    ga = t.groupby("array", sort=False)
+    arrays = pd.DataFrame({"buffers": ga.buffer.nunique(), "transfers": ga.size(),
+                           "h2d": ga.direction.agg(lambda s: int((s == "h2d").sum())),
+                           "d2h": ga.direction.agg(lambda s: int((s == "d2h").sum())),
+                           "moved_nbytes": ga.nbytes.sum(), "first_region": ga.region.first(),
+                           "last_region": ga.region.last()}).reset_index()
+    ext = buffers.assign(start=buffers.buffer.map(_address)).assign(end=lambda b: b.start + b.nbytes)
+    span = ext.groupby("array").agg(start=("start", "min"), end=("end", "max"))
+    arrays["nbytes"] = arrays.array.map(span.end - span.start).astype(np.int64)
+    big = t.sort_values("nbytes", ascending=False, kind="stable").drop_duplicates("array").set_index("array")
+    arrays["name"] = arrays.array.map(big.name)   # the name of its largest copy
     classes = (t.groupby(["class_nbytes", "direction", "reuse_class"])
                .agg(transfers=("seq", "size"), buffers=("buffer", "nunique")).reset_index()
                .rename(columns={"class_nbytes": "nbytes", "reuse_class": "reuse"}))
-    # the replay also needs every buffer's size for its registration and map costs
-    extra = buffers[~buffers.nbytes.isin(classes.nbytes) if not size_binned else
-                    ~pd.Series(_pow2_floor(buffers.nbytes)).isin(classes.nbytes).to_numpy()]
-    if len(extra):
-        ex = pd.DataFrame({"nbytes": _pow2_floor(extra.nbytes) if size_binned else extra.nbytes,
-                           "direction": "h2d", "reuse": extra.reuse_class, "transfers": 0, "buffers": 0})
-        classes = pd.concat([classes, ex.drop_duplicates(["nbytes", "reuse"])], ignore_index=True)
+    # the replay also needs every array's size for its registration and map costs
+    a_nb = _pow2_floor(arrays.nbytes) if size_binned else arrays.nbytes.to_numpy()
+    extra = ~pd.Series(a_nb).isin(classes.nbytes).to_numpy()
+    if extra.any():
+        ex = pd.DataFrame({"nbytes": a_nb[extra], "direction": "h2d", "reuse": 1, "transfers": 0, "buffers": 0})
+        classes = pd.concat([classes, ex.drop_duplicates("nbytes")], ignore_index=True)
     t["bin_nbytes"] = _pow2_floor(t.nbytes)
     sizes = (t.groupby(["bin_nbytes", "direction"]).agg(transfers=("seq", "size"), moved_nbytes=("nbytes", "sum"))
              .reset_index())
-    return Pattern(trace, t, buffers, classes.sort_values(["nbytes", "direction", "reuse"], ignore_index=True),
+    return Pattern(trace, t, buffers, arrays, classes.sort_values(["nbytes", "direction", "reuse"], ignore_index=True),
                    sizes, _regions(t), size_binned)
+
+
+def _address(ptr: str) -> int:
+    try:
+        return int(ptr, 16)
+    except ValueError:   # a copy without a host pointer: its own array, far from any other
+        return -1 - int(ptr.removeprefix("copy#"))
+
+
+def _arrays_of(buffers: pd.DataFrame) -> np.ndarray:
+    """Each buffer's array: the lowest pointer of the run of overlapping ranges it belongs to."""
+    start = buffers.buffer.map(_address).to_numpy()
+    end = start + buffers.nbytes.to_numpy()
+    order = np.argsort(start, kind="stable")
+    out = np.empty(len(order), dtype=object)
+    head, reach = None, None
+    for i in order:
+        if head is None or start[i] >= reach or start[i] < 0:
+            head, reach = buffers.buffer.iat[i], end[i]
+        else:
+            reach = max(reach, end[i])
+        out[i] = head
+    return out
 
 
 def _regions(t: pd.DataFrame) -> pd.DataFrame:
@@ -93,11 +135,11 @@ def _regions(t: pd.DataFrame) -> pd.DataFrame:
 
 def write_dataset(p: Pattern, out: Path | str) -> list[Path]:
     """The pattern as a small data set a user can share: ``pattern/<table>.parquet`` and ``.csv``
-    for transfers, buffers, classes, sizes and regions. The paths written."""
+    for transfers, buffers, arrays, classes, sizes and regions. The paths written."""
     d = Path(out) / "pattern"
     d.mkdir(parents=True, exist_ok=True)
     written = []
-    for name in ("transfers", "buffers", "classes", "sizes", "regions"):
+    for name in ("transfers", "buffers", "arrays", "classes", "sizes", "regions"):
         df = getattr(p, name)
         if name == "transfers" and len(df):
             df = df.drop(columns=[c for c in ("class_nbytes", "bin_nbytes") if c in df.columns])

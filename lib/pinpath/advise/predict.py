@@ -35,6 +35,7 @@ class Prediction:
     by_class: pd.DataFrame    # variant, nbytes, direction, reuse, use, median_ns, low, high, n (for the figure)
     typical: pd.DataFrame     # variant, by (step or region), group, n_groups, predicted_ns, low, high: the median
                               # step (region where the trace has no steps) with its interval
+    arrays: pd.DataFrame      # variant, array, name, nbytes, transfers, one_off_ns, saving_ns, uses, low, high, pays
 
 
 class _Keys:
@@ -64,13 +65,22 @@ class _Keys:
         return self.point[key], self.draws[key]
 
 
+def _transfer_rows(t: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({"region": t.region, "step": t.step, "event": "transfer", "nbytes": t.class_nbytes,
+                         "direction": t.direction, "reuse": t.reuse_class, "use": t.use})
+
+
+def _counted(rows: pd.DataFrame) -> pd.DataFrame:
+    return (rows.fillna({"direction": "", "reuse": -1, "use": -1})
+            .groupby(["region", "step", "event", "nbytes", "direction", "reuse", "use"]).size()
+            .rename("count").reset_index())
+
+
 def _charges(p: Pattern, variant: str, pinned: bool) -> pd.DataFrame:
     """What the trace charges under ``variant``: rows of (region, step, key, count)."""
     t = p.transfers
-    use = np.minimum(t.use.to_numpy(), np.where(t.reuse_class.to_numpy() > 1, 1, 0))
-    tr = pd.DataFrame({"region": t.region, "step": t.step, "event": "transfer", "nbytes": t.class_nbytes,
-                       "direction": t.direction, "reuse": t.reuse_class, "use": use})
-    b = p.buffers
+    tr = _transfer_rows(t)
+    b = p.arrays
     nb = _pow2_floor(b.nbytes) if p.size_binned else b.nbytes.to_numpy()
     step_of = t.groupby("region").step.first()
     parts = [tr]
@@ -80,11 +90,7 @@ def _charges(p: Pattern, variant: str, pinned: bool) -> pd.DataFrame:
         region = b.first_region if ev in ("register", "map") else b.last_region
         parts.append(pd.DataFrame({"region": region.to_numpy(), "step": step_of.reindex(region).to_numpy(),
                                    "event": ev, "nbytes": nb, "direction": None, "reuse": None, "use": None}))
-    ch = pd.concat(parts, ignore_index=True)
-    ch["variant"] = variant
-    return (ch.fillna({"direction": "", "reuse": -1, "use": -1})
-            .groupby(["region", "step", "event", "nbytes", "direction", "reuse", "use"]).size()
-            .rename("count").reset_index())
+    return _counted(pd.concat(parts, ignore_index=True))
 
 
 def _lookup(keys: _Keys, variant: str, ev, nb, d, r, u):
@@ -174,12 +180,62 @@ def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
     return Prediction(tot.sort_values("predicted_ns", ignore_index=True),
                       pd.concat(regions, ignore_index=True) if regions else pd.DataFrame(),
                       pd.concat(steps, ignore_index=True) if steps else pd.DataFrame(),
-                      _break_even(keys, p, policies), pd.DataFrame(classes), pd.DataFrame(typical))
+                      _break_even(keys, p, policies), pd.DataFrame(classes), pd.DataFrame(typical),
+                      _array_break_even(keys, p, policies))
+
+
+def _one_off(keys: _Keys, variant: str, pinned: bool, nbytes: int) -> tuple[float, np.ndarray]:
+    """A variant's one-off events for one buffer or array of ``nbytes``: point and draws."""
+    total, draws = 0.0, 0.0
+    for ev in BUFFER_EVENTS:
+        if ev in ("register", "unregister") and not pinned:
+            continue
+        e, de = keys.pooled(variant, ev, nbytes)
+        total, draws = total + e, draws + de
+    return total, np.asarray(draws, dtype=float)
+
+
+def _array_break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "plain") -> pd.DataFrame:
+    """Per variant other than ``baseline`` and per array: the extra one-off cost at the array's
+    size over the mean saving per transfer of the array's own transfers; ``pays`` where the array
+    moves at least as often as the break-even's upper bound."""
+    if baseline not in policies or not len(p.arrays):
+        return pd.DataFrame()
+    rows = []
+    t = p.transfers
+    for variant, (_, pinned, _) in policies.items():
+        if variant == baseline:
+            continue
+        for a in p.arrays.itertuples():
+            nb = int(_pow2_floor([a.nbytes])[0]) if p.size_binned else int(a.nbytes)
+            ox, dx = _one_off(keys, variant, pinned, nb)
+            ob, db = _one_off(keys, baseline, bool(policies[baseline][1]), nb)
+            ch = _counted(_transfer_rows(t[t.array == a.array]))
+            vb, dvb = _value(keys, baseline, ch)
+            vv, dvv = _value(keys, variant, ch)
+            n = int(a.transfers)
+            extra, dextra = ox - ob, dx - db
+            saving, dsaving = (vb - vv) / n, (dvb - dvv) / n
+            s_lo, _ = interval(dsaving)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(dsaving > 0, np.maximum(dextra, 0) / dsaving, np.inf)
+            lo, hi = interval(ratio[np.isfinite(ratio)]) if np.isfinite(ratio).mean() > 0.975 else (math.nan, math.nan)
+            if not (math.isfinite(saving) and math.isfinite(extra)):
+                uses = math.nan
+            elif not s_lo > 0:
+                uses = math.inf
+            else:
+                uses = max(extra, 0.0) / saving
+            rows.append({"variant": variant, "array": a.array, "name": a.name, "nbytes": int(a.nbytes),
+                         "transfers": n, "one_off_ns": extra, "saving_ns": saving, "saving_low": s_lo,
+                         "uses": uses, "low": lo, "high": hi,
+                         "pays": bool(math.isfinite(hi) and n >= math.ceil(hi))})
+    return pd.DataFrame(rows)
 
 
 def _break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "plain") -> pd.DataFrame:
     """Per variant other than ``baseline``, size and direction: the variant's extra one-off cost
-    per buffer over the baseline's, divided by what it saves per later transfer."""
+    for an array of that size over the baseline's, divided by what it saves per later transfer."""
     if baseline not in policies or not len(p.classes):
         return pd.DataFrame()
     rows = []
@@ -190,15 +246,9 @@ def _break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "plain"
             use = 1 if any(k[:4] == (variant, "transfer", nb, d) and k[5] == 1 for k in keys.groups) else 0
             tb, db = keys.pooled(baseline, "transfer", nb, d, use)
             tv, dv = keys.pooled(variant, "transfer", nb, d, use)
-            extra, dx = 0.0, 0.0
-            for ev in BUFFER_EVENTS:
-                if ev in ("register", "unregister") and not pinned:
-                    continue
-                e, de = keys.pooled(variant, ev, nb)
-                extra, dx = extra + e, dx + de
-            for ev in ("map", "unmap"):
-                e, de = keys.pooled(baseline, ev, nb)
-                extra, dx = extra - e, dx - de
+            ox, dox = _one_off(keys, variant, pinned, nb)
+            ob, dob = _one_off(keys, baseline, bool(policies[baseline][1]), nb)
+            extra, dx = ox - ob, dox - dob
             saving, ds = tb - tv, db - dv
             s_lo, s_hi = interval(ds)
             with np.errstate(divide="ignore", invalid="ignore"):

@@ -71,7 +71,8 @@ def _pattern_lines(p: Pattern) -> list[str]:
     t, tr = p.trace, p.transfers
     lines = [f"Trace `{Path(t.path).name}` ({t.format}): {len(tr)} copies"]
     if len(p.buffers):
-        lines[0] += (f" of {len(p.buffers)} host buffers, {binary_size(int(tr.nbytes.sum()))} moved; "
+        lines[0] += (f" of {len(p.buffers)} host buffers in {len(p.arrays)} arrays, "
+                     f"{binary_size(int(tr.nbytes.sum()))} moved; "
                      f"{int((tr.direction == 'h2d').sum())} H2D, {int((tr.direction == 'd2h').sum())} D2H; "
                      f"{p.regions.region.nunique()} region(s); {len(p.classes)} (size, direction, reuse) classes"
                      + (" (sizes binned by powers of two)" if p.size_binned else "") + ".")
@@ -87,11 +88,12 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
     fig = figure(pred, out / "cost_by_size.png") if pred is not None else None
     md = [f"## pinpath advise: {md_cell(Path(p.trace.path).name)}", "",
           " · ".join(f"{k} {v}" for k, v in meta.items()), "", "### Pattern", "", *_pattern_lines(p), ""]
-    if len(p.buffers):
-        top = p.buffers.sort_values("moved_nbytes", ascending=False).head(10)
-        md += _table(["buffer", "name", "size", "transfers", "H2D", "D2H"],
-                     [[md_cell(r.buffer, code=True), md_cell(r.name, code=True), binary_size(int(r.nbytes)),
-                       str(r.transfers), str(r.h2d), str(r.d2h)] for r in top.itertuples()], right=(2, 3, 4, 5)) + [""]
+    if len(p.arrays):
+        top = p.arrays.sort_values("moved_nbytes", ascending=False).head(10)
+        md += _table(["array", "name", "size", "buffers", "transfers", "H2D", "D2H"],
+                     [[md_cell(r.array, code=True), md_cell(r.name, code=True), binary_size(int(r.nbytes)),
+                       str(r.buffers), str(r.transfers), str(r.h2d), str(r.d2h)] for r in top.itertuples()],
+                     right=(2, 3, 4, 5, 6)) + [""]
     if pred is not None:
         md += ["### Ranking (predicted transfer time of the whole trace, 95 % CI)", "",
                *_table(["rank", "variant", "policy", "predicted", "per transfer", "per region: median (min .. max)"],
@@ -122,7 +124,7 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
     tables = []
     if pred is not None:
         for name, df in (("ranking", pred.totals), ("per region", pred.regions), ("per step", pred.steps),
-                         ("break-evens", pred.break_even), ("by class", pred.by_class)):
+                         ("break-evens", pred.break_even), ("arrays", pred.arrays), ("by class", pred.by_class)):
             if len(df):
                 tables.append(f"<h3>{html.escape(name)}</h3>" + df.to_html(index=False, float_format=lambda x: f"{x:.4g}"))
     img = '<img src="cost_by_size.png" alt="cost per policy by size class">' if fig else ""

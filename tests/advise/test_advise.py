@@ -195,3 +195,11 @@ def test_rows_of_one_array_are_one_array(write, tr):
     assert g["nbytes"] == 16 * row and g["buffers"] == 4 and g["transfers"] == 13 and g["name"] == "g[0:n]"
     assert set(p.transfers[p.transfers.buffer != hex(0x100000)].array) == {hex(grid)}
     assert 16 * row in set(p.classes.nbytes)   # the array's size is replayed for its one-off costs
+
+
+def test_cli_thread_table_without_copy_rows(tmp_path, capsys):
+    from importlib import resources
+    path = resources.files("pinpath").joinpath("report/data/thread_hsa_stats_without_user_pinning.csv")
+    r = _cli(capsys, path, "--out", tmp_path / "adv")
+    assert r.returncode == 0, r.stderr
+    assert "803 locks" in r.stdout and "unknown, not zero" in r.stdout and "cannot be told without the copy rows" in r.stdout

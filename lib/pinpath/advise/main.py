@@ -32,26 +32,37 @@ def policies_for(vendor: str) -> dict[str, tuple]:
     return {v: MODELS[(vendor, v)] for v in VARIANTS if (vendor, v) in MODELS}
 
 
+_STATS_GROUPS = (("copies", "hsa_amd_memory_async_copy"), ("locks", "hsa_amd_memory_lock"),
+                 ("unlocks", "hsa_amd_memory_unlock"), ("pointer queries", "hsa_amd_pointer_info"))
+
+
 def _stats_advice(stats: pd.DataFrame) -> list[str]:
-    """What rocprof's call counts say on their own: locks per copy and what they cost."""
-    def calls(prefix):
+    """What rocprof's call counts say on their own: locks per copy and what they cost. A function
+    the file has no row for is said to be absent, never counted as zero (the thread's tables are
+    grep'd summaries)."""
+    got = {}
+    for what, prefix in _STATS_GROUPS:
         s = stats[stats.Name.str.startswith(prefix)]
-        return int(s.Calls.sum()), int(s.TotalDurationNs.sum())
-    copies, _ = calls("hsa_amd_memory_async_copy")
-    locks, lock_ns = calls("hsa_amd_memory_lock")
-    unlocks, unlock_ns = calls("hsa_amd_memory_unlock")
-    queries, query_ns = calls("hsa_amd_pointer_info")
-    out = [f"rocprof counted {copies} asynchronous copies, {locks} locks, {unlocks} unlocks and {queries} pointer "
-           f"queries; locks and unlocks took {format_measured(lock_ns + unlock_ns, unit='ns')} in all, queries "
-           f"{format_measured(query_ns, unit='ns')}."]
-    if copies and locks >= 0.5 * copies:
-        out.append(f"About {locks / copies:.2f} locks per copy: the runtime locks and unlocks per copy. Registering "
-                   "the arrays that are copied (or LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1 on AMD) would remove up to "
-                   f"{locks} locks and {unlocks} unlocks, whose measured time is above; what the registrations cost "
-                   "instead cannot be told without sizes (trace with LIBOMPTARGET_INFO=32 for a replay).")
-    elif copies:
-        out.append(f"{locks / copies:.2f} locks per copy: most copies did not lock per copy (memory already pinned "
-                   "or staged), so pinning would save little of the lock cost counted here.")
+        got[what] = (int(s.Calls.sum()), int(s.TotalDurationNs.sum())) if len(s) else None
+    said = [f"{n} {what} ({format_measured(ns, unit='ns')})" for what, v in got.items() if v for n, ns in [v]]
+    absent = [f"{prefix}*" for what, prefix in _STATS_GROUPS if got[what] is None]
+    out = ["rocprof counted " + (", ".join(said) or "none of the copy, lock or query functions") + "."
+           + (f" The file has no row for {', '.join(absent)}: those are unknown, not zero." if absent else "")]
+    copies, locks, unlocks = got["copies"], got["locks"], got["unlocks"]
+    if copies and locks and copies[0]:
+        per = locks[0] / copies[0]
+        if per >= 0.5:
+            out.append(f"About {per:.2f} locks per copy: the runtime locks and unlocks per copy. Registering the arrays "
+                       "that are copied (or LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1 on AMD) would remove up to "
+                       f"{locks[0]} locks and {unlocks[0] if unlocks else 'their'} unlocks, whose measured time is above; "
+                       "what the registrations cost instead cannot be told without sizes (trace with "
+                       "LIBOMPTARGET_INFO=32 for a replay).")
+        else:
+            out.append(f"{per:.2f} locks per copy: most copies did not lock per copy (memory already pinned or "
+                       "staged), so pinning would save little of the lock cost counted here.")
+    elif locks:
+        out.append("Locks per copy cannot be told without the copy rows; what registering would save cannot be told "
+                   "without sizes (trace with LIBOMPTARGET_INFO=32 for a replay).")
     return out
 
 

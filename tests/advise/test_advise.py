@@ -203,3 +203,11 @@ def test_cli_thread_table_without_copy_rows(tmp_path, capsys):
     r = _cli(capsys, path, "--out", tmp_path / "adv")
     assert r.returncode == 0, r.stderr
     assert "803 locks" in r.stdout and "unknown, not zero" in r.stdout and "cannot be told without the copy rows" in r.stdout
+
+
+def test_cli_rocprofv3_gives_durations_and_says_nothing_replays(write, tr, tmp_path, capsys):
+    r = _cli(capsys, write("mc.csv", tr.v3_trace(rows=((1, 100, 180), (2, 300, 340), (3, 500, 560)))),
+             "--out", tmp_path / "adv")
+    assert r.returncode == 0, r.stderr
+    assert "H2D: 3 copies" in r.stdout and "median 60.0 ns" in r.stdout and "Nothing can be replayed" in r.stdout
+    assert (tmp_path / "adv/pattern/transfers.parquet").is_file() and not (tmp_path / "adv/replay.csv").exists()

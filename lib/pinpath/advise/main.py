@@ -66,6 +66,19 @@ def _stats_advice(stats: pd.DataFrame) -> list[str]:
     return out
 
 
+def _durations(copies: pd.DataFrame) -> list[str]:
+    """What measured copy times (rocprofv3) say per direction: count, median with its interval, total."""
+    from ..stats import median_ci
+    out = []
+    for d, g in copies.groupby("direction"):
+        e = median_ci(g.duration_ns.to_numpy(dtype=float))
+        if e.n:
+            out.append(f"{d.upper()}: {len(g)} copies on the traced node, median "
+                       f"{format_measured(e.value, e.low, e.high, 'ns')}, {format_measured(g.duration_ns.sum(), unit='ns')} "
+                       "in all (the engines' time, from the trace).")
+    return out
+
+
 def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
     """prediction.csv rows: per variant the predicted transfer time of the median step (region
     where the trace has no steps) beside the real median per step where ``real`` (variant, ns)
@@ -127,6 +140,6 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     elif trace.stats is not None:
         lines = _stats_advice(trace.stats)
     else:
-        lines = ["Nothing can be replayed from this trace: " + "; ".join(trace.lacks) + "."]
+        lines = _durations(trace.copies) + ["Nothing can be replayed from this trace: " + "; ".join(trace.lacks) + "."]
     pages = write_pages(out, p, pred, lines, meta)
     return {"out": out, **pages, "meta": meta, "advice": lines, "prediction": pred}

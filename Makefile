@@ -111,7 +111,7 @@ compare: setup  ## render the claims of RUNS="outputs/A outputs/B" side by side 
 	@[ -n "$$RUNS" ] || { echo 'make compare needs RUNS="outputs/A outputs/B"'; exit 2; }
 	read -r -a runs <<< "$$RUNS"; $(PY) -m pinpath compare "$${runs[@]}" --out outputs/compare.html
 
-advise: setup  ## replay an application's transfer trace under every policy and advise (TRACE=<file> PLATFORM= OUT=)
+advise: $(if $(TRACE),setup,)  ## replay an application's transfer trace under every policy and advise (TRACE=<file> PLATFORM= OUT=)
 	@[ -n "$$TRACE" ] || { echo 'make advise needs TRACE=<file> (LIBOMPTARGET_INFO=32 stderr, rocprofv3 memory-copy CSV or hsa_stats.csv)'; exit 2; }
 	$(PY) -m pinpath advise "$$TRACE" --platform "$$PLATFORM" $${OUT:+--out "$$OUT"}
 

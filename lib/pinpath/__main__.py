@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--platform", default="auto", help=f"one of {', '.join(m.value for m in Platform)} (default: auto)")
     p.add_argument("--vendor", default="auto", help="whose runtime to model: nvidia, amd, host (default: the platform's)")
     p.add_argument("--repeats", type=int, default=10, help="replays of each class (at least 5; default 10)")
-    p.add_argument("--real", type=Path, default=None, help="CSV of real times per step (variant, ns) for prediction.csv")
+    p.add_argument("--real", type=Path, default=None, help="real times per step for prediction.csv: a CSV with variant, ns, or stencil's stdout (its transfer_ns)")
     p.add_argument("--application", default=None, help="the application's name in prediction.csv (default: the trace's)")
     p = sub.add_parser("runs", help="list the runs under outputs/ with their status")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")

@@ -149,7 +149,9 @@ def _cli(capsys, *args):
 
 def test_cli_end_to_end_on_host(write, tr, tmp_path, capsys):
     trace = write("run.err", tr.info_trace(steps=2, invocations=2))
-    real = write("real.csv", "variant,ns\nplain,500000\nplain,510000\nplain,490000\n")
+    real = write("stencil.out", "# offload_devices=1 variant=plain\nvariant,nx,ny,step,ns,transfer_ns,checkpoint\n"
+                                "plain,8,8,0,900000,500000,false\nplain,8,8,1,900000,510000,false\n"
+                                "plain,8,8,2,900000,490000,true\n")   # stencil's stdout: its transfer_ns counts
     out = tmp_path / "adv"
     r = _cli(capsys, trace, "--platform", "host", "--out", out, "--repeats", "5", "--real", real, "--application", "miniqmc")
     assert r.returncode == 0, r.stderr

@@ -102,10 +102,12 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
         raise BadParameter(f"--repeats must be at least 5 (intervals need them), got {repeats}")
     real_df = None
     if real is not None:
-        try:
-            real_df = pd.read_csv(real)
+        try:   # a CSV of variant, ns per step, or the offload binaries' stdout ('#' lines are facts)
+            real_df = pd.read_csv(real, comment="#")
         except (OSError, ValueError) as e:
-            raise BadParameter(f"{real}: the real figures cannot be read ({e})") from None
+            raise BadParameter(f"{real}: the real figures cannot be read ({str(e).splitlines()[0]})") from None
+        if "transfer_ns" in real_df.columns:   # stencil.cpp: the step's target updates alone
+            real_df = real_df.assign(ns=real_df.transfer_ns)
         if not {"variant", "ns"} <= set(real_df.columns):
             raise BadParameter(f"{real}: the real figures need the columns variant and ns (one row per step)")
     t0 = time.perf_counter()

@@ -3,10 +3,9 @@ engine. Today it runs pinpath's Python policies (``engine="python"``); a native 
 the body and keeps the frame.
 
 For each variant (a policy, whether the application registered the buffer first, the nextgen
-threshold) and each (size, direction, reuse) class, one host buffer lives through every repeat;
-a repeat is the buffer's whole life as the application gives it to the runtime: [register],
-map, its first transfer (``use`` 0), a second one where the class reuses the buffer (``use`` 1),
-unmap, [unregister]. Rows are the timed events; the repeats visit the points in a shuffled order.
+threshold) and each (size, direction, reuse) class, a repeat is a host buffer's whole life as the
+application gives it to the runtime: [register], map, its first transfer (``use`` 0), a second one
+where the class reuses the buffer (``use`` 1), unmap, [unregister]. Rows are the timed events; the repeats visit the points in a shuffled order.
 """
 
 from __future__ import annotations
@@ -44,19 +43,20 @@ def replay(rt, classes: pd.DataFrame, policies: Mapping[str, tuple], repeats: in
     with ExitStack() as stack:
         dev = stack.enter_context(DeviceBuffers(rt))
         dptrs = {int(n): dev.get(int(n)) for n in classes.nbytes.unique()}
-        pols, bufs = {}, {}
+        # one host buffer per size serves every class and variant: a repeat is a whole life
+        # (register .. unregister), so no two lives overlap, and memory is the sum of the sizes
+        hosts = {int(n): stack.enter_context(host_buffer(MemoryKind.HEAP, int(n), rt=rt)) for n in dptrs}
+        pols = {}
         for variant, (policy, pinned, thr) in policies.items():
             kw = {} if thr is None else {"threshold_nbytes": int(thr)}
             pols[variant] = stack.enter_context(make_policy(policy, rt, **kw))
-            for c in classes.itertuples(index=False):
-                bufs[(variant, c)] = stack.enter_context(host_buffer(MemoryKind.HEAP, int(c.nbytes), rt=rt))
         refused: dict = {}
-        points = list(bufs)
+        points = [(variant, c) for variant in policies for c in classes.itertuples(index=False)]
         for i, (variant, c) in rounds(points, repeats=repeats, warmup=warmup, label="advise replay"):
             if (variant, c) in refused:
                 continue
             policy, pinned, _ = policies[variant]
-            pol, buf = pols[variant], bufs[(variant, c)]
+            pol, buf = pols[variant], hosts[int(c.nbytes)]
             base = {"variant": variant, "policy": policy, "nbytes": int(c.nbytes), "direction": c.direction,
                     "reuse": int(c.reuse), "repeat": i, "engine": ENGINE, "error": ""}
             events = []

@@ -114,32 +114,44 @@ def _value(keys: _Keys, variant: str, ch: pd.DataFrame) -> tuple[float, np.ndarr
     return total, np.asarray(draws, dtype=float)
 
 
+def _matrix(keys: _Keys, variant: str, ch: pd.DataFrame, by: str):
+    """Per group of ``by`` (>= 0): the counts of each charged event (groups x events), with the
+    events' points and draws (a group's point is ``counts @ points``, its draws ``counts @ draws``)
+    and the events themselves."""
+    ch = ch[ch[by] >= 0]
+    uniq = ch[_KEY].drop_duplicates().reset_index(drop=True)
+    looked = [_lookup(keys, variant, *k) for k in uniq.itertuples(index=False)]
+    col = pd.Series(range(len(uniq)), index=pd.MultiIndex.from_frame(uniq))
+    k = col.reindex(pd.MultiIndex.from_frame(ch[_KEY])).to_numpy()
+    groups, g = np.unique(ch[by].to_numpy(), return_inverse=True)
+    counts = np.zeros((len(groups), len(uniq)))
+    np.add.at(counts, (g, k), ch["count"].to_numpy())
+    pts = np.array([pt for pt, _ in looked], dtype=float)
+    draws = np.vstack([np.broadcast_to(dr, (len(next(iter(keys.draws.values()))),)) for _, dr in looked]) \
+        if looked else np.zeros((0, 1))
+    return groups, counts, pts, draws, uniq
+
+
 def _per_group_points(keys: _Keys, variant: str, ch: pd.DataFrame, by: str) -> pd.Series:
     """The point prediction of every group (region or step), without intervals."""
-    ch = ch[ch[by] >= 0]
-    uniq = ch[_KEY].drop_duplicates()
-    pts = {tuple(k): _lookup(keys, variant, *k)[0] for k in uniq.itertuples(index=False)}
-    value = [pts[tuple(k)] for k in ch[_KEY].itertuples(index=False)] * ch["count"].to_numpy()
-    return pd.Series(value, index=ch.index).groupby(ch[by]).sum()
+    groups, counts, pts, _, _ = _matrix(keys, variant, ch, by)
+    return pd.Series(counts @ pts if len(pts) else np.zeros(len(groups)), index=groups)
 
 
 def _grouped(keys: _Keys, variant: str, ch: pd.DataFrame, by: str, max_signatures: int = 200) -> pd.DataFrame:
     """Per group (region or step): groups with the same charges share one signature and one row."""
-    ch = ch[ch[by] >= 0]
-    if not len(ch):
+    groups, counts, pts, draws, uniq = _matrix(keys, variant, ch, by)
+    if not len(groups):
         return pd.DataFrame()
-    sig = ch.sort_values(["event", "nbytes", "direction", "reuse", "use"]).groupby(by).apply(
-        lambda g: tuple(zip(g.event, g.nbytes, g.direction, g.reuse, g.use, g["count"])), include_groups=False)
+    sig = pd.Series([row.tobytes() for row in counts])
+    members = sorted(sig.groupby(sig).groups.values(), key=lambda m: (-len(m), m[0]))
+    is_tr = (uniq.event == "transfer").to_numpy()
     rows = []
-    for j, (s, members) in enumerate(sorted(sig.groupby(sig).groups.items(), key=lambda kv: -len(kv[1]))):
-        if j >= max_signatures:
-            break
-        one = ch[ch[by] == members[0]]
-        pt, dr = _value(keys, variant, one)
-        lo, hi = interval(dr)
-        rows.append({"variant": variant, "signature": j, f"n_{by}s": len(members),
-                     "transfers": int(one[one.event == "transfer"]["count"].sum()),
-                     "predicted_ns": pt, "low": lo, "high": hi, f"first_{by}": int(min(members))})
+    for j, m in enumerate(members[:max_signatures]):
+        c = counts[m[0]]
+        lo, hi = interval(c @ draws)
+        rows.append({"variant": variant, "signature": j, f"n_{by}s": len(m), "transfers": int(c[is_tr].sum()),
+                     "predicted_ns": float(c @ pts), "low": lo, "high": hi, f"first_{by}": int(groups[m].min())})
     return pd.DataFrame(rows)
 
 
@@ -203,16 +215,24 @@ def _array_break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "
         return pd.DataFrame()
     rows = []
     t = p.transfers
+    code = pd.Series(range(len(p.arrays)), index=p.arrays.array)
+    ch = (_transfer_rows(t).assign(arr=t.array.map(code).to_numpy())
+          .groupby(["arr"] + _KEY).size().rename("count").reset_index())
+
+    def per_array(variant):
+        groups, counts, pts, draws, _ = _matrix(keys, variant, ch, "arr")
+        return dict(zip(groups, counts @ pts)), dict(zip(groups, counts @ draws))
+
+    base_pt, base_dr = per_array(baseline)
     for variant, (_, pinned, _) in policies.items():
         if variant == baseline:
             continue
-        for a in p.arrays.itertuples():
+        var_pt, var_dr = per_array(variant)
+        for i, a in enumerate(p.arrays.itertuples()):
             nb = int(_pow2_floor([a.nbytes])[0]) if p.size_binned else int(a.nbytes)
             ox, dx = _one_off(keys, variant, pinned, nb)
             ob, db = _one_off(keys, baseline, bool(policies[baseline][1]), nb)
-            ch = _counted(_transfer_rows(t[t.array == a.array]))
-            vb, dvb = _value(keys, baseline, ch)
-            vv, dvv = _value(keys, variant, ch)
+            vb, dvb, vv, dvv = base_pt[i], base_dr[i], var_pt[i], var_dr[i]
             n = int(a.transfers)
             extra, dextra = ox - ob, dx - db
             saving, dsaving = (vb - vv) / n, (dvb - dvv) / n

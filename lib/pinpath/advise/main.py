@@ -143,5 +143,6 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
         lines = _stats_advice(trace.stats)
     else:
         lines = _durations(trace.copies) + ["Nothing can be replayed from this trace: " + "; ".join(trace.lacks) + "."]
+    meta["total"] = f"{time.perf_counter() - t0:.1f} s"
     pages = write_pages(out, p, pred, lines, meta)
     return {"out": out, **pages, "meta": meta, "advice": lines, "prediction": pred}

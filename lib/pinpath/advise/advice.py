@@ -69,7 +69,7 @@ def advice(p: Pattern, pred: Prediction, *, platform: str, vendor: str) -> list[
         saved = b.predicted_ns - best.predicted_ns
         out.append(f"**{what[0].upper() + what[1:]}.** Predicted transfer time for the whole trace: "
                    f"{_est(best.predicted_ns, best.low, best.high)} against plain's {_est(b.predicted_ns, b.low, b.high)}"
-                   f" ({fmt_ns(saved)} less, {saved / b.predicted_ns:.0%}). Why: {why}.")
+                   f" ({fmt_ns(saved)} less, {saved / b.predicted_ns:.0%}). Why: {why}." + _cost(pred, best.variant))
     for r in worse.itertuples():
         what, _ = VARIANT_WORDS.get(r.variant, (r.variant, ""))
         out.append(f"Do not {what}: predicted {_est(r.predicted_ns, r.low, r.high)}, more than plain.")
@@ -80,6 +80,16 @@ def advice(p: Pattern, pred: Prediction, *, platform: str, vendor: str) -> list[
         out.append("`LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS` and `LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES` do "
                    "nothing on NVIDIA's plugin; pinning the arrays yourself is the only lever there.")
     return out + _caveats(p, pred)
+
+
+def _cost(pred: Prediction, variant: str) -> str:
+    """What a variant costs over plain, once per array, and what it saves per transfer."""
+    arr = pred.arrays[pred.arrays.variant == variant] if len(pred.arrays) else pd.DataFrame()
+    if not len(arr):
+        return ""
+    per = (arr.saving_ns * arr.transfers).sum() / arr.transfers.sum()
+    return (f" Its cost: {fmt_ns(arr.one_off_ns.clip(lower=0).sum())} once over {len(arr)} array(s) "
+            f"({fmt_bytes(int(arr.nbytes.sum()))}), against {fmt_ns(per)} saved per transfer on average.")
 
 
 def _pin_list(p: Pattern, pred: Prediction) -> list[str]:

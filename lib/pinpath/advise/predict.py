@@ -72,7 +72,7 @@ def _transfer_rows(t: pd.DataFrame) -> pd.DataFrame:
 
 def _counted(rows: pd.DataFrame) -> pd.DataFrame:
     return (rows.fillna({"direction": "", "reuse": -1, "use": -1})
-            .groupby(["region", "step", "event", "nbytes", "direction", "reuse", "use"]).size()
+            .groupby(["region", "step", "event", "nbytes", "direction", "reuse", "use"], dropna=False).size()
             .rename("count").reset_index())
 
 

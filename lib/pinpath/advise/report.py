@@ -120,19 +120,19 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
     md += ["### Advice", "", *[f"- {a}" for a in advice], ""]
     text = "\n".join(md)
     (out / "summary.md").write_text(text)
-    body = "".join(f"<p>{html.escape(line)}</p>" for line in md if line and not line.startswith("|"))
+    import mistune   # nbconvert's Markdown renderer, a dependency already; escapes raw HTML
+    body = mistune.create_markdown(escape=True, plugins=["table"])(text)
     tables = []
     if pred is not None:
         for name, df in (("ranking", pred.totals), ("per region", pred.regions), ("per step", pred.steps),
                          ("break-evens", pred.break_even), ("arrays", pred.arrays), ("by class", pred.by_class)):
             if len(df):
                 tables.append(f"<h3>{html.escape(name)}</h3>" + df.to_html(index=False, float_format=lambda x: f"{x:.4g}"))
-    img = '<img src="cost_by_size.png" alt="cost per policy by size class">' if fig else ""
     (out / "advice.html").write_text(
         "<!doctype html><meta charset='utf-8'><title>pinpath advise</title>"
         "<style>body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:collapse;font-size:90%}"
         "td,th{border:1px solid #ccc;padding:2px 6px}</style>"
-        f"<h1>pinpath advise</h1>{body}{img}{''.join(tables)}")
+        f"{body}<h2>All figures</h2>{''.join(tables)}")
     return {"summary": out / "summary.md", "html": out / "advice.html", "figure": fig}
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from pinpath.advise import pattern, read_trace, replay, write_dataset
 from pinpath.advise.advice import advice
-from pinpath.advise.main import policies_for
+from pinpath.advise.main import _real_rows, policies_for
 from pinpath.advise.predict import predict
 from pinpath.advise.report import write_prediction
 from pinpath.__main__ import main
@@ -112,9 +112,16 @@ def test_prediction_sums_and_break_even(write, tr):
     assert "table" not in words.split("Arrays worth registering")[1].split(".")[0]
     assert "do nothing on NVIDIA" in words and "no GPU" not in words
     assert words.startswith("**Register the arrays") and "Its cost: 3 us once over 3 array(s)" in words
-    typ = pred.typical.set_index("variant")
+    typ = pred.typical.set_index(["variant", "by"])
     # each step: 6 transfers, and either the maps (step 0) or the unmaps (step 1) of pos and out
-    assert typ.loc["plain", "by"] == "step" and typ.loc["plain", "predicted_ns"] == 6 * 1000 + 2 * 100
+    assert typ.loc[("plain", "step"), "predicted_ns"] == 6 * 1000 + 2 * 100
+    # the median invocation: its two transfers (the maps and unmaps fall in the first and last)
+    assert typ.loc[("plain", "region"), "predicted_ns"] == 2 * 1000
+    # region.cpp's stdout is per invocation: prediction.csv then compares the median invocation
+    real = pd.DataFrame({"variant": "plain", "nw": 16, "step": [0, 0, 1], "invocation": [0, 1, 0], "ns": [4000.0] * 3})
+    rows = {r["variant"]: r for r in _real_rows("region", pred, real)}
+    assert rows["plain"]["predicted_ns"] == 2000 and rows["plain"]["real_ns"] == 4000 and rows["app_pinned"]["real_ns"] is None
+    assert {r["predicted_ns"] for r in _real_rows("region", pred, None)} == {6200, 6 * 400 + 2 * (100 + 500)}
 
 
 def test_no_saving_is_never_called_a_break_even(write, tr):

@@ -81,11 +81,17 @@ def _durations(copies: pd.DataFrame) -> list[str]:
 
 def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
     """prediction.csv rows: per variant the predicted transfer time of the median step (region
-    where the trace has no steps) beside the real median per step where ``real`` (variant, ns)
-    has one; low and high bound the ratio (predicted interval over the real median's interval)."""
+    where the trace has no steps, or where the real figures are per invocation: region.cpp's
+    stdout) beside the real median where ``real`` (variant, ns) has one; low and high bound the
+    ratio (the predicted interval over the real median's interval)."""
     from ..stats import median_ci
+    typ = pred.typical
+    if not len(typ):
+        return []
+    per_invocation = real is not None and "invocation" in real.columns and "transfer_ns" not in real.columns
+    by = "region" if per_invocation or "step" not in set(typ.by) else "step"
     rows = []
-    for r in pred.typical.itertuples():
+    for r in typ[typ.by == by].itertuples():
         got = real[real.variant == r.variant].ns if real is not None else pd.Series(dtype=float)
         e = median_ci(got.to_numpy(dtype=float)) if len(got) else None
         rows.append({"application": application, "variant": r.variant, "predicted_ns": r.predicted_ns,

@@ -33,8 +33,8 @@ class Prediction:
     steps: pd.DataFrame       # the same per step (empty where the trace has no steps)
     break_even: pd.DataFrame  # variant, nbytes, direction, one_off_ns, saving_ns, uses, low, high, verdict
     by_class: pd.DataFrame    # variant, nbytes, direction, reuse, use, median_ns, low, high, n (for the figure)
-    typical: pd.DataFrame     # variant, by (step or region), group, n_groups, predicted_ns, low, high: the median
-                              # step (region where the trace has no steps) with its interval
+    typical: pd.DataFrame     # variant, by (step, where the trace has steps, and region), group, n_groups,
+                              # predicted_ns, low, high: the median step and region with its interval
     arrays: pd.DataFrame      # variant, array, name, nbytes, transfers, one_off_ns, saving_ns, uses, low, high, pays
 
 
@@ -172,16 +172,17 @@ def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
                        "region_min_ns": per_region.min(), "region_max_ns": per_region.max(),
                        "not_replayed": refused.get(variant, "")})
         regions.append(_grouped(keys, variant, ch, "region"))
-        by = "step" if (p.transfers.step >= 0).any() else "region"
-        if by == "step":
+        has_steps = bool((p.transfers.step >= 0).any())
+        if has_steps:
             steps.append(_grouped(keys, variant, ch, "step"))
-        per = per_region if by == "region" else _per_group_points(keys, variant, ch, "step")
-        if len(per):
-            group = per.index[np.argsort(per.to_numpy(), kind="stable")[(len(per) - 1) // 2]]   # the lower median
-            gpt, gdr = _value(keys, variant, ch[ch[by] == group])
-            glo, ghi = interval(gdr)
-            typical.append({"variant": variant, "by": by, "group": int(group), "n_groups": len(per),
-                            "predicted_ns": gpt, "low": glo, "high": ghi})
+        for by in ("step", "region") if has_steps else ("region",):
+            per = per_region if by == "region" else _per_group_points(keys, variant, ch, "step")
+            if len(per):
+                group = per.index[np.argsort(per.to_numpy(), kind="stable")[(len(per) - 1) // 2]]   # lower median
+                gpt, gdr = _value(keys, variant, ch[ch[by] == group])
+                glo, ghi = interval(gdr)
+                typical.append({"variant": variant, "by": by, "group": int(group), "n_groups": len(per),
+                                "predicted_ns": gpt, "low": glo, "high": ghi})
     for (v, ev, nb, d, r, u), x in keys.groups.items():
         if ev == "transfer":
             lo, hi = interval(keys.draws[(v, ev, nb, d, r, u)])

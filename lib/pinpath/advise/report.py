@@ -98,11 +98,11 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
         md += ["### Ranking (predicted transfer time of the whole trace, 95 % CI)", "",
                *_table(["rank", "variant", "policy", "predicted", "per transfer", "per region: median (min .. max)"],
                       _ranking_rows(pred), right=(3, 4)), ""]
-        if len(pred.typical):
-            md += [f"The median {pred.typical.by.iat[0]} (of {pred.typical.n_groups.iat[0]}), predicted transfer time:", "",
-                   *_table(["variant", f"{pred.typical.by.iat[0]}", "predicted"],
+        for by, typ in pred.typical.groupby("by", sort=False) if len(pred.typical) else ():
+            md += [f"The median {by} (of {typ.n_groups.iat[0]}), predicted transfer time:", "",
+                   *_table(["variant", by, "predicted"],
                            [[md_cell(r.variant, code=True), str(r.group), format_measured(r.predicted_ns, r.low, r.high, "ns")]
-                            for r in pred.typical.itertuples()], right=(1, 2)), ""]
+                            for r in typ.itertuples()], right=(1, 2)), ""]
         for by in ("region", "step"):
             rows = _region_rows(pred, by)
             if rows:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from .parse import Trace
 
-__all__ = ["Pattern", "pattern", "reuse_bin", "write_dataset", "MAX_CLASSES"]
+__all__ = ["Pattern", "pattern", "reuse_bin", "pow2_floor", "write_dataset", "MAX_CLASSES"]
 
 MAX_CLASSES = 64   #: beyond this many classes, sizes are binned by powers of two too
 
@@ -28,7 +28,7 @@ def reuse_bin(reuse) -> np.ndarray:
     return (1 << np.floor(np.log2(r)).astype(np.int64)).astype(np.int64)
 
 
-def _pow2_floor(n) -> np.ndarray:
+def pow2_floor(n) -> np.ndarray:
     n = np.maximum(np.asarray(n, dtype=np.int64), 1)
     return (1 << np.floor(np.log2(n)).astype(np.int64)).astype(np.int64)
 
@@ -62,7 +62,7 @@ def pattern(trace: Trace, *, max_classes: int = MAX_CLASSES) -> Pattern:
     t["reuse_class"] = reuse_bin(t.reuse)
     t["use"] = (t.groupby("buffer", sort=False).cumcount() > 0).astype(np.int64)
     size_binned = t.groupby(["nbytes", "direction", "reuse_class"]).ngroups > max_classes
-    t["class_nbytes"] = _pow2_floor(t.nbytes) if size_binned else t.nbytes
+    t["class_nbytes"] = pow2_floor(t.nbytes) if size_binned else t.nbytes
     g = t.groupby("buffer", sort=False)
     buffers = pd.DataFrame({"name": g.name.agg(lambda s: s.mode().iat[0] if len(s) else ""),
                             "nbytes": g.nbytes.max(), "transfers": g.size(),
@@ -88,12 +88,12 @@ def pattern(trace: Trace, *, max_classes: int = MAX_CLASSES) -> Pattern:
                .agg(transfers=("seq", "size"), buffers=("buffer", "nunique")).reset_index()
                .rename(columns={"class_nbytes": "nbytes", "reuse_class": "reuse"}))
     # the replay also needs every array's size for its registration and map costs
-    a_nb = _pow2_floor(arrays.nbytes) if size_binned else arrays.nbytes.to_numpy()
+    a_nb = pow2_floor(arrays.nbytes) if size_binned else arrays.nbytes.to_numpy()
     extra = ~pd.Series(a_nb).isin(classes.nbytes).to_numpy()
     if extra.any():
         ex = pd.DataFrame({"nbytes": a_nb[extra], "direction": "h2d", "reuse": 1, "transfers": 0, "buffers": 0})
         classes = pd.concat([classes, ex.drop_duplicates("nbytes")], ignore_index=True)
-    t["bin_nbytes"] = _pow2_floor(t.nbytes)
+    t["bin_nbytes"] = pow2_floor(t.nbytes)
     sizes = (t.groupby(["bin_nbytes", "direction"]).agg(transfers=("seq", "size"), moved_nbytes=("nbytes", "sum"))
              .reset_index())
     return Pattern(trace, t, buffers, arrays, classes.sort_values(["nbytes", "direction", "reuse"], ignore_index=True),

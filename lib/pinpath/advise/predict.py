@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats import interval, median_draws
-from .pattern import Pattern, _pow2_floor
+from .pattern import Pattern, pow2_floor
 
 __all__ = ["Prediction", "predict", "BUFFER_EVENTS"]
 
@@ -81,7 +81,7 @@ def _charges(p: Pattern, variant: str, pinned: bool) -> pd.DataFrame:
     t = p.transfers
     tr = _transfer_rows(t)
     b = p.arrays
-    nb = _pow2_floor(b.nbytes) if p.size_binned else b.nbytes.to_numpy()
+    nb = pow2_floor(b.nbytes) if p.size_binned else b.nbytes.to_numpy()
     step_of = t.groupby("region").step.first()
     parts = [tr]
     for ev in BUFFER_EVENTS:
@@ -230,7 +230,7 @@ def _array_break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "
             continue
         var_pt, var_dr = per_array(variant)
         for i, a in enumerate(p.arrays.itertuples()):
-            nb = int(_pow2_floor([a.nbytes])[0]) if p.size_binned else int(a.nbytes)
+            nb = int(pow2_floor([a.nbytes])[0]) if p.size_binned else int(a.nbytes)
             ox, dx = _one_off(keys, variant, pinned, nb)
             ob, db = _one_off(keys, baseline, bool(policies[baseline][1]), nb)
             vb, dvb, vv, dvv = base_pt[i], base_dr[i], var_pt[i], var_dr[i]

@@ -5,7 +5,6 @@ pattern, the ranking with intervals, a figure of cost per policy by size class a
 from __future__ import annotations
 
 import html
-import math
 from pathlib import Path
 
 import pandas as pd

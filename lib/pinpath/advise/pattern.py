@@ -22,15 +22,15 @@ __all__ = ["Pattern", "pattern", "reuse_bin", "pow2_floor", "write_dataset", "MA
 MAX_CLASSES = 64   #: beyond this many classes, sizes are binned by powers of two too
 
 
-def reuse_bin(reuse) -> np.ndarray:
-    """A buffer's transfer count rounded down to a power of two (1, 2, 4, 8 ...): its reuse class."""
-    r = np.maximum(np.asarray(reuse, dtype=np.int64), 1)
-    return (1 << np.floor(np.log2(r)).astype(np.int64)).astype(np.int64)
-
-
 def pow2_floor(n) -> np.ndarray:
+    """Each value rounded down to a power of two (values below 1 count as 1)."""
     n = np.maximum(np.asarray(n, dtype=np.int64), 1)
     return (1 << np.floor(np.log2(n)).astype(np.int64)).astype(np.int64)
+
+
+def reuse_bin(reuse) -> np.ndarray:
+    """A buffer's transfer count rounded down to a power of two (1, 2, 4, 8 ...): its reuse class."""
+    return pow2_floor(reuse)
 
 
 @dataclass

@@ -221,3 +221,9 @@ def test_cli_rocprofv3_gives_durations_and_says_nothing_replays(write, tr, tmp_p
     assert r.returncode == 0, r.stderr
     assert "H2D: 3 copies" in r.stdout and "median 60.0 ns" in r.stdout and "Nothing can be replayed" in r.stdout
     assert (tmp_path / "adv/pattern/transfers.parquet").is_file() and not (tmp_path / "adv/replay.csv").exists()
+
+
+def test_cli_refuses_a_vendor_it_does_not_model_and_writes_nothing(write, tr, tmp_path, capsys):
+    r = _cli(capsys, write("run.err", tr.info_trace(steps=1, invocations=1)), "--platform", "host", "--vendor", "intel",
+             "--out", tmp_path / "adv")
+    assert r.returncode == 2 and "vendor 'intel'" in r.stderr and not (tmp_path / "adv").exists()

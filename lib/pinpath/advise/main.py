@@ -120,29 +120,30 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     trace = read_trace(trace_path)
     p = pattern(trace)
     parse_s = time.perf_counter() - t0
-    out = Path(out) if out else OUTPUTS_DIR / f"advise-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"
-    out.mkdir(parents=True, exist_ok=True)
-    write_dataset(p, out)
     meta = {"format": trace.format, "parse+pattern": f"{parse_s:.2f} s"}
-    pred = None
-    if trace.has_sizes:
+    pred = rep = None
+    if trace.has_sizes:   # the replay first: a runtime that cannot start leaves nothing written
+        if vendor != "auto" and not policies_for(vendor):
+            raise BadParameter(f"no variant is modelled for the vendor {vendor!r}; known: nvidia, amd, host")
         rt = open_runtime(platform)
         try:
             vendor = VENDORS.get(rt.name, "host") if vendor == "auto" else vendor
             pols = policies_for(vendor)
-            if not pols:
-                raise BadParameter(f"no variant is modelled for the vendor {vendor!r}; known: nvidia, amd, host")
             t1 = time.perf_counter()
             rep = replay(rt, p.classes, pols, repeats)
             meta.update(platform=rt.name, vendor=vendor, engine=ENGINE, repeats=repeats,
                         replay=f"{time.perf_counter() - t1:.1f} s")
         finally:
             rt.close()
+    out = Path(out) if out else OUTPUTS_DIR / f"advise-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"
+    out.mkdir(parents=True, exist_ok=True)
+    write_dataset(p, out)
+    if rep is not None:
         rep.to_csv(out / "replay.csv", index=False)
         pred = predict(p, rep, pols)
         for name in ("totals", "regions", "steps", "break_even", "by_class", "typical", "arrays"):
             getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
-        lines = advice(p, pred, platform=rt.name, vendor=vendor)
+        lines = advice(p, pred, platform=meta["platform"], vendor=vendor)
         write_prediction(out / "prediction.csv",
                          _real_rows(application or Path(trace_path).stem, pred, real_df))
     elif trace.stats is not None:

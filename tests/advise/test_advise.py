@@ -111,7 +111,7 @@ def test_prediction_sums_and_break_even(write, tr):
     assert "Arrays worth registering: `pos[0:48]`" in words and "`out[0:30720]`" in words
     assert "table" not in words.split("Arrays worth registering")[1].split(".")[0]
     assert "do nothing on NVIDIA" in words and "no GPU" not in words
-    assert words.startswith("**Register the arrays") and "Its cost: 3 us once over 3 array(s)" in words
+    assert "**Register the arrays" in words and "engine `python`" in words and "Its cost: 3 us once over 3 array(s)" in words
     typ = pred.typical.set_index(["variant", "by"])
     # each step: 6 transfers, and either the maps (step 0) or the unmaps (step 1) of pos and out
     assert typ.loc[("plain", "step"), "predicted_ns"] == 6 * 1000 + 2 * 100

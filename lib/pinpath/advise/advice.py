@@ -47,11 +47,20 @@ def _est(ns, lo, hi) -> str:
     return format_measured(ns, lo, hi, "ns") if math.isfinite(ns) else "not replayed"
 
 
-def advice(p: Pattern, pred: Prediction, *, platform: str, vendor: str) -> list[str]:
+ENGINE_NOTES = {
+    "python": "The replay ran pinpath's Python policies (engine `python`): every replayed event includes the "
+              "interpreter's cost of its runtime calls (a few microseconds each), so small transfers are predicted "
+              "slower than a C runtime makes them; the ranking of large ones is the least affected.",
+}
+
+
+def advice(p: Pattern, pred: Prediction, *, platform: str, vendor: str, engine: str = "python") -> list[str]:
     """Paragraphs (Markdown) of advice, most important first."""
     out = []
     if platform in PLATFORM_LIMITS:
         out.append(PLATFORM_LIMITS[platform])
+    if engine in ENGINE_NOTES:
+        out.append(ENGINE_NOTES[engine])
     tot = pred.totals
     base = tot[tot.variant == "plain"]
     if not len(base) or not math.isfinite(base.predicted_ns.iat[0]):

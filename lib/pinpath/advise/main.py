@@ -143,7 +143,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
         pred = predict(p, rep, pols)
         for name in ("totals", "regions", "steps", "break_even", "by_class", "typical", "arrays"):
             getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
-        lines = advice(p, pred, platform=meta["platform"], vendor=vendor)
+        lines = advice(p, pred, platform=meta["platform"], vendor=vendor, engine=ENGINE)
         write_prediction(out / "prediction.csv",
                          _real_rows(application or Path(trace_path).stem, pred, real_df))
     elif trace.stats is not None:

@@ -97,12 +97,17 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
         md += ["### Ranking (predicted transfer time of the whole trace, 95 % CI)", "",
                *_table(["rank", "variant", "policy", "predicted", "per transfer", "per region: median (min .. max)"],
                       _ranking_rows(pred), right=(3, 4)), ""]
+        inv = p.regions[p.regions.region >= 0]
+        one_per_step = bool(len(inv)) and (inv.step >= 0).all() and inv.step.nunique() == len(inv)
+        shown = ("step",) if one_per_step else ("region", "step")   # a region per step: one table says it
         for by, typ in pred.typical.groupby("by", sort=False) if len(pred.typical) else ():
+            if by not in shown:
+                continue
             md += [f"The median {by} (of {typ.n_groups.iat[0]}), predicted transfer time:", "",
                    *_table(["variant", by, "predicted"],
                            [[md_cell(r.variant, code=True), str(r.group), format_measured(r.predicted_ns, r.low, r.high, "ns")]
                             for r in typ.itertuples()], right=(1, 2)), ""]
-        for by in ("region", "step"):
+        for by in shown:
             rows = _region_rows(pred, by)
             if rows:
                 md += [f"Per {by} (the most common {by}s' pattern first):", "",

@@ -17,6 +17,7 @@ SET        ?=
 RUN        ?= latest
 RUNS       ?=
 CELL_TIMEOUT ?=
+STRICT     ?=
 TRACE      ?=
 OUT        ?=
 WHEELHOUSE ?= wheelhouse
@@ -43,7 +44,7 @@ SLURM_CPUS      ?=
 SLURM_TIME      ?=
 SLURM_MEM       ?=
 ARCH       ?=
-export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT TRACE OUT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
+export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STRICT TRACE OUT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
 export SLURM_PARTITION SLURM_ACCOUNT SLURM_GPUS SLURM_CPUS SLURM_TIME SLURM_MEM
 
 PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE),) $(if $(OFFLINE),--no-index,)
@@ -107,9 +108,9 @@ report: runs  ## the same as `make runs`; each run's summary report is outputs/<
 share: setup  ## write share/summary.md, ~900 px figures and <run-id>.zip of RUN (default: latest) into its folder
 	$(PY) -m pinpath share "$$RUN"
 
-compare: setup  ## render the claims of RUNS="outputs/A outputs/B" side by side into outputs/compare.html and .md
+compare: setup  ## claims of RUNS="outputs/A outputs/B" side by side into outputs/compare.html and .md, with a regression check (STRICT=1: exit 1 on a changed verdict whose intervals do not overlap)
 	@[ -n "$$RUNS" ] || { echo 'make compare needs RUNS="outputs/A outputs/B"'; exit 2; }
-	read -r -a runs <<< "$$RUNS"; $(PY) -m pinpath compare "$${runs[@]}" --out outputs/compare.html
+	read -r -a runs <<< "$$RUNS"; $(PY) -m pinpath compare "$${runs[@]}" --out outputs/compare.html $${STRICT:+--strict}
 
 advise: $(if $(TRACE),setup,)  ## replay an application's transfer trace under every policy and advise (TRACE=<file> PLATFORM= OUT=)
 	@[ -n "$$TRACE" ] || { echo 'make advise needs TRACE=<file> (LIBOMPTARGET_INFO=32 stderr, rocprofv3 memory-copy CSV or hsa_stats.csv)'; exit 2; }

@@ -59,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="render the claims of two or more runs side by side")
     p.add_argument("runs", nargs="+", type=Path, help="run folders (outputs/<run-id>)")
     p.add_argument("--out", type=Path, default=Path("outputs/compare.html"), help="HTML file to write")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 if a claim's verdict changed and the two runs' intervals do not overlap")
     p = sub.add_parser("share", help="write share/summary.md, share/figures/ and share/<run-id>.zip inside a run folder")
     p.add_argument("run", nargs="?", default="latest", help="run folder or run id under outputs/ (default: latest)")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
@@ -90,8 +92,11 @@ def main(argv: list[str] | None = None) -> int:
             print("presets:", ", ".join(PRESETS))
             return 0
         if args.cmd == "compare":
-            print(runner.compare(args.runs, args.out))
-            return 0
+            from .report import regress
+            path, checked = runner.compare(args.runs, args.out)
+            print(path)
+            print("\n".join(regress.lines(checked)))
+            return 1 if args.strict and len(regress.regressions(checked)) else 0
         if args.cmd == "runs":
             for rid, man, status in runfolder.list_runs(args.outputs or paths.OUTPUTS_DIR):
                 man = man or {}

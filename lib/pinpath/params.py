@@ -56,11 +56,14 @@ SCHEMA: dict[str, dict] = {
     "TRANSFERS": _int(1, 1_000_000), "ITERATIONS": _int(1, 100_000), "CHAINS": _int(1, 64),
     "QUEUES": _list(_int(1, 64), most=8), "TRACE_STEPS": _int(0, 100), "VENDOR": {"enum": ["auto", "nvidia", "amd"]},
     "VARIANTS": _list({"enum": ["plain", "app_pinned", "lock_mapped", "async_threshold0"]}, sorted_=False),
+    "PROCESSES": _int(1, 100),
+    "AGE_NBYTES": _list(_SIZE), "ALLOC_NBYTES": _list(_SIZE), "BACKING_NBYTES": _list(_SIZE),
+    "LIVE_COUNTS": _list(_int(1, 4096), most=8), "CALLS": _int(1, 10_000), "REPEAT_UNIT": {"enum": ["process", "round"]},
 }
 #: parameters whose values are sizes in bytes (written 4096, "4KiB", "1MiB", "800MB")
 SIZE_PARAMS = frozenset(n for n in SCHEMA if n.endswith("NBYTES"))
 #: counts that multiply into a notebook's number of timed operations
-_COUNTS = ("REPEATS", "WARMUP", "INVOCATIONS", "STEPS", "TRANSFERS", "ITERATIONS", "SWEEP_STEPS")
+_COUNTS = ("REPEATS", "WARMUP", "INVOCATIONS", "STEPS", "TRANSFERS", "ITERATIONS", "SWEEP_STEPS", "PROCESSES", "CALLS")
 
 
 def _sorted(validator, want, instance, schema):

@@ -386,6 +386,10 @@ def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path 
     fid = _fidelity(data, man["platform"])
     if fid is not None:
         atomic.write_text_atomic(run_dir / "report" / "fidelity.csv", fid.to_csv(index=False))
+    engine_fid = data.get("engine_fidelity")   # the native engine against plain C (notebook 00)
+    if engine_fid is not None and len(engine_fid):
+        cols = ["policy", "direction", "nbytes", "engine_ns", "plain_ns", "ratio", "low", "high"]
+        atomic.write_text_atomic(run_dir / "report" / "engine_fidelity.csv", engine_fid[cols].to_csv(index=False))
     if unreadable:
         man["unreadable_data"] = unreadable
         rf.write_manifest(run_dir, man)
@@ -485,9 +489,10 @@ def resume(run: str | Path, *, out_dir: Path | None = None, progress=None,
     return _execute(run_dir, todo, say=say, cell_timeout_s=cell_timeout_s)
 
 
-def compare(run_dirs: list[Path], out_path: Path) -> Path:
-    """Render the claims of several runs side by side into ``out_path`` (an HTML file)."""
-    from .report import claims
+def compare(run_dirs: list[Path], out_path: Path) -> tuple[Path, "pd.DataFrame"]:
+    """Render the claims of several runs side by side into ``out_path`` (an HTML file); also
+    the regression check of every run against the first (``report.regress.check``)."""
+    from .report import claims, regress
     from .report.html import render_compare
     if len(run_dirs) < 2:
         raise BadParameter("compare needs at least two runs")
@@ -504,4 +509,4 @@ def compare(run_dirs: list[Path], out_path: Path) -> Path:
         atomic.write_text_atomic(out_path.with_suffix(".md"), render_compare_markdown(runs))
     except OSError as e:
         raise BadParameter(f"--out {out_path}: cannot be written ({e.strerror or e})") from None
-    return path
+    return path, regress.check(runs)

@@ -33,6 +33,7 @@ from ..errors import BadParameter
 from ..paths import OUTPUTS_DIR
 from ..runfolder import find_run
 from ..atomic import replacing, write_bytes_atomic, write_text_atomic
+from . import regress
 from .html import VERDICTS, Scrubber, compare_rows, format_measured, verdict_word
 
 __all__ = ["share_run", "summary_markdown", "render_compare_markdown", "zip_run", "resize_figures",
@@ -256,6 +257,7 @@ def render_compare_markdown(runs: Sequence[tuple]) -> str:
            f"{len(rows)} claims; " + (f"**{ndiff} with verdicts that differ** between the runs." if ndiff
                                       else "the verdicts agree on every claim."), ""]
     out += _table(head, body)
+    out += ["", scrub(regress.markdown(regress.check(runs)))]
     return "\n".join(out) + "\n"
 
 

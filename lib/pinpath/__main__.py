@@ -72,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=10, help="replays of each class (at least 5; default 10)")
     p.add_argument("--real", type=Path, default=None, help="real times per step for prediction.csv: a CSV with variant, ns, or stencil's stdout (its transfer_ns)")
     p.add_argument("--application", default=None, help="the application's name in prediction.csv (default: the trace's)")
+    p.add_argument("--engine", default="auto", help="replay engine: auto (native where it runs), native, python")
     p = sub.add_parser("runs", help="list the runs under outputs/ with their status")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
     return ap
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "advise":
             from .advise.main import advise
             res = advise(args.trace, out=args.out, platform=args.platform, vendor=args.vendor, repeats=args.repeats,
-                         real=args.real, application=args.application)
+                         real=args.real, application=args.application, engine=args.engine)
             print("\n".join(f"- {a}" for a in res["advice"]))
             print(f"advice: {res['html']}; summary: {res['summary']}")
             return 0

@@ -15,6 +15,7 @@ from pinpath.advise.main import _real_rows, policies_for
 from pinpath.advise.predict import predict
 from pinpath.advise.report import write_prediction
 from pinpath.__main__ import main
+from pinpath.experiments.native import native_why_not
 from pinpath.runtimes import open_runtime
 
 
@@ -55,11 +56,15 @@ def host():
     rt.close()
 
 
-def test_replay_on_host(host):
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_replay_on_host(host, engine):
+    if engine == "native" and native_why_not(host):
+        pytest.skip(f"no native engine here: {native_why_not(host)}")
     classes = pd.DataFrame({"nbytes": [4096, 65536], "direction": ["h2d", "d2h"], "reuse": [4, 1]})
     pols = policies_for("host")
-    rep = replay(host, classes, pols, 5)
-    assert set(rep.engine) == {"python"} and set(rep.variant) == set(pols)
+    rep = replay(host, classes, pols, 5, engine=engine)
+    assert set(rep.engine) == {engine} and set(rep.variant) == set(pols)
+    assert (rep.repeat >= 0).all() and not (rep.event == "refused").any()
     assert {"policy", "nbytes", "direction", "reuse", "repeat", "ns"} <= set(rep.columns)
     tr = rep[rep.event == "transfer"]
     n = tr.groupby(["variant", "nbytes", "direction", "reuse", "use"]).ns.size()

@@ -18,7 +18,7 @@ from .advice import advice
 from .parse import read_trace
 from .pattern import pattern, write_dataset
 from .predict import predict
-from .replay import ENGINE, replay
+from .replay import ENGINES, replay
 from .report import write_pages, write_prediction
 
 __all__ = ["advise", "policies_for", "VENDORS"]
@@ -102,8 +102,11 @@ def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
 
 
 def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
-           repeats: int = 10, real: Path | None = None, application: str | None = None) -> dict:
+           repeats: int = 10, real: Path | None = None, application: str | None = None,
+           engine: str = "auto") -> dict:
     """Everything ``pinpath advise`` does; the paths written and the run's facts."""
+    if engine not in ENGINES:
+        raise BadParameter(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if repeats < 5:
         raise BadParameter(f"--repeats must be at least 5 (intervals need them), got {repeats}")
     real_df = None
@@ -130,8 +133,8 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             vendor = VENDORS.get(rt.name, "host") if vendor == "auto" else vendor
             pols = policies_for(vendor)
             t1 = time.perf_counter()
-            rep = replay(rt, p.classes, pols, repeats)
-            meta.update(platform=rt.name, vendor=vendor, engine=ENGINE, repeats=repeats,
+            rep = replay(rt, p.classes, pols, repeats, engine=engine)
+            meta.update(platform=rt.name, vendor=vendor, engine=" ".join(sorted(set(rep.engine))), repeats=repeats,
                         replay=f"{time.perf_counter() - t1:.1f} s")
         finally:
             rt.close()
@@ -143,7 +146,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
         pred = predict(p, rep, pols)
         for name in ("totals", "regions", "steps", "break_even", "by_class", "typical", "arrays"):
             getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
-        lines = advice(p, pred, platform=meta["platform"], vendor=vendor, engine=ENGINE)
+        lines = advice(p, pred, platform=meta["platform"], vendor=vendor, engine=meta["engine"])
         write_prediction(out / "prediction.csv",
                          _real_rows(application or Path(trace_path).stem, pred, real_df))
     elif trace.stats is not None:

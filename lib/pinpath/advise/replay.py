@@ -103,32 +103,37 @@ def _python(rt, classes, policies, repeats, *, dev, dptrs, hosts, verify, warmup
 
 
 def _native(rt, classes, policies, repeats, *, dev, dptrs, hosts, verify, warmup, stack) -> list[dict]:
-    """One plan per variant: every repeat's lives, the classes in a shuffled order per repeat.
-    Bytes are checked outside the timed plan, once per class and variant (``_check_point``)."""
+    """Per repeat and variant one plan (an engine run has one policy): the repeat's lives of every
+    class in a shuffled order; the variants in a shuffled order per repeat, so drift over the run
+    spreads over all of them. Bytes are checked outside the timed plans, once per class and
+    variant (``_check_point``)."""
     eng = native_engine.load(rt.name)
-    rows = []
+    rows, todo = [], {}
     for variant, (policy, pinned, thr) in policies.items():
-        threshold = DEFAULT_THRESHOLD_NBYTES if thr is None else int(thr)
-        todo = []
+        todo[variant] = []
         for c in classes.itertuples(index=False):
-            if verify != "none" and not _check_point(eng, policy, rt, hosts[int(c.nbytes)], dev, dptrs[int(c.nbytes)],
-                                                     c.direction, threshold_nbytes=threshold, app_pinned=bool(pinned)):
-                rows.append({"variant": variant, "policy": policy, "event": "refused", "nbytes": int(c.nbytes),
+            n = int(c.nbytes)
+            if verify != "none" and not _check_point(eng, policy, rt, hosts[n], dev, dptrs[n], c.direction,
+                                                     threshold_nbytes=_threshold(thr), app_pinned=bool(pinned)):
+                rows.append({"variant": variant, "policy": policy, "event": "refused", "nbytes": n,
                              "direction": c.direction, "reuse": int(c.reuse), "use": -1, "repeat": -1,
                              "ns": float("nan"), "path": "", "error": "the runtime moved no bytes (copy refused)",
                              "engine": "native"})
             else:
-                todo.append(c)
-        if not todo:
-            continue
-        plan = native_engine.Plan()
-        bidx = {n: plan.buffer(b.ptr, dptrs[n], n, str(b.kind)) for n, b in hosts.items()}
-        rng = random.Random(SEED)
-        for r in range(-warmup, repeats):
-            rng.shuffle(todo)
-            for k, c in enumerate(todo):
-                b, ctx = bidx[int(c.nbytes)], {"repeat": r, "cls": k, "cls_direction": c.direction,
-                                               "reuse": int(c.reuse), "cls_nbytes": int(c.nbytes)}
+                todo[variant].append(c)
+    rng = random.Random(SEED)
+    variants = [v for v in policies if todo[v]]
+    for r in range(-warmup, repeats):
+        rng.shuffle(variants)
+        for variant in variants:
+            policy, pinned, thr = policies[variant]
+            plan = native_engine.Plan()
+            bidx = {n: plan.buffer(b.ptr, dptrs[n], n, str(b.kind)) for n, b in hosts.items()}
+            lives = todo[variant]
+            rng.shuffle(lives)
+            for c in lives:
+                b, ctx = bidx[int(c.nbytes)], {"cls_direction": c.direction, "reuse": int(c.reuse),
+                                               "cls_nbytes": int(c.nbytes)}
                 if pinned:
                     plan.app_lock(b, use=-1, **ctx)
                 plan.map(b, use=-1, **ctx)
@@ -137,10 +142,15 @@ def _native(rt, classes, policies, repeats, *, dev, dptrs, hosts, verify, warmup
                 plan.unmap(b, use=-1, **ctx)
                 if pinned:
                     plan.app_unlock(b, use=-1, **ctx)
-        t = eng.run(policy, plan, threshold_nbytes=threshold).transfers(keep=lambda i, ctx: ctx["repeat"] >= 0)
-        for r in t.itertuples(index=False):
-            rows.append({"variant": variant, "policy": policy, "event": _NATIVE_EVENTS[r.event],
-                         "nbytes": int(r.cls_nbytes), "direction": r.cls_direction, "reuse": int(r.reuse),
-                         "use": int(r.use), "repeat": int(r.repeat), "ns": float(r.total_ns), "path": r.path,
-                         "error": r.error, "engine": "native"})
+            t = eng.run(policy, plan, threshold_nbytes=_threshold(thr)).transfers()
+            if r < 0:
+                continue
+            rows += [{"variant": variant, "policy": policy, "event": _NATIVE_EVENTS[e.event], "nbytes": int(e.cls_nbytes),
+                      "direction": e.cls_direction, "reuse": int(e.reuse), "use": int(e.use), "repeat": r,
+                      "ns": float(e.total_ns), "path": e.path, "error": e.error, "engine": "native"}
+                     for e in t.itertuples(index=False)]
     return rows
+
+
+def _threshold(thr) -> int:
+    return DEFAULT_THRESHOLD_NBYTES if thr is None else int(thr)

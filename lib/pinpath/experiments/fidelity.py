@@ -25,7 +25,7 @@ from ..stats import ratio_ci
 from .native import ROUNDS, native_policy_sweep, native_why_not
 from .sweep import SEED
 
-__all__ = ["engine_fidelity", "plain_policies", "YARDSTICK_POLICIES", "YARDSTICK_SOURCE"]
+__all__ = ["engine_fidelity", "engine_fidelity_or_reason", "plain_policies", "YARDSTICK_POLICIES", "YARDSTICK_SOURCE"]
 
 YARDSTICK_SOURCE = PROJECT_ROOT / "tools" / "plain_policies.c"
 #: the policies the plain program writes by hand (the pinned allocator is left out: it needs the
@@ -121,3 +121,13 @@ def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions
                      "plain_process_ns": float(a.median()) if a is not None else float("nan"),
                      "platform": rt.name})
     return frame(rows, ENGINE_FIDELITY), eng
+
+
+def engine_fidelity_or_reason(rt, **kw) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str]:
+    """engine_fidelity's two frames and "", or (None, None, why) where the engine or the yardstick
+    cannot run here."""
+    try:
+        fid, rows = engine_fidelity(rt, **kw)
+    except NotAvailable as e:
+        return None, None, str(e)
+    return fid, rows, ""

@@ -20,7 +20,7 @@ from .. import engine as native_engine
 from .. import progress
 from ..kernels import NSPLINES, out_nbytes, pos_nbytes, replica_expected
 from ..memkinds import host_buffer, supports
-from ..errors import BadParameter, NotAvailable  # noqa: F401  (NotAvailable: notebooks catch it here)
+from ..errors import BadParameter, NotAvailable
 from ..runtimes.base import has
 from ..schema import frame, THREADS
 from ..vocab import Capability, Direction, MemoryKind, Policy
@@ -146,12 +146,8 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
     the region's end); unmap; unpin. Rows as replica's (events map, transfer, kernel, sync, unmap,
     app_lock, app_unlock), with ``step`` = the repeat; the calls frame's transfer_id is the row."""
     eng = native_engine.load(rt.name)
-    kernel = has(rt, Capability.KERNELS)
-    kernel_fn = 0
-    if kernel:
-        rt.prepare_kernels()
-        kernel_fn = int(getattr(rt, "kernel_handle", lambda: 0)())
-        kernel = kernel_fn != 0 or rt.name == "host"
+    kernel = has(rt, Capability.KERNELS)   # the runtime's kernel handle (0: the engine's own, host)
+    kernel_fn = rt.kernel_handle() if kernel else 0
     rng = np.random.default_rng(seed)
     regions = [(str(pt["policy"]), pt["nw"], pt["user_pinned"])
                for pt in grid(policy=policies, nw=nw_values, user_pinned=user_pinned)]

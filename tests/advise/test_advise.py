@@ -232,3 +232,16 @@ def test_cli_refuses_a_vendor_it_does_not_model_and_writes_nothing(write, tr, tm
     r = _cli(capsys, write("run.err", tr.info_trace(steps=1, invocations=1)), "--platform", "host", "--vendor", "intel",
              "--out", tmp_path / "adv")
     assert r.returncode == 2 and "vendor 'intel'" in r.stderr and not (tmp_path / "adv").exists()
+
+
+def test_a_refused_registration_is_not_replayed():
+    from pinpath.advise.replay import _refuse_failed_lives
+    base = {"policy": "prepinned", "nbytes": 4096, "direction": "h2d", "reuse": 2, "use": -1, "repeat": 0,
+            "ns": 5.0, "path": "", "error": "", "engine": "native"}
+    rows = [{**base, "variant": "app_pinned", "event": "register", "error": "ENOMEM (12)"},
+            {**base, "variant": "app_pinned", "event": "transfer", "use": 0},
+            {**base, "variant": "plain", "event": "transfer", "use": 0}]
+    out = pd.DataFrame(_refuse_failed_lives(rows))
+    assert out[out.variant == "app_pinned"].event.tolist() == ["refused"]
+    assert out[out.variant == "app_pinned"].error.iat[0] == "ENOMEM (12)"
+    assert out[out.variant == "plain"].event.tolist() == ["transfer"]

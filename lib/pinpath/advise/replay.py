@@ -149,7 +149,20 @@ def _native(rt, classes, policies, repeats, *, dev, dptrs, hosts, verify, warmup
                       "direction": e.cls_direction, "reuse": int(e.reuse), "use": int(e.use), "repeat": r,
                       "ns": float(e.total_ns), "path": e.path, "error": e.error, "engine": "native"}
                      for e in t.itertuples(index=False)]
-    return rows
+    return _refuse_failed_lives(rows)
+
+
+def _refuse_failed_lives(rows: list[dict]) -> list[dict]:
+    """A class whose registration or map the runtime refused under a variant is not replayed
+    there: its rows become one "refused" row with the runtime's answer (as the Python path does)."""
+    key = lambda r: (r["variant"], r["nbytes"], r["direction"], r["reuse"])   # noqa: E731
+    failed = {}
+    for r in rows:
+        if r["error"] and r["event"] in ("register", "map"):
+            failed.setdefault(key(r), r)
+    out = [r for r in rows if key(r) not in failed or r["event"] == "refused"]
+    out += [{**r, "event": "refused", "use": -1, "repeat": -1, "ns": float("nan"), "path": ""} for r in failed.values()]
+    return out
 
 
 def _threshold(thr) -> int:

@@ -19,6 +19,8 @@ RUN        ?= latest
 RUNS       ?=
 CELL_TIMEOUT ?=
 STRICT     ?=
+TRACE      ?=
+OUT        ?=
 WHEELHOUSE ?= wheelhouse
 SKIP       ?=
 # the AMD extra (hip-python, ~300 MB) only where ROCm's HIP library is on this machine (a file that
@@ -43,7 +45,7 @@ SLURM_CPUS      ?=
 SLURM_TIME      ?=
 SLURM_MEM       ?=
 ARCH       ?=
-export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STRICT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
+export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STRICT TRACE OUT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
 export SLURM_PARTITION SLURM_ACCOUNT SLURM_GPUS SLURM_CPUS SLURM_TIME SLURM_MEM
 
 PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE),) $(if $(OFFLINE),--no-index,)
@@ -55,7 +57,7 @@ else
   STAMP := $(VENV)/.stamp
 endif
 
-.PHONY: help setup test reproduce validate runs report share compare lab wheelhouse offload-bundle offload-probe clean
+.PHONY: help setup test reproduce validate runs report share compare advise lab wheelhouse offload-bundle offload-probe clean
 
 ## COMMANDS
 help:  ## list the targets
@@ -110,6 +112,10 @@ share: setup  ## write share/summary.md, ~900 px figures and <run-id>.zip of RUN
 compare: setup  ## claims of RUNS="outputs/A outputs/B" side by side into outputs/compare.html and .md, with a regression check (STRICT=1: exit 1 on a changed verdict whose intervals do not overlap)
 	@[ -n "$$RUNS" ] || { echo 'make compare needs RUNS="outputs/A outputs/B"'; exit 2; }
 	read -r -a runs <<< "$$RUNS"; $(PY) -m pinpath compare "$${runs[@]}" --out outputs/compare.html $${STRICT:+--strict}
+
+advise: $(if $(TRACE),setup,)  ## replay an application's transfer trace under every policy and advise (TRACE=<file> PLATFORM= OUT=)
+	@[ -n "$$TRACE" ] || { echo 'make advise needs TRACE=<file> (LIBOMPTARGET_INFO=32 stderr, rocprofv3 memory-copy CSV or hsa_stats.csv)'; exit 2; }
+	$(PY) -m pinpath advise "$$TRACE" --platform "$$PLATFORM" $${OUT:+--out "$$OUT"}
 
 lab: setup  ## JupyterLab on 127.0.0.1 (token) with the pinpath kernel registered
 	$(VENV)/bin/python -m pip install -q $(PIP_FROM) -e ".[$$EXTRAS,lab]"

@@ -64,6 +64,15 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("share", help="write share/summary.md, share/figures/ and share/<run-id>.zip inside a run folder")
     p.add_argument("run", nargs="?", default="latest", help="run folder or run id under outputs/ (default: latest)")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
+    p = sub.add_parser("advise", help="replay an application's transfer trace under every policy and advise")
+    p.add_argument("trace", type=Path, help="LIBOMPTARGET_INFO=32 stderr, rocprofv3 memory-copy CSV or rocprof hsa_stats.csv")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default: outputs/advise-<time>/)")
+    p.add_argument("--platform", default="auto", help=f"one of {', '.join(m.value for m in Platform)} (default: auto)")
+    p.add_argument("--vendor", default="auto", help="whose runtime to model: nvidia, amd, host (default: the platform's)")
+    p.add_argument("--repeats", type=int, default=10, help="replays of each class (at least 5; default 10)")
+    p.add_argument("--real", type=Path, default=None, help="real times per step for prediction.csv: a CSV with variant, ns, or stencil's stdout (its transfer_ns)")
+    p.add_argument("--application", default=None, help="the application's name in prediction.csv (default: the trace's)")
+    p.add_argument("--engine", default="auto", help="replay engine: auto (native where it runs), native, python")
     p = sub.add_parser("runs", help="list the runs under outputs/ with their status")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
     return ap
@@ -96,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
                 man = man or {}
                 print(f"{rid}  {status:11} {man.get('preset', '?'):8} {man.get('platform', '?'):5} "
                       f"{man.get('duration_s', '?')} s")
+            return 0
+        if args.cmd == "advise":
+            from .advise.main import advise
+            res = advise(args.trace, out=args.out, platform=args.platform, vendor=args.vendor, repeats=args.repeats,
+                         real=args.real, application=args.application, engine=args.engine)
+            print("\n".join(f"- {a}" for a in res["advice"]))
+            print(f"advice: {res['html']}; summary: {res['summary']}")
             return 0
         if args.cmd == "share":
             from .report.share import share_run

@@ -24,7 +24,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 __all__ = ["Estimate", "median_ci", "ratio_ci", "share_ci", "diff_ci", "proportion_ci", "relative_iqr",
-           "LEVEL", "N_BOOT", "MIN_REPEATS"]
+           "median_draws", "interval", "LEVEL", "N_BOOT", "MIN_REPEATS"]
 
 LEVEL = 0.95     #: every interval in the reports is a 95 % interval
 N_BOOT = 2000
@@ -94,6 +94,22 @@ def _boot_medians(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def _bounds(samples: np.ndarray) -> tuple[float, float]:
     lo, hi = np.percentile(samples, [100 * (1 - LEVEL) / 2, 100 * (1 + LEVEL) / 2])
     return float(lo), float(hi)
+
+
+def median_draws(x: Sequence[float], seed: int = 0) -> np.ndarray:
+    """N_BOOT bootstrap medians of ``x`` (NaN where ``x`` is empty), for sums and ratios of
+    medians of several samples; ``seed`` keeps samples drawn apart from each other."""
+    a = _clean(x)
+    if not len(a):
+        return np.full(N_BOOT, np.nan)
+    return _boot_medians(a, np.random.default_rng(_SEED + seed))
+
+
+def interval(draws: np.ndarray) -> tuple[float, float]:
+    """The LEVEL percentile interval of bootstrap draws (NaN draws left out)."""
+    d = np.asarray(draws, dtype=float)
+    d = d[np.isfinite(d)]
+    return _bounds(d) if len(d) else (math.nan, math.nan)
 
 
 def _both(a: _Arm, b: _Arm) -> dict:

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import ompinfo
 from ..errors import NotAvailable, PinpathError, VerificationFailed
 from ..kernels import out_nbytes, pos_nbytes
 from ..stats import median_ci, ratio_ci
@@ -253,40 +254,16 @@ def parse_facts(lines) -> dict:
     return facts
 
 
-_DIRECTION = {"host": "h2d", "device": "d2h"}   # by where the copy starts
-_MARK_RE = re.compile(r"^pinpath-region: (?:invocation step=(\d+) invocation=(\d+)|(teardown))$")
-# libomptarget (LLVM 19: offload/src/OpenMP/Mapping.cpp printCopyInfoImpl; the plugin layer prints
-# the same words for its kernel launch environment):
-#   omptarget device 0 info: Copying data from host to device, HstPtr=0x..., TgtPtr=0x..., Size=384, Name=pos[0:pos_len]
-#   omptarget device 0 info: Copying data from device to host, TgtPtr=0x..., HstPtr=0x..., Size=245760, Name=out[0:out_len]
-# (older releases: "Libomptarget device 0 info: ...")
-_COPY_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: Copying data from (?P<src>host|device) to "
-                      r"(?P<dst>host|device), (?P<l1>Hst|Tgt)Ptr=(?P<p1>0x[0-9a-fA-F]+), (?P<l2>Hst|Tgt)Ptr="
-                      r"(?P<p2>0x[0-9a-fA-F]+), Size=(?P<nbytes>\d+)(?:, Name=(?P<name>.*))?$")
-
-
 def parse_info(text: str, *, variant: str = "", nw: int = 0) -> pd.DataFrame:
-    """REAL_COPIES rows from the binary's stderr: LIBOMPTARGET_INFO=32 lines, assigned to the
-    invocation whose ``pinpath-region:`` marker (``--markers``) precedes them."""
+    """REAL_COPIES rows from the binary's stderr: LIBOMPTARGET_INFO=32 lines (``ompinfo``),
+    assigned to the invocation whose ``pinpath-region:`` marker (``--markers``) precedes them."""
     context = {"variant": variant, "nw": nw}
-    rows, segment, step, inv = [], "setup", -1, -1
-    for line in text.splitlines():
-        line = line.rstrip("\r")
-        m = _MARK_RE.match(line)
-        if m:
-            if m.group(3):
-                segment, step, inv = "teardown", -1, -1
-            else:
-                segment, step, inv = "invocation", int(m.group(1)), int(m.group(2))
-            continue
-        c = _COPY_RE.match(line)
-        if not c:
-            continue
-        ptrs = {c.group("l1"): c.group("p1"), c.group("l2"): c.group("p2")}
-        rows.append({**context, "segment": segment, "step": step, "invocation": inv,
-                     "direction": _DIRECTION[c.group("src")], "nbytes": int(c.group("nbytes")),
-                     "name": c.group("name") or "", "source": c.group("source").strip('"'),
-                     "device": int(c.group("device")), "host_ptr": ptrs.get("Hst", ""), "tgt_ptr": ptrs.get("Tgt", "")})
+    rows, where = [], {"segment": "setup", "step": -1, "invocation": -1}
+    for kind, ev in ompinfo.events(text):
+        if kind == "marker":
+            where = ev
+        elif kind == "copy":
+            rows.append({**context, **where, **ev})
     return frame(rows, REAL_COPIES)
 
 

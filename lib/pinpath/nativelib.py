@@ -45,6 +45,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import BadParameter, PinpathError, RuntimeCallFailed
+from .hsa_status import status_name
 
 __all__ = ["compiler", "NativeUnavailable", "NativeLib", "Toolchain", "Timed", "RelockUnlock", "Staged", "C12Timed",
            "PLATFORMS", "toolchain", "build", "build_program", "load", "why_not", "cache_dir"]
@@ -405,10 +406,6 @@ class NativeLib:
             name = self._lib.pp_error_name(rc)
             return name.decode() if name else f"cudaError {rc}"
         if self.platform == "hsa":
-            try:
-                from .runtimes.hsa_ import status_name
-            except ImportError:
-                return f"hsa_status_t {rc:#x}"
             return status_name(rc)
         from .libc import errno_name
         return errno_name(rc)

@@ -130,7 +130,8 @@ def test_threads_share_the_map_and_balance_their_locks(any_rt, eng):
                 p.unmap(b, thread=t)
             rows = eng.run("nextgen_lock_mapped", p).transfers()
             assert p.nthreads == n and set(rows.thread_id) == set(range(n))
-            assert set(rows[rows.event == "transfer"].path) == {"map_hit"}
+            maps = rows[rows.event != "transfer"][["thread_id", "event", "path", "error", "calls"]]
+            assert set(rows[rows.event == "transfer"].path) == {"map_hit"}, maps.to_string()
             calls = " ".join(rows.calls)
             lock, unlock = engine.load(any_rt.name).calls[:2]
             assert calls.count(f"{lock}=0") == calls.count(f"{unlock}=0") >= 1
@@ -156,17 +157,19 @@ def test_the_pinned_allocator_adopts_runtime_memory(any_rt, eng):
 
 def test_the_engine_and_the_python_policies_take_the_same_paths(host_rt):
     """The Python policies stay as the readable reference: on the same sweep and replica, every
-    policy takes the same paths through both (counts of each path per policy, size and direction)."""
+    policy takes the same paths through both (each path per policy, size and direction). Only
+    buffers of their own mapping (>= 128 KiB, glibc's mmap threshold) are compared: small heap
+    buffers share pages, and on mlock a neighbour's lock makes a shared page read as locked, so
+    their paths depend on where the allocator put them (C11's situation), not on the engine."""
     from pinpath import experiments as ex
-    sizes = [4096, 1 << 20]
+    big = 1 << 20
     key = ["policy", "nbytes", "direction", "path"]
-    pols = [p for p in POLICIES if p != "stage_per_copy"] + ["stage_per_copy"]
-    native = ex.policy_sweep(host_rt, policies=pols, sizes_nbytes=sizes, repeats=2, engine="native")
-    python = ex.policy_sweep(host_rt, policies=pols, sizes_nbytes=sizes, repeats=2, warmup=1, engine="python")
+    native = ex.policy_sweep(host_rt, policies=POLICIES, sizes_nbytes=[big], repeats=2, engine="native")
+    python = ex.policy_sweep(host_rt, policies=POLICIES, sizes_nbytes=[big], repeats=2, warmup=1, engine="python")
     seen = [set(map(tuple, df[df.event == "transfer"][key].drop_duplicates().to_numpy())) for df in (native, python)]
     assert seen[0] == seen[1]
-    rep = [ex.replica(host_rt, policies=["nextgen", "nextgen_lock_mapped", "prepinned", "lock_always"], nw_values=[2, 69],
+    rep = [ex.replica(host_rt, policies=["nextgen", "nextgen_lock_mapped", "prepinned", "lock_always"], nw_values=[69, 128],
                       steps=1, invocations_per_step=3, user_pinned=[False, True], engine=e)[0] for e in ("native", "python")]
-    cols = ["policy", "user_pinned", "nw", "event", "array", "path"]
-    paths = [df[df.event.isin(["map", "transfer", "unmap"])].groupby(cols).size() for df in rep]
+    cols = ["policy", "user_pinned", "nw", "event", "path"]
+    paths = [df[df.event.isin(["map", "transfer", "unmap"]) & (df.array == "out")].groupby(cols).size() for df in rep]
     assert paths[0].to_dict() == paths[1].to_dict()

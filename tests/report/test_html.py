@@ -285,3 +285,68 @@ def test_claims_section_given_by_the_runner_links_only_existing_pages(tmp_path):
                                          ("Headline figures", H.figures_section(run_dir))]).read_text()
     assert "href='03_c6_c7_c9_lock_cost.html'" in page and "99_missing_page.html" not in page
     assert page.count("<h2>Claims</h2>") == 1 and page.count("<h2>Headline figures</h2>") == 1
+
+
+def test_notebook_conclusions_restated_from_the_claims_table(tmp_path):
+    """The conclusion a notebook wrote from its own data is replaced, in the executed notebook
+    and its page, by the run's verdicts: the two can never disagree."""
+    import nbformat
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+    from pinpath.report import tables
+    run_dir, man = make_run(tmp_path)
+    df = claims_frame()
+    local = df[df.id == "C11"].assign(verdict="not measured", measured=math.nan)
+    md = tables.conclusion(local)
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("Markdown(tables.conclusion(judged))")
+    cell.outputs = [nbformat.v4.new_output("execute_result", {"text/markdown": md, "text/plain": "<Markdown>"},
+                                           execution_count=1)]
+    nb.cells = [cell]
+    stem = "09_c11_hazard_limits"
+    nbformat.write(nb, run_dir / "notebooks" / f"{stem}.ipynb")
+    (run_dir / "report" / f"{stem}.html").write_text(f"<html><body><div>{markdown2html_mistune(md)}</div></body></html>")
+    assert "C11 not measured" in md
+    df.loc[df.id == "C11", "why"] = EVIL
+    H.render_index(run_dir, man, claims=df)
+    final = df.set_index("id").loc["C11", "verdict"]
+    page = (run_dir / "report" / f"{stem}.html").read_text()
+    text = nbformat.read(run_dir / "notebooks" / f"{stem}.ipynb", 4).cells[0].outputs[0].data["text/markdown"]
+    for out in (page, text):
+        assert f"C11 {final}" in out and "C11 not measured" not in out and "What the run found" in out
+        assert "<script>" not in out
+    H.render_index(run_dir, man, claims=df)              # again: the same page
+    assert (run_dir / "report" / f"{stem}.html").read_text() == page
+
+
+def test_index_order_fidelity_collapsed_and_unreadable_data_said(tmp_path):
+    run_dir, man = make_run(tmp_path)
+    man["unreadable_data"] = ["lock_cost.parquet"]
+    (run_dir / "report" / "fidelity.csv").write_text(
+        "quantity,platform,kind,backing,nbytes,python_ns,native_ns,ratio,null_call_ns\n"
+        "lock,cuda,heap,4k,4096,100,90,1.1,10\nquery,cuda,heap,thp,8192,100,90,1.1,10\n")
+    page = H.render_index(run_dir, man).read_text()
+    assert page.index("<h2>Claims</h2>") < page.index("<h2>Headline figures</h2>") < page.index("<h2>Fidelity</h2>")
+    fid = page[page.index("<h2>Fidelity</h2>"):]
+    assert "<details class='block'>" in fid and "<details class='block' open" not in fid.split("</details>")[0]
+    assert "Every row: platform cuda, memory kind heap." in fid and "<th>platform</th>" not in fid.split("</table>")[0]
+    assert "<th>backing</th>" in fid                    # a column that varies stays
+    assert "Data that could not be read" in page and "lock_cost.parquet" in page
+    (run_dir / "report" / "claims.csv").write_bytes(b"\xff\xfe\x00\x01garbage\n\x00")
+    page = H.render_index(run_dir, man).read_text()
+    assert "report/claims.csv" in page.split("Data that could not be read")[1].split("</div>")[0]
+
+
+def test_claims_with_reading_show_the_reason_and_count_meant_and_analogues_apart(tmp_path):
+    run_dir, man = make_run(tmp_path)
+    df = claims_frame()
+    df["why"] = [f"CUDA refuses a re-register in 0.8 us, row {i}" for i in range(15)]
+    df["interval"] = "every test holds with its whole interval on the claim's side"
+    df["reading"] = ["analogue" if i % 3 == 0 else "as meant" for i in range(15)]
+    df["subject"] = "HSA/ROCT"
+    page = H.render_index(run_dir, man, claims=df).read_text()
+    assert "as meant:</span>" in page and "by an analogue:</span>" in page
+    assert "<span class='why'>CUDA refuses a re-register in 0.8 us, row 4</span>" in page
+    assert page.index("row 4</span>") < page.index("every test holds with its whole interval", page.index("row 4</span>"))
+    assert "about HSA/ROCT" in page
+    old = H.render_index(run_dir, man).read_text()        # claims.csv without them: one row of counts, no labels
+    assert "class='reading-label'" not in old and "about HSA" not in old

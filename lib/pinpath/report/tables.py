@@ -3,6 +3,9 @@ the thread are quoted from it; measured ones come from the frames given, never t
 
 from __future__ import annotations
 
+import re
+from html import escape
+
 import numpy as np
 import pandas as pd
 
@@ -11,7 +14,7 @@ from ..units import fmt_nbytes, fmt_ns
 from .fmt import format_measured
 
 __all__ = ["spread", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table",
-           "lock_table", "bandwidth_table", "harness_table", "fidelity", "conclusion", "setup_display", "hazard_table",
+           "lock_table", "bandwidth_table", "harness_table", "fidelity", "conclusion", "CONCLUSION_OPEN", "CONCLUSION_CLOSE", "setup_display", "hazard_table",
            "bandwidth_conclusion", "THREAD_LOCK_MARKS"]
 
 #: the thread's lock and unlock times (ye-luo's tracer, AMD), drawn as reference lines
@@ -141,27 +144,32 @@ def hazard_table(h: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def conclusion(judged: pd.DataFrame) -> str:
-    """A short Markdown conclusion written from the judged claims (nothing typed in)."""
+#: the comments around a conclusion: the run's final verdicts replace what they enclose (``html.restate_conclusions``)
+CONCLUSION_OPEN, CONCLUSION_CLOSE = "<!-- pinpath:conclusion {ids} -->", "<!-- /pinpath:conclusion -->"
+
+
+def conclusion(judged: pd.DataFrame, *, final: bool = False) -> str:
+    """A short Markdown conclusion written from the judged claims (nothing typed in). In a
+    notebook (``final`` False) it says that it reads this notebook's data alone; when the run
+    is finalized, the verdicts judged on every data set of the run replace it."""
     lines = []
-    for r in judged.itertuples():
+    for r in judged.to_dict("records"):
+        text = lambda k: escape(r[k].strip(), quote=False) if isinstance(r.get(k), str) else ""   # noqa: E731 - run data: no raw HTML
         figure = ""
-        if r.measured == r.measured:
-            figure = f": {r.metric} = {format_measured(r.measured, r.low, r.high, r.unit)}"
-        lines.append(f"- **{r.id} {r.verdict}** on {r.platform}{figure}. {r.why}.")
-    return "**What this notebook found** (the thread's claim: " + "; ".join(
-        f"{r.id}: {r.thread}" for r in judged.itertuples()) + ")\n\n" + "\n".join(lines)
-
-
-def bandwidth_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Median GB/s per case, direction and size; pinpath's pinned copy against the bare loop."""
-    med = df.groupby(["direction", "nbytes", "case"]).gb_per_s.median().unstack("case")
-    out = med.reset_index()
-    out.columns.name = None
-    out["size"] = out.nbytes.map(fmt_nbytes)
-    if {"pinned", "plain_loop"} <= set(med.columns):
-        out["pinned / plain loop"] = (med["pinned"] / med["plain_loop"]).round(3).values
-    return out.drop(columns="nbytes")
+        if r.get("measured") == r.get("measured") and r.get("measured") is not None:
+            figure = f": {text('metric')} = {format_measured(r['measured'], r.get('low'), r.get('high'), text('unit'))}"
+        reading = f" ({text('reading')})" if text("reading") else ""
+        why = text("why").rstrip(".")
+        lines.append(f"- **{escape(str(r['id']))} {text('verdict') or 'not measured'}**{reading} on {text('platform')}{figure}."
+                     + (f" {why}." if why else ""))
+    claims = "; ".join(f"{escape(str(r['id']))}: {escape(str(r.get('thread')), quote=False)}" for r in judged.to_dict("records"))
+    head = ("**What the run found**, judged at the end on every data set of the run (the same verdicts as the "
+            "report's claims table)" if final else
+            "**What this notebook's data show** (the run's verdicts, judged at the end on every data set, "
+            "replace this paragraph when the run is finalized)")
+    ids = " ".join(re.sub(r"[^A-Za-z0-9]", "", str(r["id"])) for r in judged.to_dict("records"))
+    return (CONCLUSION_OPEN.format(ids=ids) + "\n\n" + f"{head}. The thread's claim: {claims}.\n\n"
+            + "\n".join(lines) + "\n\n" + CONCLUSION_CLOSE)
 
 
 def bandwidth_conclusion(bw: pd.DataFrame, link: pd.DataFrame) -> str:
@@ -209,10 +217,10 @@ def paths_by(transfers: pd.DataFrame, by) -> pd.DataFrame:
 
 def beside(judged: pd.DataFrame) -> pd.DataFrame:
     """The claims judged in a notebook: the thread's figure beside the measured one (with what
-    it measures, its unit and interval), and the verdict."""
+    it measures, its unit and interval); the verdicts are in ``conclusion``."""
     out = judged[["id", "who", "thread", "metric"]].copy()
-    out["measured"] = [format_measured(r.measured, r.low, r.high, r.unit) or "n/a" for r in judged.itertuples()]
-    return out.assign(verdict=judged.verdict, why=judged.why)
+    out["measured"] = [format_measured(r.measured, r.low, r.high, r.unit) or "not measured" for r in judged.itertuples()]
+    return out      # the verdicts are the conclusion's, which the run's final judgement replaces
 
 
 def contention(conc: pd.DataFrame) -> pd.DataFrame:

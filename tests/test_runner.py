@@ -375,14 +375,7 @@ def test_a_broken_data_file_is_named_in_the_report(tmp_path):
 
 
 # -- the project's own notebooks ---------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    """The project's own notebooks, smoke preset, host platform, through the command line."""
-    out = tmp_path_factory.mktemp("outs")
-    r = _cli("run", "--preset", "smoke", "--platform", "host", "--outputs", str(out), plain_user=True)
-    assert r.returncode == 0, r.stderr[-3000:]
-    run_dir = (out / "latest").resolve()
-    return run_dir, json.loads((run_dir / "manifest.json").read_text()), r.stderr
+# smoke_run (tests/conftest.py): the project's own notebooks, smoke preset, host platform, once per session
 
 
 def test_a_plain_user_gets_the_default_preset_fitted_and_explicit_sizes_refused(tmp_path):

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 
 from ..trace import null_call_ns
-from ..units import fmt_nbytes, fmt_ns
+from ..units import binary_size, fmt_nbytes, fmt_ns
 from .fmt import format_measured
 
-__all__ = ["spread", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table",
+__all__ = ["about", "value_words", "spread", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table",
            "lock_table", "bandwidth_table", "harness_table", "fidelity", "conclusion", "CONCLUSION_OPEN", "CONCLUSION_CLOSE", "setup_display", "hazard_table",
            "bandwidth_conclusion", "THREAD_LOCK_MARKS"]
 
@@ -28,6 +28,32 @@ def setup_display() -> None:
     for key, value in (("display.max_columns", None), ("display.max_colwidth", None), ("display.max_rows", 500),
                        ("display.width", 250)):
         pd.set_option(key, value)
+
+
+def value_words(key: str, value) -> str:
+    """One value of a mapping as a reader reads it: sizes in binary units, times in their unit,
+    yes / no, a dash for nothing, lists joined; never a raw dict, None or NaN."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "\u2014"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)) and key.endswith("nbytes"):
+        return binary_size(value)
+    if isinstance(value, (int, float)) and key.endswith("_ns"):
+        return fmt_ns(value)
+    if isinstance(value, dict):
+        return "; ".join(f"{k.replace('_', ' ')}: {value_words(str(k), v)}" for k, v in value.items()) or "\u2014"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(value_words(key, v) for v in value) or "\u2014"
+    return str(value)
+
+
+def about(info: dict) -> pd.DataFrame:
+    """A mapping (``rt.describe()``) as a two-column table in words, e.g. ``memlock soft`` ->
+    ``8 MiB``."""
+    rows = [{"": str(k).replace("_nbytes", "").replace("_ns", "").replace("_", " "), "value": value_words(str(k), v)}
+            for k, v in info.items()]
+    return pd.DataFrame(rows).set_index("")
 
 
 def spread(values) -> str:
@@ -170,6 +196,17 @@ def conclusion(judged: pd.DataFrame, *, final: bool = False) -> str:
     ids = " ".join(re.sub(r"[^A-Za-z0-9]", "", str(r["id"])) for r in judged.to_dict("records"))
     return (CONCLUSION_OPEN.format(ids=ids) + "\n\n" + f"{head}. The thread's claim: {claims}.\n\n"
             + "\n".join(lines) + "\n\n" + CONCLUSION_CLOSE)
+
+
+def bandwidth_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Median GB/s per case, direction and size; pinpath's pinned copy against the bare loop."""
+    med = df.groupby(["direction", "nbytes", "case"]).gb_per_s.median().unstack("case")
+    out = med.reset_index()
+    out.columns.name = None
+    out["size"] = out.nbytes.map(fmt_nbytes)
+    if {"pinned", "plain_loop"} <= set(med.columns):
+        out["pinned / plain loop"] = (med["pinned"] / med["plain_loop"]).round(3).values
+    return out.drop(columns="nbytes")
 
 
 def bandwidth_conclusion(bw: pd.DataFrame, link: pd.DataFrame) -> str:

@@ -350,3 +350,40 @@ def test_claims_with_reading_show_the_reason_and_count_meant_and_analogues_apart
     assert "about HSA/ROCT" in page
     old = H.render_index(run_dir, man).read_text()        # claims.csv without them: one row of counts, no labels
     assert "class='reading-label'" not in old and "about HSA" not in old
+
+
+def test_notebook_tables_in_units_without_missing_markers_or_scientific_notation():
+    from pinpath.report import tables
+    df = pd.DataFrame({"nbytes": [4096, 800_000_000], "median_ns": [1234.5, math.nan], "ratio": [1.144107, 90083.0],
+                       "error": [pd.NA, "712"], "granted": [True, False], "extra": [{"a": None}, [1, 2]],
+                       "tiny": [1.2e-5, 3.0]})
+    html = tables.table_html(df)
+    text = re.sub(r"<[^>]+>", " ", html)
+    for good in ("4 KiB", "763 MiB", "1.23 us", "1.14", "90083", "yes", "no", "a: \u2014", "1, 2", "0.000012"):
+        assert good in text, good
+    assert not re.search(r"\bNaN\b|\bNone\b|&lt;NA&gt;|<NA>|\d[eE][+-]\d", text), text
+    assert "<script" not in tables.table_html(pd.DataFrame({"x": [EVIL]}))
+
+
+def test_long_notebook_tables_show_twenty_rows_and_link_the_whole_csv(tmp_path):
+    from pinpath.report import tables
+    (tmp_path / "data").mkdir()
+    tables.setup_display(tmp_path, "03_x")
+    try:
+        html = tables.table_html(pd.DataFrame({"nbytes": [4096 * (i + 1) for i in range(45)], "ns": range(45)}))
+        assert html.count("<tr>") <= 1 + tables.MAX_ROWS and "The first 20 of 45 rows" in html
+        assert "href='../data/03_x.table-1.csv'" in html
+        assert len(pd.read_csv(tmp_path / "data" / "03_x.table-1.csv")) == 45
+        assert "of" not in tables.table_html(pd.DataFrame({"a": [1, 2]}))       # a short table is whole
+    finally:
+        tables.setup_display()
+
+
+def test_each_notebook_opens_with_what_it_measures_and_why():
+    """The first paragraph under each notebook's title: what it measures, then why, in about two
+    sentences, before the thread's quotes."""
+    for nb in sorted((PROJECT_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        src = "".join(json.loads(nb.read_text())["cells"][0]["source"])
+        title, first = src.split("\n\n")[:2]
+        assert title.startswith("# ") and first.startswith("This notebook "), nb.name
+        assert 2 <= len(re.findall(r"[.:](\s|$)", first)) <= 3 and len(first) < 500, (nb.name, first)

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 
 from ..trace import null_call_ns
-from ..units import binary_size, fmt_nbytes, fmt_ns
+from ..units import _decimals, binary_size, fmt_ns
 from .fmt import format_measured
 
-__all__ = ["about", "value_words", "spread", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table",
+__all__ = ["about", "value_words", "cell_words", "table_html", "MAX_ROWS", "spread", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table",
            "lock_table", "bandwidth_table", "harness_table", "fidelity", "conclusion", "CONCLUSION_OPEN", "CONCLUSION_CLOSE", "setup_display", "hazard_table",
            "bandwidth_conclusion", "THREAD_LOCK_MARKS"]
 
@@ -23,11 +23,76 @@ THREAD_LOCK_MARKS = [("thread: lock 35 us", 35_000), ("thread: unlock 7 us", 7_0
                      ("thread: its unlock 0.7 us", 700)]
 
 
-def setup_display() -> None:
-    """Show whole tables in notebooks: no column or row elided with '...'."""
+#: the most rows a notebook shows of one table; longer tables are shown in part and saved whole to a CSV
+MAX_ROWS = 20
+_CSV_TO: dict = {"run_dir": None, "stem": ""}
+
+
+def setup_display(run_dir=None, stem: str = "") -> None:
+    """Tables in notebooks as a reader wants them: whole columns, numbers in their units
+    (``cell_words``), no ``NaN`` / ``<NA>`` / scientific notation, at most ``MAX_ROWS`` rows. A
+    longer table shows its first rows and links its whole self, saved as
+    ``data/<stem>.table-<n>.csv`` in the run folder (``run_dir``; nothing is saved without one)."""
     for key, value in (("display.max_columns", None), ("display.max_colwidth", None), ("display.max_rows", 500),
-                       ("display.width", 250)):
+                       ("display.width", 250), ("display.float_format", lambda v: cell_words("", v))):
         pd.set_option(key, value)
+    _CSV_TO.update(run_dir=run_dir or None, stem=stem, n=0)
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    ip = get_ipython()
+    if ip is not None:
+        ip.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
+
+
+def cell_words(column: str, value) -> str:
+    """One cell as a reader reads it, its unit taken from the column's name: ``*_ns`` / ``ns``
+    a time, ``*nbytes`` a binary size, floats with about three significant digits and never in
+    scientific notation, a dash for a missing value, yes / no."""
+    try:
+        if value is None or value is pd.NA or (np.ndim(value) == 0 and pd.isna(value)):
+            return "\u2014"
+    except (TypeError, ValueError):
+        pass
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    col = str(column)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        v = float(value)
+        if col == "ns" or col.endswith("_ns"):
+            return fmt_ns(v)
+        if col.endswith("nbytes") and v >= 0:
+            return binary_size(v)
+        if isinstance(value, (int, np.integer)) or v.is_integer() and abs(v) < 1e15:
+            return f"{int(v):d}"
+        return f"{v:.{_decimals(v)}f}"
+    return value_words(col, value) if isinstance(value, (dict, list, tuple)) else str(value)
+
+
+def table_html(df: pd.DataFrame) -> str:
+    """``df`` as HTML through pandas' Styler: cells by ``cell_words``, at most ``MAX_ROWS`` rows,
+    a longer table saved whole and linked (``setup_display``)."""
+    note = ""
+    shown = df
+    if len(df) > MAX_ROWS:
+        shown = df.head(MAX_ROWS)
+        note = f"The first {MAX_ROWS} of {len(df)} rows"
+        run_dir = _CSV_TO.get("run_dir")
+        if run_dir:
+            from pathlib import Path
+            from ..atomic import write_text_atomic
+            _CSV_TO["n"] = _CSV_TO.get("n", 0) + 1
+            name = f"{_CSV_TO['stem']}.table-{_CSV_TO['n']}.csv"
+            write_text_atomic(Path(run_dir) / "data" / name, df.to_csv(index=not isinstance(df.index, pd.RangeIndex)))
+            note += f"; all of them: <a href='../data/{escape(name)}'>{escape(name)}</a> (CSV)"
+        note += "."
+    styler = shown.style.format({c: (lambda v, c=c: cell_words(c, v)) for c in shown.columns}, escape="html")
+    styler = styler.format_index(lambda v: escape(cell_words("", v)), axis=0)
+    if isinstance(shown.index, pd.RangeIndex):
+        styler = styler.hide(axis="index")
+    html = styler.to_html()
+    return html + (f"<p><small>{note}</small></p>" if note else "")
 
 
 def value_words(key: str, value) -> str:
@@ -95,7 +160,7 @@ def c2_table(df: pd.DataFrame) -> pd.DataFrame:
     for (n, d), g in t.groupby(["nbytes", "direction"]):
         fresh, pooled = g[g.policy == "stage_per_copy"], g[g.policy == "stage_pooled"]
         alloc = (fresh.alloc_ns + fresh.grant_ns + fresh.free_ns).median()
-        rows.append({"size": fmt_nbytes(n), "direction": d, "per copy": spread(fresh.total_ns),
+        rows.append({"size": binary_size(n), "direction": d, "per copy": spread(fresh.total_ns),
                      "pooled": spread(pooled.total_ns), "alloc+grant+free": fmt_ns(alloc),
                      "share of per-copy time": f"{100 * alloc / fresh.total_ns.median():.0f} %",
                      "pooled speed-up": f"{fresh.total_ns.median() / pooled.total_ns.median():.2f}x"})
@@ -127,7 +192,7 @@ def lock_table(df: pd.DataFrame, harness: pd.DataFrame | None = None) -> pd.Data
         g = groups.get_group((op, state, backing, n))
         by = {s: gg for s, gg in g.groupby("source")}
         nat, py = by.get("native"), by.get("python")
-        rows.append({"op": op, "state": state, "backing": backing, "size": fmt_nbytes(n),
+        rows.append({"op": op, "state": state, "backing": backing, "size": binary_size(n),
                      "call": (py if py is not None else g).call.iloc[0],
                      "C (same buffer)": spread(nat.ns) if nat is not None else "-",
                      "Python": spread(py.ns) if py is not None else "-",
@@ -203,7 +268,7 @@ def bandwidth_table(df: pd.DataFrame) -> pd.DataFrame:
     med = df.groupby(["direction", "nbytes", "case"]).gb_per_s.median().unstack("case")
     out = med.reset_index()
     out.columns.name = None
-    out["size"] = out.nbytes.map(fmt_nbytes)
+    out["size"] = out.nbytes.map(binary_size)
     if {"pinned", "plain_loop"} <= set(med.columns):
         out["pinned / plain loop"] = (med["pinned"] / med["plain_loop"]).round(3).values
     return out.drop(columns="nbytes")
@@ -215,15 +280,15 @@ def bandwidth_conclusion(bw: pd.DataFrame, link: pd.DataFrame) -> str:
     med = big.groupby(["case", "direction"]).gb_per_s.median()
     peak = float(link.peak_gb_per_s.iloc[0]) if len(link) else float("nan")
     parts = [f"{case} {d} {v:.3g} GB/s" for (case, d), v in med.items()]
-    text = f"**At {fmt_nbytes(int(big.nbytes.iloc[0]))}**: " + ", ".join(parts) + "."
+    text = f"**At {binary_size(int(big.nbytes.iloc[0]))}**: " + ", ".join(parts) + "."
     if peak == peak:
         best = med.get(("pinned", "h2d"), float("nan"))
         text += f" The pinned H2D copy reaches {100 * best / peak:.0f} % of the {link.link.iloc[0]} raw peak ({peak:.1f} GB/s)."
     if {"pinned", "plain_loop"} <= set(big.case):
         small = bw[bw.nbytes == bw.nbytes.min()].groupby("case").gb_per_s.median()
         text += (f" pinpath's pinned copy against the runtime's bare loop: {med.get(('pinned', 'h2d'), float('nan')) / med.get(('plain_loop', 'h2d'), float('nan')):.3g}x "
-                 f"at {fmt_nbytes(int(big.nbytes.iloc[0]))}, {small.get('pinned', float('nan')) / small.get('plain_loop', float('nan')):.3g}x "
-                 f"at {fmt_nbytes(int(bw.nbytes.min()))} (the per-copy cost of the Python path shows at small sizes).")
+                 f"at {binary_size(int(big.nbytes.iloc[0]))}, {small.get('pinned', float('nan')) / small.get('plain_loop', float('nan')):.3g}x "
+                 f"at {binary_size(int(bw.nbytes.min()))} (the per-copy cost of the Python path shows at small sizes).")
     return text
 
 

@@ -245,3 +245,12 @@ def test_problems_names_what_a_figure_lacks():
     ax.set(title="t", xlabel="transfer size", ylabel="nbytes")
     ax.legend(title="policy")
     assert figures.problems(fig) == ["axes 0: ylabel is the column name 'nbytes'"]
+
+
+def test_legend_keeps_its_entries_when_titled():
+    d = cost_frame().assign(call=lambda d: d.op + " / " + d.state)
+    fig = figures.vs_size(d, "ns", hue="call", style="backing")
+    legends = [lg for ax in fig.axes for lg in ([ax.get_legend()] if ax.get_legend() else [])] + list(fig.legends)
+    assert len(legends) == 1 and legends[0].get_title().get_text() == "call; backing"
+    assert {"lock / pageable", "4k", "thp"} <= {t.get_text() for t in legends[0].get_texts()}
+    _legend_outside(fig)

@@ -55,7 +55,8 @@ def words(fig) -> dict:
             continue
         legend = ax.get_legend() or next((lg for lg in fig.legends), None)
         axes.append({"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
-                     "legend": legend.get_title().get_text() if legend is not None else None})
+                     "legend": legend.get_title().get_text() if legend is not None else None,
+                     "entries": [t.get_text() for t in legend.get_texts()] if legend is not None else []})
     sup = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
     return {"title": sup or next((a["title"] for a in axes if a["title"]), ""), "axes": axes}
 
@@ -72,6 +73,8 @@ def problems(fig) -> list[str]:
             out.append(f"axes {i}: no y label")
         if a["legend"] == "":
             out.append(f"axes {i}: a legend without a title")
+        if a["legend"] is not None and not a["entries"]:
+            out.append(f"axes {i}: a legend without entries")
         for k in ("xlabel", "ylabel", "legend"):
             if a[k] in _RAW_NAMES:
                 out.append(f"axes {i}: {k} is the column name {a[k]!r}")
@@ -232,11 +235,8 @@ def _legend_outside(ax, title: str | None = None) -> None:
 
 def _retitle_legend(g, title: str) -> None:
     """A FacetGrid's legend drawn again with ``title``, the figure's right margin made to fit it."""
-    if g.legend is None:
-        return
-    g.legend.remove()
-    g._legend = None
-    g.add_legend(title=title)
+    if g.legend is not None:
+        sns.move_legend(g, "upper left", bbox_to_anchor=(1.0, 0.92), title=title, frameon=False)
 
 
 # -- figures ---------------------------------------------------------------------------------

@@ -116,18 +116,17 @@ def value_words(key: str, value) -> str:
 def about(info: dict) -> pd.DataFrame:
     """A mapping (``rt.describe()``) as a two-column table in words, e.g. ``memlock soft`` ->
     ``8 MiB``."""
-    rows = [{"": str(k).replace("_nbytes", "").replace("_ns", "").replace("_", " "), "value": value_words(str(k), v)}
-            for k, v in info.items()]
-    return pd.DataFrame(rows).set_index("")
+    return pd.DataFrame([{"what": str(k).replace("_nbytes", "").replace("_ns", "").replace("_", " "),
+                          "value": value_words(str(k), v)} for k, v in info.items()])
 
 
 def spread(values) -> str:
-    """'median (p5-p95, n)' in human time units."""
+    """'median (p5–p95, n)' in human time units."""
     v = np.asarray(pd.Series(values).dropna(), dtype=float)
     if not len(v):
         return "n/a"
-    p5, p50, p95 = np.percentile(v, [5, 50, 95])
-    return f"{fmt_ns(p50)} ({fmt_ns(p5)}-{fmt_ns(p95)}, n={len(v)})"
+    p5, p50, p95 = (fmt_ns(x).replace(" ", "\u00a0") for x in np.percentile(v, [5, 50, 95]))
+    return f"{p50} ({p5}\u2013{p95}, n={len(v)})"      # no break inside a time
 
 
 def c12_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -293,9 +292,9 @@ def bandwidth_conclusion(bw: pd.DataFrame, link: pd.DataFrame) -> str:
 
 
 def harness_table(df: pd.DataFrame) -> pd.DataFrame:
-    out = df[["metric", "ns"]].copy()
-    out["value"] = out.ns.map(fmt_ns)
-    return out
+    """The harness's costs, each a time in its unit."""
+    return pd.DataFrame({"what the harness costs": df.metric.str.replace("_ns", "").str.replace("_", " "),
+                         "time": df.ns.map(fmt_ns)})
 
 
 def call_counts(transfers: pd.DataFrame, calls: pd.DataFrame, by=("policy",),

@@ -1,6 +1,6 @@
 """The smoke run's report in headless Chromium at 1400 px, as a reader sees it: the index and one
-notebook page load with no console error, show no NaN / None / <NA>, do not scroll sideways,
-and leave a screenshot in build/test-artifacts/ (``PINPATH_TEST_ARTIFACTS`` elsewhere).
+notebook page load with no console error, show no NaN / None / <NA>, draw every image, do not
+scroll sideways, and leave a screenshot in build/test-artifacts/ (``PINPATH_TEST_ARTIFACTS`` elsewhere).
 
 Chromium is driven through its DevTools protocol (tornado's websocket client, which Jupyter
 brings); the test is skipped, with the reason, where no Chromium is installed."""
@@ -105,7 +105,8 @@ async def _look(url: str, shot: Path, profile: Path) -> dict:
             overflow: document.documentElement.scrollWidth - window.innerWidth,
             wide: [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1
                    && getComputedStyle(e).display !== 'none').slice(0, 5).map(e => e.tagName + '.' + e.className),
-            height: document.documentElement.scrollHeight})""")
+            height: document.documentElement.scrollHeight,
+            broken: [...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt)})""")
         value = res["result"]["value"]
         shot_png = await page.call("Page.captureScreenshot", format="png", captureBeyondViewport=True, clip={
             "x": 0, "y": 0, "width": WIDTH_PX, "height": min(value["height"], 6000), "scale": 1})
@@ -131,4 +132,5 @@ def test_report_page_reads_cleanly_in_chromium(smoke_run, page, tmp_path):
     missing = sorted({m.group(0) for m in MISSING.finditer(seen["text"])})
     assert not missing, [seen["text"][max(0, m.start() - 60): m.end() + 60] for m in MISSING.finditer(seen["text"])][:5]
     assert seen["overflow"] <= 0, (seen["overflow"], seen["wide"])
+    assert seen["broken"] == [], seen["broken"]          # every figure drawn
     assert shot.stat().st_size > 10_000

@@ -394,6 +394,8 @@ def restate_conclusions(run_dir: Path, claims_df) -> list[str]:
         return conclusion(claims_df.iloc[[by_id[i] for i in ids]], final=True) if ids else None
     changed = []
     for nb in sorted((run_dir / "notebooks").glob("[0-9]*.ipynb")):
+        if nb.is_symlink() or (run_dir / "report" / f"{nb.stem}.html").is_symlink():
+            continue          # a run folder is untrusted: nothing is written through a link
         try:
             doc = json.loads(nb.read_text())
         except (ValueError, OSError, UnicodeDecodeError):

@@ -129,6 +129,11 @@ def spread(values) -> str:
     return f"{p50} ({p5}\u2013{p95}, n={len(v)})"      # no break inside a time
 
 
+def _times(a: float, b: float) -> str:
+    """``a / b`` as ``12.3x`` (never in scientific notation); a dash where it is not a number."""
+    return format_measured(a / b, unit="x") if b and a == a and b == b else "\u2014"
+
+
 def c12_table(df: pd.DataFrame) -> pd.DataFrame:
     """Carlo's three cases, both readings of his braces, from each source, beside the thread."""
     rows = []
@@ -143,9 +148,9 @@ def c12_table(df: pd.DataFrame) -> pd.DataFrame:
                 continue
             rows.append({"source": src, "case": case, "thread": text,
                          "braces: lock + enqueue (his code)": spread(part.braces_ns),
-                         "x case 2": f"{part.braces_ns.median() / ref.braces_ns.median():.3g}",
+                         "x case 2": _times(part.braces_ns.median(), ref.braces_ns.median()),
                          "with the wait": spread(part.braces_wait_ns),
-                         "x case 2 (with wait)": f"{part.braces_wait_ns.median() / ref.braces_wait_ns.median():.3g}",
+                         "x case 2 (with wait)": _times(part.braces_wait_ns.median(), ref.braces_wait_ns.median()),
                          "lock inside": spread(part.lock_ns) if part.lock_ns.any() else "-",
                          "unlock (apart)": spread(part.unlock_ns) if part.unlock_ns.any() else "-",
                          "lock answer": ", ".join(sorted(set(part.lock_error) - {""})) or "granted"})
@@ -278,15 +283,15 @@ def bandwidth_conclusion(bw: pd.DataFrame, link: pd.DataFrame) -> str:
     big = bw[bw.nbytes == bw.nbytes.max()]
     med = big.groupby(["case", "direction"]).gb_per_s.median()
     peak = float(link.peak_gb_per_s.iloc[0]) if len(link) else float("nan")
-    parts = [f"{case} {d} {v:.3g} GB/s" for (case, d), v in med.items()]
+    parts = [f"{case} {d} {format_measured(v)} GB/s" for (case, d), v in med.items()]
     text = f"**At {binary_size(int(big.nbytes.iloc[0]))}**: " + ", ".join(parts) + "."
     if peak == peak:
         best = med.get(("pinned", "h2d"), float("nan"))
         text += f" The pinned H2D copy reaches {100 * best / peak:.0f} % of the {link.link.iloc[0]} raw peak ({peak:.1f} GB/s)."
     if {"pinned", "plain_loop"} <= set(big.case):
         small = bw[bw.nbytes == bw.nbytes.min()].groupby("case").gb_per_s.median()
-        text += (f" pinpath's pinned copy against the runtime's bare loop: {med.get(('pinned', 'h2d'), float('nan')) / med.get(('plain_loop', 'h2d'), float('nan')):.3g}x "
-                 f"at {binary_size(int(big.nbytes.iloc[0]))}, {small.get('pinned', float('nan')) / small.get('plain_loop', float('nan')):.3g}x "
+        text += (f" pinpath's pinned copy against the runtime's bare loop: {_times(med.get(('pinned', 'h2d'), float('nan')), med.get(('plain_loop', 'h2d'), float('nan')))} "
+                 f"at {binary_size(int(big.nbytes.iloc[0]))}, {_times(small.get('pinned', float('nan')), small.get('plain_loop', float('nan')))} "
                  f"at {binary_size(int(bw.nbytes.min()))} (the per-copy cost of the Python path shows at small sizes).")
     return text
 

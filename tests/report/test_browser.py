@@ -132,5 +132,6 @@ def test_report_page_reads_cleanly_in_chromium(smoke_run, page, tmp_path):
     missing = sorted({m.group(0) for m in MISSING.finditer(seen["text"])})
     assert not missing, [seen["text"][max(0, m.start() - 60): m.end() + 60] for m in MISSING.finditer(seen["text"])][:5]
     assert seen["overflow"] <= 0, (seen["overflow"], seen["wide"])
+    assert not [w for w in seen["wide"] if w.startswith(("TABLE", "IMG"))], seen["wide"]   # nothing cut at the edge
     assert seen["broken"] == [], seen["broken"]          # every figure drawn
     assert shot.stat().st_size > 10_000

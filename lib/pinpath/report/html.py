@@ -420,6 +420,12 @@ def restate_conclusions(run_dir: Path, claims_df) -> list[str]:
     return changed
 
 
+#: added to a notebook page: a table's headers wrap, so that a wide table fits the page instead of
+#: being cut at its right edge
+_NOTEBOOK_STYLE = ("<style>.jp-RenderedHTMLCommon table{max-width:100%}"
+                   ".jp-RenderedHTMLCommon th,.jp-RenderedHTMLCommon td{white-space:normal;overflow-wrap:break-word}</style>\n")
+
+
 def render_notebook(nb_path: Path, html_path: Path) -> None:
     """nbconvert's lab template with every CDN URL blanked: opens with no network. Absolute
     paths of this machine (tracebacks, warnings) are rewritten."""
@@ -430,7 +436,7 @@ def render_notebook(nb_path: Path, html_path: Path) -> None:
         if exporter.has_trait(trait):
             setattr(exporter, trait, "")
     body, _ = exporter.from_notebook_node(nbformat.read(nb_path, as_version=4))
-    body = _strip_empty_scripts(body)
+    body = _strip_empty_scripts(body).replace("</head>", _NOTEBOOK_STYLE + "</head>", 1)
     html_path = Path(html_path)
     write_text_atomic(html_path, Scrubber(html_path.parent.parent)(body))
 

@@ -70,6 +70,12 @@ def cell_words(column: str, value) -> str:
     return value_words(col, value) if isinstance(value, (dict, list, tuple)) else str(value)
 
 
+def _breakable(text: str) -> str:
+    """``text`` escaped for HTML, with a line-break opportunity after each underscore (a narrow
+    page wraps ``AverageNs_thread`` there, not mid-word)."""
+    return escape(str(text)).replace("_", "_<wbr>")
+
+
 def table_html(df: pd.DataFrame) -> str:
     """``df`` as HTML through pandas' Styler: cells by ``cell_words``, at most ``MAX_ROWS`` rows,
     a longer table saved whole and linked (``setup_display``)."""
@@ -87,8 +93,9 @@ def table_html(df: pd.DataFrame) -> str:
             write_text_atomic(Path(run_dir) / "data" / name, df.to_csv(index=not isinstance(df.index, pd.RangeIndex)))
             note += f"; all of them: <a href='../data/{escape(name)}'>{escape(name)}</a> (CSV)"
         note += "."
-    styler = shown.style.format({c: (lambda v, c=c: cell_words(c, v)) for c in shown.columns}, escape="html")
-    styler = styler.format_index(lambda v: escape(cell_words("", v)), axis=0)
+    styler = shown.style.format({c: (lambda v, c=c: _breakable(cell_words(c, v))) for c in shown.columns})
+    styler = styler.format_index(lambda v: _breakable(cell_words("", v)), axis=0)
+    styler = styler.format_index(lambda v: _breakable(str(v)), axis=1)
     if isinstance(shown.index, pd.RangeIndex):
         styler = styler.hide(axis="index")
     html = styler.to_html()

@@ -57,7 +57,7 @@ def words(fig) -> dict:
         axes.append({"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
                      "legend": legend.get_title().get_text() if legend is not None else None,
                      "entries": [t.get_text() for t in legend.get_texts()] if legend is not None else []})
-    sup = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
+    sup = fig.get_suptitle()
     return {"title": sup or next((a["title"] for a in axes if a["title"]), ""), "axes": axes}
 
 

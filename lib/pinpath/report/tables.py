@@ -13,7 +13,7 @@ from ..trace import null_call_ns
 from ..units import _decimals, binary_size, fmt_ns
 from .fmt import format_measured
 
-__all__ = ["about", "value_words", "cell_words", "table_html", "MAX_ROWS", "spread", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table",
+__all__ = ["about", "value_words", "cell_words", "table_html", "times", "MAX_ROWS", "spread", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table",
            "lock_table", "bandwidth_table", "harness_table", "fidelity", "conclusion", "CONCLUSION_OPEN", "CONCLUSION_CLOSE", "setup_display", "hazard_table",
            "bandwidth_conclusion", "THREAD_LOCK_MARKS"]
 
@@ -68,6 +68,12 @@ def cell_words(column: str, value) -> str:
             return f"{int(v):d}"
         return f"{v:.{_decimals(v)}f}"
     return value_words(col, value) if isinstance(value, (dict, list, tuple)) else str(value)
+
+
+def times(df: pd.DataFrame) -> pd.DataFrame:
+    """Every cell of ``df``, a time in nanoseconds, in its unit (a pivot whose columns are not
+    named ``*_ns``)."""
+    return df.apply(lambda col: col.map(lambda v: cell_words("ns", v)))
 
 
 def _breakable(text: str) -> str:

@@ -311,24 +311,31 @@ def phase_bars(df: pd.DataFrame, phases: list[str], *, row: str, col: str | None
     return fig
 
 
-def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, title: str = "",
-              logy: bool | None = True, ylabel: str = "", xlabel: str = "", reference: Reference = None):
-    """Median of ``y`` (a time in ns) per ``x`` (and ``hue``) with a 5-95 % interval."""
-    fig, ax = plt.subplots(figsize=(7.5, 4))
-    sns.barplot(data=df, x=x, y=y, hue=hue, estimator="median", errorbar=("pi", 90), ax=ax)
-    _ns_axis(ax, _want_log(logy, df[y]))
-    ax.set_ylabel(ylabel or _label(y))
-    ax.set_xlabel(xlabel or _label(x))
-    ax.set_title(title)
-    if max((len(t.get_text()) for t in ax.get_xticklabels()), default=0) > 6:
-        for label in ax.get_xticklabels():
-            label.set_rotation(30)
-            label.set_horizontalalignment("right")
-    _draw_references(ax, _references(reference))
-    if hue:
-        _legend_outside(ax, _label(hue))
-    fig.tight_layout()
-    return fig
+def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, col: str | None = None,
+              title: str = "", logy: bool | None = True, ylabel: str = "", xlabel: str = "",
+              reference: Reference = None):
+    """Median of ``y`` (a time in ns) per ``x`` (and ``hue``, one panel per ``col``) with a 5-95 %
+    interval: seaborn's catplot, the legend titled in words beside the panels."""
+    words = _label(hue) if hue else None
+    d = df.rename(columns={hue: words}) if hue else df
+    g = sns.catplot(data=d, x=x, y=y, hue=words, col=col, kind="bar", estimator="median", errorbar=("pi", 90),
+                    height=4, aspect=1.6 if col is None else 1.1, sharey=True, legend="auto" if hue else False)
+    log = _want_log(logy, df[y])
+    refs = _references(reference)
+    for i, ax in enumerate(g.axes.flat):
+        _ns_axis(ax, log)
+        ax.set_ylabel((ylabel or _label(y)) if i == 0 else "")
+        ax.set_xlabel(xlabel or _label(x))
+        if max((len(t.get_text()) for t in ax.get_xticklabels()), default=0) > 6:
+            for label in ax.get_xticklabels():
+                label.set_rotation(30)
+                label.set_horizontalalignment("right")
+        _draw_references(ax, refs)
+    if col:
+        g.set_titles(col_template="{col_name}")
+    if title:
+        g.figure.suptitle(title, y=1.03)
+    return g.figure
 
 
 def timeline(transfers: pd.DataFrame, calls: pd.DataFrame, *, invocations: int = 1, title: str = ""):

@@ -364,24 +364,30 @@ def timeline(transfers: pd.DataFrame, calls: pd.DataFrame, *, invocations: int =
     return fig
 
 
-def vs_threads(df: pd.DataFrame, y: str, *, hue: str = "policy", title: str = "", ns: bool = True,
-               logy: bool | None = True, ylabel: str = "", reference: Reference = None):
-    """Per-thread values against the thread count, one line per ``hue`` with a 5-95 % band."""
-    fig, ax = plt.subplots(figsize=(7.5, 4))
-    sns.lineplot(data=df, x="threads", y=y, hue=hue, marker="o", estimator="median", errorbar=("pi", 90), ax=ax)
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(mticker.FixedLocator(sorted(df.threads.unique())))
-    ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{int(v)}"))
-    ax.xaxis.set_minor_locator(mticker.NullLocator())
-    ax.set_xlabel(_label("threads"))
-    if ns:
-        _ns_axis(ax, _want_log(logy, df[y]))
-    ax.set_ylabel(ylabel or _label(y))
-    ax.set_title(title)
-    _draw_references(ax, _references(reference))
-    _legend_outside(ax, _label(hue))
-    fig.tight_layout()
-    return fig
+def vs_threads(df: pd.DataFrame, y: str, *, hue: str = "policy", col: str | None = None, title: str = "",
+               ns: bool = True, logy: bool | None = True, ylabel: str = "", reference: Reference = None):
+    """Per-thread values against the thread count (a log-2 axis), one line per ``hue`` with a
+    5-95 % band, one panel per ``col``: seaborn's relplot, the legend titled in words."""
+    words = _label(hue)
+    g = sns.relplot(data=df.rename(columns={hue: words}), x="threads", y=y, hue=words, col=col, kind="line",
+                    marker="o", estimator="median", errorbar=("pi", 90), height=4, aspect=1.5 if col is None else 1.1)
+    log = _want_log(logy, df[y])
+    refs = _references(reference)
+    for i, ax in enumerate(g.axes.flat):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(mticker.FixedLocator(sorted(df.threads.unique())))
+        ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{int(v)}"))
+        ax.xaxis.set_minor_locator(mticker.NullLocator())
+        ax.set_xlabel(_label("threads"))
+        if ns:
+            _ns_axis(ax, log)
+        ax.set_ylabel((ylabel or _label(y)) if i == 0 else "")
+        _draw_references(ax, refs)
+    if col:
+        g.set_titles(col_template="{col_name}")
+    if title:
+        g.figure.suptitle(title, y=1.03)
+    return g.figure
 
 
 def overlap_bars(ov: pd.DataFrame, *, reference: Reference = None):

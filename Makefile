@@ -9,7 +9,8 @@ SHELL := /bin/bash
 ## GLOBALS
 PYTHON     ?= python3
 VENV       ?= .venv
-PRESET     ?= default
+# empty: the default preset for a new run, the run's own preset with RESUME
+PRESET     ?=
 PLATFORM   ?= auto
 NOTEBOOKS  ?=
 RESUME     ?=
@@ -17,6 +18,9 @@ SET        ?=
 RUN        ?= latest
 RUNS       ?=
 CELL_TIMEOUT ?=
+STRICT     ?=
+TRACE      ?=
+OUT        ?=
 WHEELHOUSE ?= wheelhouse
 SKIP       ?=
 # the AMD extra (hip-python, ~300 MB) only where ROCm's HIP library is on this machine (a file that
@@ -41,7 +45,7 @@ SLURM_CPUS      ?=
 SLURM_TIME      ?=
 SLURM_MEM       ?=
 ARCH       ?=
-export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
+export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STRICT TRACE OUT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
 export SLURM_PARTITION SLURM_ACCOUNT SLURM_GPUS SLURM_CPUS SLURM_TIME SLURM_MEM
 
 PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE),) $(if $(OFFLINE),--no-index,)
@@ -53,7 +57,7 @@ else
   STAMP := $(VENV)/.stamp
 endif
 
-.PHONY: help setup test reproduce validate runs report share compare lab wheelhouse offload-bundle offload-probe clean
+.PHONY: help setup test reproduce validate runs report share compare advise lab wheelhouse offload-bundle offload-probe clean
 
 ## COMMANDS
 help:  ## list the targets
@@ -80,22 +84,22 @@ $(VENV)/.stamp: pyproject.toml
 test: setup  ## run the tests (host everywhere; cuda/AMD ones where they can run); fails if none ran
 	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "make test: no test ran" >&2; exit 1; fi; exit $$rc
 
-reproduce: setup  ## run the notebooks (PRESET=smoke|default|full PLATFORM=auto|cuda|hsa|hip|host NOTEBOOKS=a,b SET="NB.NAME=V" RESUME=<run-id> CELL_TIMEOUT=<s> CLUSTER=local|slurm SLURM_PARTITION= SLURM_ACCOUNT= SLURM_GPUS= SLURM_CPUS= SLURM_TIME= SLURM_MEM=)
+reproduce: setup  ## run the notebooks (PRESET=smoke|default|full PLATFORM=auto|cuda|hsa|hip|host NOTEBOOKS=a,b SET="NB.NAME=V;NB.OTHER=W" RESUME=<run-id> CELL_TIMEOUT=<s> CLUSTER=local|slurm SLURM_PARTITION= SLURM_ACCOUNT= SLURM_GPUS= SLURM_CPUS= SLURM_TIME= SLURM_MEM=)
 ifneq ($(CLUSTER),)
 	@$(PY) -c 'import snakemake' 2>/dev/null || [ "$(ENV)" != venv ] || { echo "setup: adding the cluster extra (Snakemake)"; \
 	  $(VENV)/bin/python -m pip install -q --disable-pip-version-check $(PIP_FROM) -e ".[$$EXTRAS]"; }
-	read -r -a sets <<< "$$SET"; $(PY) -m pinpath.cluster reproduce --executor "$$CLUSTER" --preset "$$PRESET" \
+	IFS=';' read -r -d '' -a sets < <(printf '%s' "$$SET"); $(PY) -m pinpath.cluster reproduce --executor "$$CLUSTER" --preset "$$PRESET" \
 	  --platform "$$PLATFORM" --notebooks "$$NOTEBOOKS" --resume "$$RESUME" --cell-timeout "$$CELL_TIMEOUT" \
 	  --partition "$$SLURM_PARTITION" --account "$$SLURM_ACCOUNT" --gpus "$$SLURM_GPUS" --cpus "$$SLURM_CPUS" \
-	  --time "$$SLURM_TIME" --mem "$$SLURM_MEM" $${sets[@]/#/--set=}
+	  --time "$$SLURM_TIME" --mem "$$SLURM_MEM" "$${sets[@]/#/--set=}"
 else
-	read -r -a sets <<< "$$SET"; $(PY) -m pinpath run --preset "$$PRESET" --platform "$$PLATFORM" \
-	  --notebooks "$$NOTEBOOKS" --resume "$$RESUME" $${CELL_TIMEOUT:+--cell-timeout "$$CELL_TIMEOUT"} $${sets[@]/#/--set=}
+	IFS=';' read -r -d '' -a sets < <(printf '%s' "$$SET"); $(PY) -m pinpath run --preset "$$PRESET" --platform "$$PLATFORM" \
+	  --notebooks "$$NOTEBOOKS" --resume "$$RESUME" $${CELL_TIMEOUT:+--cell-timeout "$$CELL_TIMEOUT"} "$${sets[@]/#/--set=}"
 endif
 
 validate: setup  ## check PRESET's parameter files, notebooks and lock limits; run nothing
-	read -r -a sets <<< "$$SET"; $(PY) -m pinpath validate --preset "$$PRESET" --platform "$$PLATFORM" \
-	  --notebooks "$$NOTEBOOKS" $${sets[@]/#/--set=}
+	IFS=';' read -r -d '' -a sets < <(printf '%s' "$$SET"); $(PY) -m pinpath validate --preset "$$PRESET" --platform "$$PLATFORM" \
+	  --notebooks "$$NOTEBOOKS" "$${sets[@]/#/--set=}"
 
 runs: setup  ## list the runs under outputs/ with their status (stale: its runner was killed)
 	$(PY) -m pinpath runs
@@ -105,9 +109,13 @@ report: runs  ## the same as `make runs`; each run's summary report is outputs/<
 share: setup  ## write share/summary.md, ~900 px figures and <run-id>.zip of RUN (default: latest) into its folder
 	$(PY) -m pinpath share "$$RUN"
 
-compare: setup  ## render the claims of RUNS="outputs/A outputs/B" side by side into outputs/compare.html and .md
+compare: setup  ## claims of RUNS="outputs/A outputs/B" side by side into outputs/compare.html and .md, with a regression check (STRICT=1: exit 1 on a changed verdict whose intervals do not overlap)
 	@[ -n "$$RUNS" ] || { echo 'make compare needs RUNS="outputs/A outputs/B"'; exit 2; }
-	read -r -a runs <<< "$$RUNS"; $(PY) -m pinpath compare "$${runs[@]}" --out outputs/compare.html
+	read -r -a runs <<< "$$RUNS"; $(PY) -m pinpath compare "$${runs[@]}" --out outputs/compare.html $${STRICT:+--strict}
+
+advise: $(if $(TRACE),setup,)  ## replay an application's transfer trace under every policy and advise (TRACE=<file> PLATFORM= OUT=)
+	@[ -n "$$TRACE" ] || { echo 'make advise needs TRACE=<file> (LIBOMPTARGET_INFO=32 stderr, rocprofv3 memory-copy CSV or hsa_stats.csv)'; exit 2; }
+	$(PY) -m pinpath advise "$$TRACE" --platform "$$PLATFORM" $${OUT:+--out "$$OUT"}
 
 lab: setup  ## JupyterLab on 127.0.0.1 (token), pinpath's kernel the default; executed reference notebooks read-only in build/lab/executed/
 	$(VENV)/bin/python -m pip install -q $(PIP_FROM) -e ".[$$EXTRAS,lab]"

@@ -2,12 +2,15 @@
 leaks recorded, stopped runs marked and resumable, every notebook of the project run with the
 smoke preset."""
 
+import contextlib
 import glob
+import io
 import json
 import os
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -17,10 +20,14 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pinpath import __main__ as cli
 from pinpath import paths, runner
+from pinpath import runfolder as rf
 from pinpath.errors import BadParameter, UnknownName
+from pinpath.params import SCHEMA
 from pinpath.report.html import external_scripts
 
 HERE = Path(__file__).parent
@@ -130,15 +137,38 @@ def test_unknown_platform_preset_notebook(tmp_path):
         runner.plan("smoke", "host", only=["07_nope"], nb_dir=FIXTURES, params_dir=params)
 
 
+def _run_manifest(rid: str, status: str = "failed", **over) -> str:
+    """A run of 00_ok (smoke, host) that did not end ok."""
+    return json.dumps({"run_id": rid, "preset": "smoke", "platform": "host", "status": status,
+                       "notebooks": {"00_ok": {"status": "failed"}}, "parameters": {"00_ok": {}},
+                       "sources": {"00_ok": "notebooks/00_ok.ipynb"}, **over})
+
+
 def _corrupt_runs(root: Path) -> dict[str, Path]:
-    """Run folders broken in every way compare and runs meet."""
+    """Run folders broken in every way compare, runs and resume meet (and a file outside
+    outputs/ that none of them may touch)."""
+    from pinpath.runfolder import _proc_start
+    (root / "victim.ipynb").write_text("a user's notebook")
+    me = {"pid": os.getpid(), "host": socket.gethostname()}
     runs = {}
     for name, text in (("truncated", '{"run_id": "x", "pla'), ("list", "[1, 2]"), ("noplatform", '{"run_id": "x", "preset": "smoke"}'),
-                       ("notebooks", '{"run_id": "x", "preset": "s", "platform": "host", "notebooks": [1]}')):
+                       ("notebooks", '{"run_id": "x", "preset": "s", "platform": "host", "notebooks": [1]}'),
+                       ("traversal", _run_manifest("traversal", notebooks={"../../victim": {"status": "failed"}})),
+                       ("escape", _run_manifest("escape", sources={"00_ok": "../../../etc/passwd.ipynb"})),
+                       ("done", _run_manifest("done")),
+                       ("reference/h200", _run_manifest("h200")),
+                       ("../elsewhere/run1", _run_manifest("run1")),
+                       ("gone", _run_manifest("gone", sources={"00_ok": "notebooks/00_gone.ipynb"})),
+                       ("linked", _run_manifest("linked")),
+                       ("live", _run_manifest("live", status="running", runner=me)),
+                       ("locked", _run_manifest("locked"))):
         d = root / "outputs" / name
         d.mkdir(parents=True)
         (d / "manifest.json").write_text(text)
-        runs[name] = d
+        runs[name.rsplit("/", 1)[-1]] = d
+    (root / "outputs" / "outlink").symlink_to(runs["run1"])
+    (runs["linked"] / "report").symlink_to(root / "elsewhere")
+    (runs["locked"] / "runner.lock").write_text(json.dumps({**me, "pid_start": _proc_start(os.getpid()), "start": "now"}))
     return runs
 
 
@@ -155,7 +185,35 @@ MALFORMED = [
     (["run", "--set", "99_x.STEPS=1"], None, "unknown notebook '99_x'"),
     (["run", "--set", "00_ok.STEPS=0"], None, "--set 00_ok: STEPS 0 is less than the minimum of 1"),
     (["run", "--set", "00_ok.STEPS=[2"], None, "the value is not valid YAML"),
-    (["run", "--set", "00_ok.SIZES_NBYTES=[64GiB]"], None, "SIZES_NBYTES cannot run here"),
+    (["run", "--set", "00_ok.SIZES_NBYTES=[64GiB]"], None, "--set 00_ok: SIZES_NBYTES cannot run here"),
+    (["run", "--set", "00_ok.THREADS=[1,\n2]"], None, "a line break or control character; give one NOTEBOOK.NAME=VALUE"),
+    (["run", "--set", "00_ok.STEPS=1\n00_ok.REPEATS=2"], None, "a line break or control character"),
+    (["run", "--set", "00_ok.THREADS=" + "[" * 50 + "]" * 50], None, "nested deeper than 6 levels"),
+    (["run", "--set", "00_ok.REPEATS=2.5"], None, "--set 00_ok: REPEATS must be integer, got float 2.5"),
+    (["run", "--notebooks", ",,,"], None, "names a notebook twice or an empty name"),
+    (["run", "--notebooks", "00_ok,00_ok"], None, "names a notebook twice or an empty name"),
+    (["run", "--preset", "smo\x1b[2Jke\u202e"], None, "unknown preset 'smo\\x1b[2Jke\\u202e'"),
+    (["run", "--resume", "traversal"], None, "notebook in notebooks '../../victim' is not a plain name"),
+    (["run-notebook", "{traversal}", "../../victim"], None, "is not a plain name"),
+    (["run", "--resume", "escape"], None, "the source of 00_ok, '../../../etc/passwd.ipynb', is not a notebook path"),
+    (["run", "--resume", "reference/h200"], None, "only a run directly under"),
+    (["run", "--resume", "{run1}"], None, "only a run directly under"),
+    (["run", "--resume", "outlink"], None, "outlink: the run folder"),
+    (["share", "outlink"], None, "is not inside the folder of runs"),
+    (["run", "--resume", "done", "--preset", "default"], None, "PRESET=default disagrees with run done, which ran smoke"),
+    (["run", "--resume", "done", "--platform", "cuda"], None, "PLATFORM=cuda disagrees with run done, which ran host"),
+    (["run", "--resume", "done", "--notebooks", "00_ok,01_x"], None, "NOTEBOOKS=00_ok,01_x disagrees with run done"),
+    (["run", "--resume", "done", "--set", "00_ok.STEPS=2"], None, "--set 00_ok.STEPS=2 disagrees with run done, which ran 1"),
+    (["run", "--resume", "gone"], None, "the source of 00_ok, notebooks/00_gone.ipynb, is missing"),
+    (["run", "--resume", "linked"], None, "'report' leads outside the run folder"),
+    (["finalize", "{linked}"], None, "'report' leads outside the run folder"),
+    (["run", "--resume", "{locked}", "--set", "00_ok.STEPS=1.0", "--set", "00_ok.THREADS=[1]"], None, "holds this run"),
+    (["run", "--resume", "live"], None, f"live: its runner, pid {os.getpid()}, still runs it"),
+    (["run", "--resume", "locked"], None, f"locked: pid {os.getpid()} on {socket.gethostname()}, started now, holds this run"),
+    (["compare", "{list}", "{truncated}", "--out", "{done}/manifest.json"], None, "is inside the run folder"),
+    (["compare", "{list}", "{truncated}", "--out", "{done}/report/x.html"], None, "is inside the run folder"),
+    (["init", "--run-id", "../escape"], None, "run id '../escape' is not a plain name"),
+    (["init", "--run-id", "done"], None, "done: a run of that name exists already"),
     (["run", "--resume", "no-such-run"], None, "no-such-run: not a pinpath run (no manifest.json in no-such-run)"),
     (["run"], "00_ok:\n  STEPS: 1\n  STEPS: 2\n", "'STEPS' is given twice (line 3)"),
     (["run"], "base: &b {STEPS: 1}\n00_ok: *b\n", "aliases (*name) are not allowed"),
@@ -170,6 +228,13 @@ MALFORMED = [
     (["run"], "00_ok:\n  NW: 0\n", "NW 0 is less than the minimum of 1"),
     (["run"], "00_ok:\n  INVOCATIONS: 1000000000\n", "INVOCATIONS 1000000000 is greater than the maximum"),
     (["run"], "00_ok:\n  INVOCATIONS: 100000\n  STEPS: 1000\n", "timed operations; the budget of one notebook"),
+    (["run"], "00_ok:\n  INVOCATIONS: 100000.0\n  STEPS: 1000.0\n", "timed operations; the budget of one notebook"),
+    (["run"], "00_ok:\n  REPEATS: 3.5\n", "REPEATS must be integer, got float 3.5"),
+    (["run"], "00_ok:\n  THREADS: [1.0, 2.5]\n", "THREADS[1] must be integer, got float 2.5"),
+    (["run"], b"00_ok:\n  STEPS: \xff\n", ".yaml: not UTF-8 text (byte 0xff at offset 16)"),
+    (["run"], "00_ok:\n  THREADS: " + "[" * 5000 + "]" * 5000 + "\n", ".yaml: nested deeper than 6 levels (line 2)"),
+    (["run"], "00_ok: {}\n\u202eko_00: {}\n", "section '\\u202eko_00' names a missing notebook"),
+    (["run"], "00_ok:\n  STEPS: !!python/object/apply:os.system [true]\n", ".yaml: not valid YAML at line 2"),
     (["run"], "00_ok:\n  SIZES_NBYTES: 4096\n", "SIZES_NBYTES must be a list"),
     (["run"], "00_ok:\n  SIZES_NBYTES: [4KiB, 4KiB]\n", "repeats a value"),
     (["run"], "00_ok:\n  SIZES_NBYTES: [64GiB]\n", "cannot run here"),
@@ -201,16 +266,20 @@ def test_malformed_input_is_refused_in_one_sentence(project, capsys, monkeypatch
                   ("NW", "int", 1), ("INVOCATIONS", "int", 1), ("SIZES_NBYTES", "list", [4096]), ("VERIFY", "str", '"all"'),
                   ("POLICIES", "list", ["nextgen"]), ("KINDS", "list", ["heap"]), ("QUEUES", "list", [1]), ("CHAINS", "int", 1))))
     for preset in ("default", "smoke"):
-        _params(project, text if text is not None else "00_ok: {}\n", preset)
+        if isinstance(text, bytes):
+            (project / "params" / f"{preset}.yaml").write_bytes(text)
+        else:
+            _params(project, text if text is not None else "00_ok: {}\n", preset)
     runs = _corrupt_runs(project)
-    before = sorted(str(p) for p in project.rglob("*"))
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*"))
     args = [a.format(**{k: str(v) for k, v in runs.items()}) for a in args]
     with pytest.raises(SystemExit) as e:
         sys.exit(cli.main(args))
     err = capsys.readouterr().err
     assert e.value.code != 0 and err.startswith("pinpath: ") and match in err, err
     assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert sorted(str(p) for p in project.rglob("*")) == before        # nothing written
+    assert err[:-1].isprintable(), err                                  # control and bidi characters escaped
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*")) == before   # nothing written
 
 
 def test_cli_refuses_bad_input_and_writes_nothing(tmp_path):
@@ -467,3 +536,244 @@ def test_a_run_judged_again_by_newer_code_says_so(smoke_run, tmp_path):
     again = runner.finalize(old)
     assert again["judged_by"]["commit"] not in ("0" * 40, None) and again["end"] == man["end"]
     assert os.readlink(outs / "latest") == "newer"      # the old run did not become the latest
+
+
+# -- run folders as untrusted input (issue 20) ----------------------------------------------------------
+DATA_WRITER = """from pinpath.report.outputs import NotebookOutputs
+from pinpath.runtimes import open_runtime
+with open_runtime("host") as rt:
+    NotebookOutputs(RUN_DIR, NOTEBOOK).harness(rt, loops=10, rounds=2)"""
+FLAKY = 'import os\nif os.environ.get("PINPATH_TEST_FAIL"):\n    raise ValueError("failing on purpose")'
+
+
+def test_resume_redoes_missing_data_and_keeps_what_a_failed_redo_would_lose(project, monkeypatch):
+    """RESUME says what it redoes (a notebook whose data is gone, too), takes over a stale lock
+    with a notice, and puts a notebook's old outputs back when its redo fails."""
+    _notebook(project / "notebooks" / "00_data.ipynb", DATA_WRITER)
+    _notebook(project / "notebooks" / "01_flaky.ipynb", FLAKY)
+    _params(project, "00_data: {}\n01_flaky: {}\n")
+    monkeypatch.setenv("PINPATH_TEST_FAIL", "1")
+    run_dir, man = runner.run("smoke", "host", progress=lambda s: None)
+    assert man["notebooks"]["00_data"]["data"] == ["harness.00_data.parquet"] and man["status"] == "failed"
+    assert not (run_dir / "runner.lock").exists()
+    failed_nb, failed_part = (run_dir / "notebooks" / "01_flaky.ipynb").read_bytes(), rf.read_part(run_dir, "01_flaky")
+    (run_dir / "data" / "harness.00_data.parquet").write_bytes(b"PAR1 truncated")
+    dead = subprocess.Popen(["true"])      # a pid that no longer runs holds the lock
+    dead.wait()
+    (run_dir / "runner.lock").write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "start": "then"}))
+    lines = []
+    _, man = runner.resume(run_dir.name, progress=lines.append)
+    said = "\n".join(lines)
+    assert "took over the lock of pid" in said and "2 of 2 notebook(s) to run" in said, said
+    assert "00_data: ok, but its data harness.00_data.parquet is missing or unreadable" in said, said
+    assert "01_flaky: the redo ended failed; its earlier outputs are back in place" in said, said
+    assert (run_dir / "data" / "harness.00_data.parquet").stat().st_size > 100
+    assert man["notebooks"]["00_data"]["status"] == "ok"
+    assert (run_dir / "notebooks" / "01_flaky.ipynb").read_bytes() == failed_nb
+    assert rf.read_part(run_dir, "01_flaky") == failed_part
+    assert not list(run_dir.glob(".aside-*")) and not (run_dir / "runner.lock").exists()
+
+
+def test_resume_refuses_a_platform_that_does_not_start_and_keeps_everything(project, monkeypatch, capsys):
+    from pinpath.errors import RuntimeUnavailable
+    runs = _corrupt_runs(project)
+    _notebook(project / "notebooks" / "00_ok.ipynb", "pass")
+    (runs["done"] / "notebooks").mkdir()
+    (runs["done"] / "notebooks" / "00_ok.ipynb").write_text("the GPU notebook")
+
+    def no_gpu(name):
+        raise RuntimeUnavailable(f"{name}: no driver here")
+    monkeypatch.setattr(runner, "open_runtime", no_gpu)
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*"))
+    assert cli.main(["run", "--resume", "done"]) == 2
+    assert capsys.readouterr().err == "pinpath: host: no driver here\n"
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*")) == before
+
+
+def _fake_notebook(run_dir, stem, **kw):
+    part = {"status": "ok", "duration_s": 0.0}
+    rf.write_part(run_dir, stem, part)
+    return part
+
+
+def _one_notebook(project):
+    _notebook(project / "notebooks" / "00_ok.ipynb", "pass")
+    _params(project, "00_ok: {}\n")
+
+
+def test_a_full_disk_ends_in_one_sentence_and_a_failed_run(project, monkeypatch, capsys):
+    import errno
+    _one_notebook(project)
+
+    def full(*a, **kw):
+        raise OSError(errno.ENOSPC, "No space left on device", str(project / "outputs" / "x" / "manifest.json"))
+    with monkeypatch.context() as m:            # the run folder cannot be made: none is left behind
+        m.setattr(rf, "write_manifest", full)
+        assert cli.main(["run", "--preset", "smoke", "--platform", "host"]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith("the run folder cannot be made (No space left on device)\n") and err.count("\n") == 1, err
+    assert not [p for p in (project / "outputs").iterdir()]
+    monkeypatch.setattr(runner, "run_notebook", _fake_notebook)
+    monkeypatch.setattr(runner, "finalize", full)    # the report cannot be written
+    assert cli.main(["run", "--preset", "smoke", "--platform", "host"]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("pinpath: ") and "cannot be written (No space left on device); the run" in err, err
+    (run_dir,) = [p for p in (project / "outputs").iterdir()]
+    man = rf.read_manifest(run_dir)
+    assert man["status"] == "failed" and "No space left on device" in man["error"] and man["end"]
+
+
+def test_a_second_signal_while_finishing_leaves_the_run_interrupted(project, monkeypatch, capsys):
+    _one_notebook(project)
+
+    def first(run_dir, stem, **kw):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+
+    def second(run_dir, **kw):
+        assert kw["interrupted_at"] == "00_ok"
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+    monkeypatch.setattr(runner, "run_notebook", first)
+    monkeypatch.setattr(runner, "finalize", second)
+    assert cli.main(["run", "--preset", "smoke", "--platform", "host"]) == 130
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith("pinpath: ") and "stopped again while its report was written" in err, err
+    assert "Traceback" not in err
+    (run_dir,) = [p for p in (project / "outputs").iterdir()]
+    man = rf.read_manifest(run_dir)
+    assert man["status"] == "interrupted" and man["interrupted_at"] == "00_ok"
+    assert not (run_dir / "runner.lock").exists()
+
+
+def _create_many(out_dir: str) -> str:
+    return rf.create(Path(out_dir), {"run_id": "20260101T000000Z-host-host"}, exact=False).name
+
+
+def test_run_ids_and_latest_are_made_atomically(tmp_path):
+    import multiprocessing
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        made = pool.map(_create_many, [str(tmp_path)] * 8)
+    assert len(set(made)) == 8 and {d.name for d in tmp_path.iterdir()} == set(made)
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        assert all(pool.starmap(rf.point_latest, [(tmp_path, rid) for rid in made * 4]))
+    assert (tmp_path / "latest").resolve().name in made
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]    # no temporary link left
+    with pytest.raises(BadParameter, match="exists already"):
+        rf.create(tmp_path, {"run_id": made[0]})
+    (tmp_path / "latest").unlink()
+    (tmp_path / "latest").write_text("a user's file")
+    assert not rf.point_latest(tmp_path, made[0]) and (tmp_path / "latest").read_text() == "a user's file"
+
+
+def test_latest_only_for_a_run_of_the_folder_of_runs(project, monkeypatch):
+    """A committed reference judged again, or a run finalized elsewhere, never gets a `latest`."""
+    _one_notebook(project)
+    monkeypatch.setattr(runner, "run_notebook", _fake_notebook)
+    p = runner.plan("smoke", "host")
+    ref = runner.init_run(p, project / "outputs" / "reference", "h200")
+    runner._execute(ref, ["00_ok"], say=lambda s: None)
+    assert not (project / "outputs" / "reference" / "latest").exists()
+    assert not (project / "outputs" / "latest").exists()
+    run_dir, _ = runner._execute(runner.init_run(p), ["00_ok"], say=lambda s: None)
+    assert (project / "outputs" / "latest").resolve() == run_dir.resolve()
+
+
+def test_whole_number_floats_become_integers_for_the_schema_and_the_budget(project):
+    from pinpath.params import estimated_ops
+    _sizes_project(project, "REPEATS: int = 1  # r\nTHREADS: list = [1]  # t\nTRANSFERS: int = 1  # n")
+    _params(project, "00_ok:\n  REPEATS: 3.0\n  THREADS: [1.0, 2.0]\n")
+    got = runner.plan("smoke", "host", overrides=["00_ok.TRANSFERS=1000.0"]).parameters["00_ok"]
+    assert got == {"REPEATS": 3, "THREADS": [1, 2], "TRANSFERS": 1000}
+    assert all(type(v) is int for v in [got["REPEATS"], got["TRANSFERS"], *got["THREADS"]])
+    assert estimated_ops({"TRANSFERS": 1e6, "THREADS": [1] * 16, "REPEATS": 30.0}) == \
+        estimated_ops({"TRANSFERS": 10**6, "THREADS": [1] * 16, "REPEATS": 30})
+
+
+def test_make_splits_set_at_semicolons_only(tmp_path):
+    """SET="A=[4KiB, 1MiB];B=2" is two settings, each one argument (read by `make validate`)."""
+    r = subprocess.run(["make", "-s", "-o", "setup", "-o", ".venv/.stamp", "validate", "PRESET=smoke", "PLATFORM=host",
+                        "NOTEBOOKS=00_platform", "SET=00_platform.SIZES_NBYTES=[4KiB, 1MiB];99_nope.X=1", "ENV=venv"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode != 0 and "unknown notebook '99_nope'" in r.stderr, r.stderr
+    r = subprocess.run(["make", "-s", "-o", "setup", "-o", ".venv/.stamp", "validate", "PRESET=smoke", "PLATFORM=host",
+                        "NOTEBOOKS=00_platform", "SET=00_platform.SIZES_NBYTES=[4KiB, 1MiB]", "ENV=venv"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("ok: 1 notebook(s), preset smoke"), r.stderr
+
+
+# -- the parameter loader fuzzed: any document (or any bytes) as a preset file is accepted, or refused in
+# one printable sentence with nothing written under outputs/
+
+FUZZ_DECLARED = (("STEPS", "int", 1), ("THREADS", "list", [1]), ("REPEATS", "int", 1), ("TRANSFERS", "int", 1),
+            ("SIZES_NBYTES", "list", [4096]), ("VERIFY", "str", '"all"'), ("POLICIES", "list", ["nextgen"]),
+            ("KINDS", "list", ["heap"]), ("NBYTES", "int", 4096), ("WARMUP", "int", 0))
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(), st.text(max_size=12),
+                     st.sampled_from(["4KiB", "1MiB", "64GiB", "1e8", "-4KiB", "nextgen", "heap", "all", "4 parsecs"]))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=5),
+                                                         st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+                       max_leaves=12)
+_SECTION = st.one_of(st.none(), _VALUES,
+                     st.dictionaries(st.sampled_from([n for n, _, _ in FUZZ_DECLARED] + sorted(SCHEMA) + ["PLATFORM", "bogus"]),
+                                     _VALUES, max_size=4))
+_DOCUMENT = st.one_of(
+    st.dictionaries(st.one_of(st.just("00_ok"), st.text(max_size=8)), _SECTION, max_size=3)
+    .map(lambda d: yaml.safe_dump(d, allow_unicode=True).encode()),
+    st.builds(lambda v: yaml.safe_dump({"00_ok": v}, allow_unicode=True).encode(), _SECTION),
+    st.text(max_size=200).map(str.encode),
+    st.binary(max_size=200),
+)
+
+
+@settings(max_examples=int(os.environ.get("PINPATH_FUZZ_EXAMPLES", "100")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(document=_DOCUMENT)
+def test_any_parameter_file_is_accepted_or_refused_in_one_sentence(project, document):
+    if not (project / "notebooks" / "00_ok.ipynb").exists():
+        _notebook(project / "notebooks" / "00_ok.ipynb", "pass", "\n".join(f"{n}: {t} = {d}  # x" for n, t, d in FUZZ_DECLARED))
+        (project / "outputs").mkdir()
+    (project / "params" / "smoke.yaml").write_bytes(document)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        rc = cli.main(["validate", "--preset", "smoke", "--platform", "host"])
+    err = err.getvalue()
+    if rc == 0:
+        assert err == ""
+    else:
+        assert rc == 2 and err.startswith("pinpath: ") and err.count("\n") == 1 and err[:-1].isprintable(), err
+    assert not list((project / "outputs").iterdir())
+
+
+def test_resume_never_moves_files_through_a_link_out_of_the_run(project, monkeypatch, capsys):
+    _one_notebook(project)
+    run_dir = runner.init_run(runner.plan("smoke", "host"))
+    rf.write_part(run_dir, "00_ok", {"status": "failed"})
+    rf.write_manifest(run_dir, {**rf.read_manifest(run_dir), "status": "failed"})
+    outside = project / "elsewhere" / "notebooks" / "00_ok.ipynb"
+    outside.parent.mkdir(parents=True)
+    outside.write_text("a user's notebook")
+    (run_dir / ".aside-00_ok").symlink_to(project / "elsewhere")
+    monkeypatch.setattr(runner, "run_notebook", _fake_notebook)
+    assert cli.main(["run", "--resume", run_dir.name]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("pinpath: ") and "'.aside-00_ok' leads outside the run folder" in err, err
+    assert outside.read_text() == "a user's notebook" and rf.read_manifest(run_dir)["status"] == "failed"
+
+
+def test_a_read_only_folder_of_runs_at_resume_and_share_is_one_sentence(project, monkeypatch, capsys):
+    import errno
+    from pinpath.report import share
+    runs = _corrupt_runs(project)
+    _notebook(project / "notebooks" / "00_ok.ipynb", "pass")
+
+    def read_only(*a, **kw):
+        raise OSError(errno.EROFS, "Read-only file system", str(runs["done"] / "runner.lock"))
+    monkeypatch.setattr(rf.RunLock, "acquire", read_only)
+    monkeypatch.setattr(share, "share_run", read_only)
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*"))
+    assert cli.main(["run", "--resume", "done"]) == 2
+    assert cli.main(["share", "done"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"pinpath: {runs['done'] / 'runner.lock'}: cannot be written (Read-only file system); nothing was changed",
+                   f"pinpath: {runs['done'] / 'runner.lock'}: cannot be written or read (Read-only file system)"], err
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*")) == before

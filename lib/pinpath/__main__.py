@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .errors import PinpathError
+from .errors import PinpathError, printable
 from .params import PRESETS
 from .vocab import Platform
 
@@ -17,7 +17,7 @@ __all__ = ["main"]
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):   # one sentence, exit 2, like every other refusal
-        print(f"pinpath: {message}", file=sys.stderr)
+        print(f"pinpath: {printable(message)}", file=sys.stderr)
         sys.exit(2)
 
 
@@ -38,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
                         ("validate", "check the parameter files and notebooks of a preset; run nothing"),
                         ("init", "validate, then make a run folder whose notebooks are pending; print its path")):
         p = sub.add_parser(name, help=help_)
-        p.add_argument("--preset", default="default", help=f"one of {', '.join(PRESETS)} (default: default)")
+        p.add_argument("--preset", default="", help=f"one of {', '.join(PRESETS)} (default: default; with --resume, the run's)")
         p.add_argument("--platform", default="auto", help=f"one of {', '.join(m.value for m in Platform)} (default: auto)")
         p.add_argument("--notebooks", default="", help="comma-separated notebook stems (default: all)")
         p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
@@ -59,16 +59,29 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="render the claims of two or more runs side by side")
     p.add_argument("runs", nargs="+", type=Path, help="run folders (outputs/<run-id>)")
     p.add_argument("--out", type=Path, default=Path("outputs/compare.html"), help="HTML file to write")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 if a claim's verdict changed and the two runs' intervals do not overlap")
     p = sub.add_parser("share", help="write share/summary.md, share/figures/ and share/<run-id>.zip inside a run folder")
     p.add_argument("run", nargs="?", default="latest", help="run folder or run id under outputs/ (default: latest)")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
+    p = sub.add_parser("advise", help="replay an application's transfer trace under every policy and advise")
+    p.add_argument("trace", type=Path, help="LIBOMPTARGET_INFO=32 stderr, rocprofv3 memory-copy CSV or rocprof hsa_stats.csv")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default: outputs/advise-<time>/)")
+    p.add_argument("--platform", default="auto", help=f"one of {', '.join(m.value for m in Platform)} (default: auto)")
+    p.add_argument("--vendor", default="auto", help="whose runtime to model: nvidia, amd, host (default: the platform's)")
+    p.add_argument("--repeats", type=int, default=10, help="replays of each class (at least 5; default 10)")
+    p.add_argument("--real", type=Path, default=None, help="real times per step for prediction.csv: a CSV with variant, ns, or stencil's stdout (its transfer_ns)")
+    p.add_argument("--application", default=None, help="the application's name in prediction.csv (default: the trace's)")
+    p.add_argument("--engine", default="auto", help="replay engine: auto (native where it runs), native, python")
     p = sub.add_parser("runs", help="list the runs under outputs/ with their status")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
     return ap
 
 
 def _only(text: str) -> list[str] | None:
-    return [s.strip() for s in text.split(",") if s.strip()] or None
+    """Comma-separated stems; None (all) for nothing; empty or repeated names are left in, for
+    runner.plan to refuse."""
+    return [s.strip() for s in text.split(",")] if text.strip() else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,13 +95,23 @@ def main(argv: list[str] | None = None) -> int:
             print("presets:", ", ".join(PRESETS))
             return 0
         if args.cmd == "compare":
-            print(runner.compare(args.runs, args.out))
-            return 0
+            from .report import regress
+            path, checked = runner.compare(args.runs, args.out)
+            print(path)
+            print("\n".join(regress.lines(checked)))
+            return 1 if args.strict and len(regress.regressions(checked)) else 0
         if args.cmd == "runs":
             for rid, man, status in runfolder.list_runs(args.outputs or paths.OUTPUTS_DIR):
                 man = man or {}
                 print(f"{rid}  {status:11} {man.get('preset', '?'):8} {man.get('platform', '?'):5} "
                       f"{man.get('duration_s', '?')} s")
+            return 0
+        if args.cmd == "advise":
+            from .advise.main import advise
+            res = advise(args.trace, out=args.out, platform=args.platform, vendor=args.vendor, repeats=args.repeats,
+                         real=args.real, application=args.application, engine=args.engine)
+            print("\n".join(f"- {a}" for a in res["advice"]))
+            print(f"advice: {res['html']}; summary: {res['summary']}")
             return 0
         if args.cmd == "share":
             from .report.share import share_run
@@ -108,25 +131,34 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if man["status"] == "ok" else 1
         out_dir = args.outputs or paths.OUTPUTS_DIR
         if args.cmd == "run" and args.resume:
-            run_dir, man = runner.resume(args.resume, out_dir=out_dir, cell_timeout_s=args.cell_timeout)
+            run_dir, man = runner.resume(args.resume, out_dir=out_dir, cell_timeout_s=args.cell_timeout,
+                                         preset=args.preset, platform=args.platform, only=_only(args.notebooks),
+                                         overrides=args.set)
         elif args.cmd in ("validate", "init"):
-            p = runner.plan(args.preset, args.platform, only=_only(args.notebooks), overrides=args.set)
+            p = runner.plan(args.preset or "default", args.platform, only=_only(args.notebooks), overrides=args.set)
             if args.cmd == "validate":
                 for notice in p.notices:
-                    print(f"notice: {notice}")
+                    print(f"notice: {printable(notice)}")
                 print(f"ok: {len(p.notebooks)} notebook(s), preset {p.preset}, platform {p.platform}")
                 return 0
             if args.cmd == "init":
                 for notice in p.notices:
-                    print(f"notice: {notice}", file=sys.stderr)
+                    print(f"notice: {printable(notice)}", file=sys.stderr)
             print(runner.init_run(p, out_dir, args.run_id))
             return 0
         else:
-            run_dir, man = runner.run(args.preset, args.platform, only=_only(args.notebooks), out_dir=out_dir,
+            run_dir, man = runner.run(args.preset or "default", args.platform, only=_only(args.notebooks), out_dir=out_dir,
                                       cell_timeout_s=args.cell_timeout, overrides=args.set)
+    except runner.Interrupted as e:          # a second signal while the run was finishing
+        print(f"pinpath: {printable(e)}", file=sys.stderr)
+        return 130
     except PinpathError as e:
-        print(f"pinpath: {e}", file=sys.stderr)
+        print(f"pinpath: {printable(e)}", file=sys.stderr)
         return 2
+    except OSError as e:                     # a full or read-only disk outside a run's own writes
+        print(f"pinpath: {printable(e.filename or 'a file')}: cannot be written or read ({e.strerror or e})",
+              file=sys.stderr)
+        return 1
     print(f"{man['status']}: {run_dir} ({man['duration_s']} s); report: {run_dir / 'report' / 'index.html'}")
     return {"ok": 0, "interrupted": 130}.get(man["status"], 1)
 

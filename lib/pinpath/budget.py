@@ -67,9 +67,15 @@ NEEDS: dict[str, Callable[[dict], tuple[int, int]]] = {
                                          max(_peak(p, "COPY_NBYTES"), _replica_locked(p))),
     "13_real_runtime": lambda p: (40 * out_nbytes(_peak(p, "NW_VALUES")), _replica_locked(p)),
     "12_c15_overlap": lambda p: (4 * p.get("CHAINS", 0) * p.get("NBYTES", 0), 2 * p.get("CHAINS", 0) * p.get("NBYTES", 0)),
+    # one buffer (and a copy destination) at a time; the allocator's N allocations held, and N 4 KiB registrations
+    "14_state_effects": lambda p: (_peak(p, "AGE_NBYTES") + 2 * max(_peak(p, "BACKING_NBYTES"), _peak(p, "COPY_NBYTES"))
+                                   + (_peak(p, "LIVE_COUNTS") + 1) * _peak(p, "ALLOC_NBYTES"),
+                                   max(_peak(p, "AGE_NBYTES"), _peak(p, "BACKING_NBYTES"), _peak(p, "COPY_NBYTES"),
+                                       (_peak(p, "LIVE_COUNTS") + 1) * max(_peak(p, "ALLOC_NBYTES"), 4 * KiB))),
 }
 #: the size parameters that may be shrunk to fit, per notebook
-SHRINKABLE = ("SIZES_NBYTES", "KIND_NBYTES", "COPY_NBYTES", "NBYTES", "HAZARD_NBYTES")
+SHRINKABLE = ("SIZES_NBYTES", "KIND_NBYTES", "COPY_NBYTES", "NBYTES", "HAZARD_NBYTES", "AGE_NBYTES", "ALLOC_NBYTES",
+              "BACKING_NBYTES")
 
 
 def _any_notebook(p: dict) -> tuple[int, int]:
@@ -97,10 +103,12 @@ def _shrink(params: dict[str, Any], explicit: set[str]) -> tuple[str, Any] | Non
     return None
 
 
-def fit(stem: str, params: dict[str, Any], *, lock_checked: bool, explicit: set[str], where: str) -> tuple[dict, list[str]]:
+def fit(stem: str, params: dict[str, Any], *, lock_checked: bool, explicit: set[str], where: str,
+        set_where: str | None = None) -> tuple[dict, list[str]]:
     """``params`` shrunk until the notebook fits in available memory (and, where
     ``lock_checked``, in what this process may lock); the notices saying what was left out.
-    BadParameter when a size given explicitly does not fit, or nothing more can be left out."""
+    BadParameter when a size given explicitly (on the command line: ``set_where``) does not fit,
+    or nothing more can be left out (``where``: the preset file's section)."""
     avail = osinfo.meminfo_nbytes("MemAvailable") or osinfo.meminfo_nbytes("MemTotal")
     lockable = osinfo.lockable_nbytes() if lock_checked else -1
     p, first_why = dict(params), ""
@@ -116,8 +124,9 @@ def fit(stem: str, params: dict[str, Any], *, lock_checked: bool, explicit: set[
         first_why = first_why or why
         step = _shrink(p, explicit)
         if step is None:
-            named = sorted(explicit & set(SHRINKABLE)) or ["its sizes"]
-            raise BadParameter(f"{where}: {', '.join(named)} cannot run here: the notebook {why}")
+            named = sorted(explicit & set(SHRINKABLE))
+            raise BadParameter(f"{set_where if named and set_where else where}: {', '.join(named or ['its sizes'])} "
+                               f"cannot run here: the notebook {why}")
         p[step[0]] = step[1]
     if not first_why:
         return p, []

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import PinpathError
+from .errors import PinpathError, printable
 from . import runfolder as rf
 from .paths import PROJECT_ROOT
 
@@ -630,10 +630,21 @@ def reproduce(*, executor: str, preset: str, platform: str, notebooks: str = "",
     py = sys.executable
     t0 = time.monotonic()
     if resume:
+        from .runner import check_resume
         base = Path(outputs) if outputs else Path(os.environ.get("PINPATH_ROOT") or PROJECT_ROOT) / "outputs"
-        run_abs = rf.find_run(resume, base)
+        run_abs, man, todo = check_resume(resume, out_dir=base, preset=preset or None, platform=platform,
+                                          only=[s.strip() for s in notebooks.split(",")] if notebooks.strip() else None,
+                                          overrides=list(sets), check_platform=executor == "local")
+        lock = rf.RunLock(run_abs)
+        notice = lock.acquire()
+        if notice:
+            _say(f"notice: {notice}")
+        for stem, why in todo.items():      # an ok notebook whose data is gone runs again, as a failed one
+            if man["notebooks"][stem].get("status") == "ok":
+                rf.write_part(run_abs, stem, {**man["notebooks"][stem], "status": "failed", "error": why})
         rf.reopen(run_abs, resolve_part)
-        _say(f"resuming {run_abs}: the notebooks that are not ok run again")
+        _say(f"resuming {run_abs}: {len(todo)} of {len(man['notebooks'])} notebook(s) to run"
+             + "".join(f"; {s}: {why}" for s, why in todo.items()))
     else:
         argv = [py, "-m", "pinpath", "init", "--preset", preset, "--platform", platform]
         if notebooks:
@@ -648,6 +659,19 @@ def reproduce(*, executor: str, preset: str, platform: str, notebooks: str = "",
         if not lines:
             raise ClusterError("pinpath init printed no run folder")
         run_abs = Path(lines[-1].strip()).resolve()
+        lock = rf.RunLock(run_abs)
+        lock.acquire()
+    try:
+        return _workflow(run_abs, executor=executor, env=env, extra=extra, cell_timeout=cell_timeout,
+                         snakemake_args=snakemake_args, t0=t0)
+    finally:
+        lock.release()
+
+
+def _workflow(run_abs: Path, *, executor: str, env: dict, extra: list[str], cell_timeout, snakemake_args,
+              t0: float) -> int:
+    """Snakemake on the run folder ``run_abs``, then its summary; the exit status."""
+    py = sys.executable
     workdir = Path(os.environ.get("PINPATH_ROOT") or PROJECT_ROOT).resolve()
     try:
         run_arg = str(run_abs.relative_to(workdir))
@@ -693,7 +717,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("reproduce", help="pinpath init, then Snakemake (local or Slurm); finalize at the end")
     p.add_argument("--executor", default="local", help="local or slurm (make's CLUSTER)")
-    p.add_argument("--preset", default="default")
+    p.add_argument("--preset", default="", help="default: default; with --resume, the run's")
     p.add_argument("--platform", default="auto")
     p.add_argument("--notebooks", default="", help="comma-separated notebook stems (default: all)")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
@@ -754,7 +778,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          cell_timeout=int(timeout) if timeout else None, options=opts,
                          snakemake_args=args.snakemake_args)
     except PinpathError as e:
-        print(f"pinpath: {e}", file=sys.stderr)
+        print(f"pinpath: {printable(e)}", file=sys.stderr)
         return 2
 
 

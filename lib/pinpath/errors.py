@@ -7,8 +7,16 @@ import warnings
 __all__ = [
     "PinpathError", "RuntimeUnavailable", "NotAvailable", "RuntimeCallFailed", "LockFailed",
     "UnknownName", "BadParameter", "VerificationFailed", "SchemaMismatch",
-    "RunFailed", "PinpathWarning", "warn",
+    "RunFailed", "PinpathWarning", "warn", "printable",
 ]
+
+
+def printable(text: str, keep: str = "") -> str:
+    """``text`` with control and bidirectional-override characters written as escapes (``\\x1b``,
+    ``\\u202e``), so that a name taken from a file cannot move the cursor or reverse what a
+    terminal shows; the characters in ``keep`` (e.g. a newline) stay."""
+    return "".join(c if c.isprintable() or c == " " or c in keep else c.encode("unicode_escape").decode("ascii")
+                   for c in str(text))
 
 
 class PinpathError(Exception):

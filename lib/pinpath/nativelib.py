@@ -53,6 +53,7 @@ PLATFORMS = ("cuda", "hsa", "host")
 ABI = 1                      #: must equal PP_ABI in ptime.c
 EARG, ENOTSUP, ERESTORE = -1, -2, -3
 _BASE_FLAGS = ("-O2", "-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden")
+_LIBS = ("-lpthread", "-ldl")   # threads; dlopen of libcuda for the engine's kernel launch
 _DEFINE = {"cuda": "-DPINPATH_CUDA", "hsa": "-DPINPATH_HSA", "host": "-DPINPATH_HOST"}
 
 
@@ -254,16 +255,17 @@ def cache_dir() -> Path:
 
 def _compile(tc: Toolchain, source: Path, stem: str, *, shared: bool) -> Path:
     """Compile ``source`` with ``tc`` into the cache (atomic: a temp name, then rename)."""
-    text = source.read_bytes()
+    # the source and the headers beside it (platform.h): a change to either rebuilds
+    text = source.read_bytes() + b"".join(h.read_bytes() for h in sorted(source.parent.glob("*.h")))
     kind = ("-fPIC", "-shared") if shared else ()
-    cmd_tail = (*_BASE_FLAGS, *kind, *tc.cflags, "|", *tc.ldflags, "-lpthread")
+    cmd_tail = (*_BASE_FLAGS, *kind, *tc.cflags, "|", *tc.ldflags, *_LIBS)
     key = hashlib.sha256(b"\0".join([text, str(ABI).encode(), tc.cc.encode(), tc.cc_version.encode(),
                                      *(s.encode() for s in cmd_tail)])).hexdigest()[:16]
     out = cache_dir() / f"{stem}-{tc.platform}-{key}{'.so' if shared else ''}"
     if out.exists():
         return out
     tmp = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    cmd = [tc.cc, *_BASE_FLAGS, *kind, *tc.cflags, str(source), "-o", str(tmp), *tc.ldflags, "-lpthread"]
+    cmd = [tc.cc, *_BASE_FLAGS, *kind, *tc.cflags, str(source), "-o", str(tmp), *tc.ldflags, *_LIBS]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
@@ -276,19 +278,20 @@ def _compile(tc: Toolchain, source: Path, stem: str, *, shared: bool) -> Path:
     return out
 
 
-def build(platform: str, tc: Toolchain | None = None) -> Path:
-    """The shared object of ptime.c for ``platform`` (with ``tc``, else its toolchain): compiled
-    now, or taken from the cache (keyed by source, flags, compiler and include dirs). Raises
-    NativeUnavailable."""
+def build(platform: str, tc: Toolchain | None = None, *, source: str = "ptime.c") -> Path:
+    """The shared object of ``native/<source>`` (ptime.c, engine.c) for ``platform`` (with ``tc``,
+    else its toolchain): compiled now, or taken from the cache (keyed by source, headers, flags,
+    compiler and include dirs). Raises NativeUnavailable."""
     tc = tc or toolchain(platform)
-    with resources.as_file(resources.files("pinpath").joinpath("native/ptime.c")) as src:
-        return _compile(tc, Path(src), "ptime", shared=True)
+    with resources.as_file(resources.files("pinpath").joinpath(f"native/{source}")) as src:
+        return _compile(tc, Path(src), Path(source).stem, shared=True)
 
 
-def build_program(platform: str, source: str | os.PathLike) -> Path:
-    """An executable of ``source`` (e.g. tools/bench_calls.c) against the same headers and
-    libraries as the library's build for ``platform``, cached the same way."""
-    return _compile(toolchain(platform), Path(source), Path(source).stem, shared=False)
+def build_program(platform: str, source: str | os.PathLike, *, shared: bool = False) -> Path:
+    """An executable of ``source`` (e.g. tools/bench_calls.c), or with ``shared`` a shared object
+    of it, against the same headers and libraries as the library's build for ``platform``,
+    cached the same way."""
+    return _compile(toolchain(platform), Path(source), Path(source).stem, shared=shared)
 
 
 # -- the loaded library ----------------------------------------------------------------------

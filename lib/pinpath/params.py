@@ -11,6 +11,7 @@ notebook, or the command line).
 from __future__ import annotations
 
 import ast
+import math
 from pathlib import Path
 from typing import Any
 
@@ -56,40 +57,79 @@ SCHEMA: dict[str, dict] = {
     "TRANSFERS": _int(1, 1_000_000), "ITERATIONS": _int(1, 100_000), "CHAINS": _int(1, 64),
     "QUEUES": _list(_int(1, 64), most=8), "TRACE_STEPS": _int(0, 100), "VENDOR": {"enum": ["auto", "nvidia", "amd"]},
     "VARIANTS": _list({"enum": ["plain", "app_pinned", "lock_mapped", "async_threshold0"]}, sorted_=False),
+    "PROCESSES": _int(1, 100),
+    "AGE_NBYTES": _list(_SIZE), "ALLOC_NBYTES": _list(_SIZE), "BACKING_NBYTES": _list(_SIZE),
+    "LIVE_COUNTS": _list(_int(1, 4096), most=8), "CALLS": _int(1, 10_000), "REPEAT_UNIT": {"enum": ["process", "round"]},
 }
 #: parameters whose values are sizes in bytes (written 4096, "4KiB", "1MiB", "800MB")
 SIZE_PARAMS = frozenset(n for n in SCHEMA if n.endswith("NBYTES"))
 #: counts that multiply into a notebook's number of timed operations
-_COUNTS = ("REPEATS", "WARMUP", "INVOCATIONS", "STEPS", "TRANSFERS", "ITERATIONS", "SWEEP_STEPS")
+_COUNTS = ("REPEATS", "WARMUP", "INVOCATIONS", "STEPS", "TRANSFERS", "ITERATIONS", "SWEEP_STEPS", "PROCESSES", "CALLS")
 
 
 def _sorted(validator, want, instance, schema):
-    if want and isinstance(instance, list) and instance != sorted(instance):
+    if not (want and isinstance(instance, list)):
+        return
+    try:
+        in_order = instance == sorted(instance)
+    except TypeError:        # items of several types: the items' own schema refuses them
+        return
+    if not in_order:
         yield jsonschema.ValidationError(f"{instance} must be in increasing order")
 
 
 _Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"sorted": _sorted})
 
 
+MAX_DEPTH = 6     #: the deepest nesting of mappings and lists a parameter file needs (it uses 3)
+
+
 class _Loader(yaml.SafeLoader):
     """Safe YAML that refuses what a parameter file never needs: duplicate keys (the last
-    would win silently) and aliases (a small file could expand without bound)."""
+    would win silently), aliases (a small file could expand without bound) and nesting deeper
+    than MAX_DEPTH. ``where``: the file's name, or the --set it came from."""
+
+    where, _depth = "", 0
 
     def compose_node(self, parent, index):
+        mark = self.peek_event().start_mark
         if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
-            raise BadParameter(f"{Path(self.name).name}: aliases (*name) are not allowed in parameter files "
+            raise BadParameter(f"{self.where}: aliases (*name) are not allowed in parameter files "
                                f"(line {mark.line + 1})")
-        return super().compose_node(parent, index)
+        if self._depth >= MAX_DEPTH:
+            raise BadParameter(f"{self.where}: nested deeper than {MAX_DEPTH} levels (line {mark.line + 1})")
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
-                raise BadParameter(f"{Path(self.name).name}: {key!r} is given twice (line {key_node.start_mark.line + 1})")
+                raise BadParameter(f"{self.where}: {key!r} is given twice (line {key_node.start_mark.line + 1})")
             seen.add(key)
         return super().construct_mapping(node, deep)
+
+
+def _load_yaml(text: str, where: str):
+    """``text`` read as one YAML document with ``_Loader``; BadParameter naming ``where``."""
+    loader = None
+    try:
+        loader = _Loader(text)         # its reader already refuses some characters
+        loader.where = where
+        return loader.get_single_data()
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark else ""
+        raise BadParameter(f"{where}: not valid YAML{at}") from None
+    except (RecursionError, ValueError, OverflowError) as e:   # a value YAML's constructors cannot make
+        raise BadParameter(f"{where}: not valid YAML ({type(e).__name__})") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
 
 
 def load_preset(params_dir: Path, preset: str) -> dict[str, dict[str, Any]]:
@@ -100,17 +140,12 @@ def load_preset(params_dir: Path, preset: str) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         raise BadParameter(f"{path.name}: the parameter file of preset {preset!r} is missing")
     try:
-        with open(path) as f:
-            loader = _Loader(f)
-            loader.name = str(path)
-            try:
-                data = loader.get_single_data()
-            finally:
-                loader.dispose()
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise BadParameter(f"{path.name}: not valid YAML{where}") from None
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadParameter(f"{path.name}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})") from None
+    except OSError as e:
+        raise BadParameter(f"{path.name}: cannot be read ({e.strerror or e})") from None
+    data = _load_yaml(text, path.name)
     if not isinstance(data, dict) or not all(isinstance(k, str) and (v is None or isinstance(v, dict))
                                               for k, v in data.items()):
         raise BadParameter(f"{path.name}: must map each notebook name to a mapping of its parameters")
@@ -135,15 +170,21 @@ def notebook_parameters(nb_path: Path) -> dict[str, dict]:
 
 
 def parse_override(text: str) -> tuple[str, str, Any]:
-    """``"01_c12_lock_copy.NBYTES=1GiB"`` -> (stem, name, value); the value is read as YAML."""
+    """``"01_c12_lock_copy.NBYTES=1GiB"`` -> (stem, name, value); the value is read as YAML (one
+    line: several settings are several --set, or make's SET separated by ';')."""
+    if any(not (c.isprintable() or c == " ") for c in text):
+        raise BadParameter(f"--set {text!r}: a line break or control character; give one NOTEBOOK.NAME=VALUE per "
+                           "--set (make: SET=\"A.X=1;B.Y=2\")")
     head, sep, value = text.partition("=")
     stem, dot, name = head.partition(".")
-    if not sep or not dot or not stem or not name:
+    if not sep or not dot or not stem.strip() or not name.strip():
         raise BadParameter(f"--set {text!r}: write NOTEBOOK.NAME=VALUE, e.g. 01_c12_lock_copy.NBYTES=1GiB")
     try:
-        return stem.strip(), name.strip(), yaml.safe_load(value)
-    except yaml.YAMLError:
-        raise BadParameter(f"--set {text!r}: the value is not valid YAML") from None
+        return stem.strip(), name.strip(), _load_yaml(value, f"--set {text!r}")
+    except BadParameter as e:
+        if "not valid YAML" in str(e):
+            raise BadParameter(f"--set {text!r}: the value is not valid YAML") from None
+        raise
 
 
 def _parsed_sizes(name: str, value, where: str):
@@ -188,9 +229,20 @@ def resolve(values: dict[str, Any], declared: dict[str, dict], *, where: str) ->
             if isinstance(value, list) and not value:
                 raise BadParameter(f"{where}: {name} must list at least one size")
             value = _parsed_sizes(name, value, where)
+        value = _whole(SCHEMA[name], value)
         _first_error(name, value, where)
         out[name] = value
     return out
+
+
+def _whole(schema: dict, value):
+    """A whole-number float (3.0) where the schema wants an integer becomes that integer - one
+    rule for the schema, the budget and the notebook; other floats stay and are refused."""
+    if schema.get("type") == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if schema.get("type") == "array" and isinstance(value, list):
+        return [_whole(schema["items"], v) for v in value]
+    return value
 
 
 def defaults(declared: dict[str, dict]) -> dict[str, Any]:
@@ -213,8 +265,8 @@ def estimated_ops(merged: dict[str, Any]) -> int:
     for name, v in merged.items():
         if isinstance(v, list):
             ops *= max(1, len(v))
-        elif name in _COUNTS and isinstance(v, int):
-            ops *= max(1, v + (1 if name == "REPEATS" else 0))
+        elif name in _COUNTS and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            ops *= max(1, int(v) + (1 if name == "REPEATS" else 0))
     if "NW" in merged or "NW_VALUES" in merged:
         ops *= 2        # H2D and D2H per region
     return ops

@@ -12,6 +12,8 @@ import datetime as _dt
 import json
 import os
 import re
+import secrets
+import shutil
 import socket
 from pathlib import Path
 
@@ -19,7 +21,8 @@ from . import atomic
 from .errors import BadParameter
 
 __all__ = ["SUBDIRS", "new_run_id", "create", "find_run", "read_manifest", "write_manifest", "read_part",
-           "write_part", "parts", "merge", "reopen", "state", "list_runs", "point_latest", "pid_alive"]
+           "write_part", "parts", "merge", "reopen", "state", "list_runs", "point_latest", "pid_alive",
+           "check_name", "inside", "outputs_of", "RunLock", "LOCK_NAME"]
 
 SUBDIRS = ("notebooks", "data", "figures", "report", "status")
 #: notebook statuses a job leaves behind when it ends; "pending" and "running" are not final
@@ -29,21 +32,56 @@ def _host() -> str:
     return socket.gethostname()
 
 
-def new_run_id(platform: str, out_dir: Path) -> str:
-    host = re.sub(r"[^A-Za-z0-9.-]+", "-", _host())[:40] or "host"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,199}")
+LOCK_NAME = "runner.lock"     #: the file of a run folder that says which process runs it
+
+
+def check_name(name, what: str) -> str:
+    """``name`` if it is a plain file name (a notebook stem, a run id, a data file): letters,
+    digits, ``_.+-``, no leading dot, no ``..``; BadParameter in one sentence otherwise."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+        raise BadParameter(f"{what} {name!r} is not a plain name (letters, digits, '_.+-'; no path)")
+    return name
+
+
+def inside(run_dir: Path, rel: str) -> Path:
+    """``run_dir / rel``, refused in one sentence where it (links followed) leaves ``run_dir``."""
+    path = Path(run_dir) / rel
+    if not path.resolve().is_relative_to(Path(run_dir).resolve()):
+        raise BadParameter(f"{run_dir}: {rel!r} leads outside the run folder")
+    return path
+
+
+def new_run_id(platform: str) -> str:
+    """The time, host and platform: ``create`` adds ``-2``, ``-3`` ... where the name is taken."""
+    host = re.sub(r"[^A-Za-z0-9.-]+", "-", _host())[:40].strip(".-") or "host"
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    rid, n = f"{stamp}-{host}-{platform}", 2
-    while (out_dir / rid).exists():
-        rid, n = f"{stamp}-{host}-{platform}-{n}", n + 1
-    return rid
+    return f"{stamp}-{host}-{platform}"
 
 
-def create(out_dir: Path, manifest: dict) -> Path:
-    """Make the folder ``out_dir/<run_id>`` with its subfolders and write the manifest."""
-    run_dir = Path(out_dir) / manifest["run_id"]
-    for sub in SUBDIRS:
-        (run_dir / sub).mkdir(parents=True, exist_ok=True)
-    write_manifest(run_dir, manifest)
+def create(out_dir: Path, manifest: dict, *, exact: bool = True) -> Path:
+    """Make the folder ``out_dir/<run_id>`` with its subfolders and write the manifest. The folder
+    is made without exist-ok, so two processes never share one: with ``exact`` a taken name is
+    refused, else ``-2``, ``-3`` ... is tried (the manifest gets the name that was made)."""
+    base = check_name(manifest["run_id"], "run id")
+    for n in range(1, 1000):
+        rid = base if n == 1 else f"{base}-{n}"
+        try:
+            (Path(out_dir) / rid).mkdir()
+            break
+        except FileExistsError:
+            if exact:
+                raise BadParameter(f"{rid}: a run of that name exists already") from None
+    else:
+        raise BadParameter(f"{out_dir}: 999 runs named {base} exist already")
+    run_dir = Path(out_dir) / rid
+    try:
+        for sub in SUBDIRS:
+            (run_dir / sub).mkdir()
+        write_manifest(run_dir, {**manifest, "run_id": rid})
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)     # no half-made run folder
+        raise
     return run_dir
 
 
@@ -61,8 +99,21 @@ def read_manifest(run_dir: Path) -> dict:
     for key in ("run_id", "platform", "preset"):
         if not isinstance(man.get(key), str):
             raise BadParameter(f"{path}: the manifest has no {key}")
-    if not isinstance(man.get("notebooks", {}), dict):
-        raise BadParameter(f"{path}: the manifest's notebooks entry is not an object")
+    for key in ("notebooks", "parameters", "sources"):
+        if not isinstance(man.get(key, {}), dict):
+            raise BadParameter(f"{path}: the manifest's {key} entry is not an object")
+    try:
+        for sub in (*SUBDIRS, LOCK_NAME):      # a folder of the run that is a link out of it
+            if (Path(run_dir) / sub).is_symlink():
+                inside(run_dir, sub)
+        for key in ("notebooks", "parameters", "sources"):
+            for stem in man.get(key, {}):
+                check_name(stem, f"notebook in {key}")
+        for stem, src in man.get("sources", {}).items():
+            if not isinstance(src, str) or not src.endswith(".ipynb") or Path(src).is_absolute() or ".." in Path(src).parts:
+                raise BadParameter(f"the source of {stem}, {src!r}, is not a notebook path inside the project")
+    except BadParameter as e:
+        raise BadParameter(f"{path}: {e}") from None
     return man
 
 
@@ -71,7 +122,7 @@ def write_manifest(run_dir: Path, manifest: dict) -> None:
 
 
 def read_part(run_dir: Path, stem: str) -> dict | None:
-    path = Path(run_dir) / "status" / f"{stem}.json"
+    path = Path(run_dir) / "status" / f"{check_name(stem, 'notebook')}.json"
     try:
         part = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -80,7 +131,19 @@ def read_part(run_dir: Path, stem: str) -> dict | None:
 
 
 def write_part(run_dir: Path, stem: str, part: dict) -> None:
-    atomic.write_json_atomic(Path(run_dir) / "status" / f"{stem}.json", part)
+    atomic.write_json_atomic(inside(run_dir, f"status/{check_name(stem, 'notebook')}.json"), part)
+
+
+def outputs_of(run_dir: Path, stem: str, part: dict | None = None) -> list[Path]:
+    """The files notebook ``stem`` wrote into the run folder that exist: its executed notebook,
+    HTML page, kernel report, harness data, figures, and the data sets its ``part`` lists."""
+    run_dir, stem = Path(run_dir), check_name(stem, "notebook")
+    data = (part or {}).get("data") or []
+    names = [f"notebooks/{stem}.ipynb", f"notebooks/.{stem}.partial.ipynb", f"report/{stem}.html",
+             f"status/{stem}.kernel.json", f"data/harness.{stem}.parquet",
+             *(f"data/{check_name(d, 'data file')}" for d in (data if isinstance(data, list) else [])),
+             *(f"figures/{p.name}" for p in (run_dir / "figures").glob(f"{stem}-*"))]
+    return [inside(run_dir, n) for n in dict.fromkeys(names) if (run_dir / n).is_file()]
 
 
 def parts(run_dir: Path, stems) -> dict[str, dict]:
@@ -103,14 +166,18 @@ def pid_alive(pid, host) -> bool | None:
 
 def find_run(run: str | os.PathLike | None, outputs: Path) -> Path:
     """A run folder from a path, a run id under ``outputs`` or None (``outputs/latest``); links
-    followed, so the folder has its real run id. BadParameter where there is no run."""
+    followed, so the folder has its real run id. BadParameter where there is no run, or where a
+    run id (``latest`` too) leads out of ``outputs``."""
     if run is None or str(run) == "":
         run = "latest"
     p = Path(run)
     cand = p if p.exists() else Path(outputs) / p
     if not (cand / "manifest.json").is_file():
         raise BadParameter(f"{run}: not a pinpath run (no manifest.json in {cand.name or cand})")
-    return cand.resolve()
+    found, base = cand.resolve(), Path(outputs).resolve()
+    if cand is not p and (not found.is_relative_to(base) or found == base):
+        raise BadParameter(f"{run}: the run folder {found} is not inside the folder of runs {base}")
+    return found
 
 
 def reopen(run_dir: Path, resolve=None) -> dict:
@@ -166,9 +233,78 @@ def list_runs(out_dir: Path) -> list[tuple[str, dict | None, str]]:
     return runs
 
 
-def point_latest(out_dir: Path, rid: str) -> None:
-    link, tmp = Path(out_dir) / "latest", Path(out_dir) / ".latest.tmp"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(rid)
-    tmp.replace(link)
+def point_latest(out_dir: Path, rid: str) -> bool:
+    """Point ``out_dir/latest`` at the run ``rid`` (a folder of ``out_dir``), atomically, through a
+    temporary link whose name is this process's own. A ``latest`` that is not a link is left as
+    it is (False)."""
+    link = Path(out_dir) / "latest"
+    if not (Path(out_dir) / check_name(rid, "run id")).is_dir() or (link.exists() and not link.is_symlink()):
+        return False
+    tmp = Path(out_dir) / f".latest.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        tmp.symlink_to(rid)
+        tmp.replace(link)
+    finally:
+        if tmp.is_symlink():
+            tmp.unlink()
+    return True
+
+
+def _proc_start(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot; tells a reused pid), None if unknown."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+class RunLock:
+    """``<run>/runner.lock``: the pid, host and start time of the process that runs the run.
+    ``acquire`` refuses a run whose lock names a live process (or one on another host, which
+    cannot be told from here) and takes over a stale one, returning a notice; ``release``
+    removes the lock where it is still this process's."""
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / LOCK_NAME
+        self.me = {"pid": os.getpid(), "host": _host(), "pid_start": _proc_start(os.getpid()),
+                   "start": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+
+    def holder(self) -> dict | None:
+        try:
+            held = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return None if not self.path.exists() else {}
+        return held if isinstance(held, dict) else {}
+
+    def live(self, held: dict) -> bool | None:
+        alive = pid_alive(held.get("pid"), held.get("host"))
+        if alive and held.get("pid_start") and _proc_start(held["pid"]) != held["pid_start"]:
+            return False        # the pid was reused by another process
+        return alive
+
+    def acquire(self) -> str:
+        """Take the lock; "" or the notice that a stale lock was taken over."""
+        text = json.dumps(self.me) + "\n"
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            held = self.holder() or {}
+            alive = self.live(held)
+            if alive is not False:
+                where = "" if alive else " (on another host, so it cannot be told whether it still runs)"
+                raise BadParameter(f"{self.path.parent.name}: pid {held.get('pid', '?')} on {held.get('host', '?')}, "
+                                   f"started {held.get('start', '?')}, holds this run{where}; remove {self.path} "
+                                   "if that runner is gone") from None
+            atomic.write_text_atomic(self.path, text)
+            if (self.holder() or {}).get("pid_start") != self.me["pid_start"] or self.holder().get("pid") != self.me["pid"]:
+                raise BadParameter(f"{self.path.parent.name}: another runner took over its stale lock at the same time")
+            return (f"{self.path.parent.name}: took over the lock of pid {held.get('pid', '?')} on "
+                    f"{held.get('host', '?')} (started {held.get('start', '?')}), which no longer runs")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return ""
+
+    def release(self) -> None:
+        held = self.holder()
+        if held and held.get("pid") == self.me["pid"] and held.get("host") == self.me["host"]:
+            self.path.unlink(missing_ok=True)

@@ -34,7 +34,7 @@ from . import manifest as mf
 from . import progress as prog
 from . import runfolder as rf
 from . import session
-from .errors import BadParameter, PinpathError, UnknownName
+from .errors import BadParameter, PinpathError, RunFailed, UnknownName, printable
 from . import budget
 from .params import OPS_BUDGET, RESERVED, defaults, estimated_ops, load_preset, notebook_parameters, parse_override, resolve
 from . import paths
@@ -80,7 +80,11 @@ def plan(preset: str, platform: str, *, only: list[str] | None = None, overrides
     params_dir = Path(params_dir or paths.PARAMS_DIR)
     sections = load_preset(params_dir, preset)
     file = Path(params_dir) / f"{preset}.yaml"
-    found = {p.stem: p for p in available_notebooks(nb_dir)}
+    found = {rf.check_name(p.stem, "notebook file"): p for p in available_notebooks(nb_dir)}
+    if only is not None:
+        if any(not s for s in only) or len(set(only)) != len(only):
+            raise BadParameter(f"notebooks {','.join(only)!r}: names a notebook twice or an empty name "
+                               "(write distinct stems separated by commas, or nothing for all)")
     for stem in sections:
         if stem not in found:
             raise BadParameter(f"{file.name}: section {stem!r} names a missing notebook (no {stem}.ipynb in notebooks)")
@@ -120,7 +124,7 @@ def plan(preset: str, platform: str, *, only: list[str] | None = None, overrides
             parameters[stem] = values
             continue
         fitted, told = budget.fit(stem, merged, lock_checked=lock_checked, explicit=set(explicit.get(stem, {})),
-                                  where=f"{file.name} [{stem}]")
+                                  where=f"{file.name} [{stem}]", set_where=f"--set {stem}")
         parameters[stem] = {k: v for k, v in fitted.items() if k in values or v != merged[k]}
         notices += told
     stems = only or list(found)
@@ -134,9 +138,7 @@ def init_run(p: Plan, out_dir: Path | None = None, run_id: str | None = None) ->
     if out_dir.exists() and not out_dir.is_dir():
         raise BadParameter(f"{out_dir}: the folder of runs is not a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
-    rid = run_id or rf.new_run_id(p.platform, out_dir)
-    if (out_dir / rid).exists():
-        raise BadParameter(f"{rid}: a run of that name exists already")
+    rid = run_id or rf.new_run_id(p.platform)
     man = {
         "run_id": rid, "preset": p.preset, "platform": p.platform, "status": "running",
         "start": mf.utc_now(), "end": None, "git": mf.git_state(paths.PROJECT_ROOT),
@@ -146,11 +148,11 @@ def init_run(p: Plan, out_dir: Path | None = None, run_id: str | None = None) ->
         "sources": {nb.stem: os.path.relpath(nb, paths.PROJECT_ROOT) for nb in p.notebooks},
         "notebooks": {nb.stem: {"status": "pending"} for nb in p.notebooks},
     }
-    return rf.create(out_dir, man)
+    return rf.create(out_dir, man, exact=run_id is not None)
 
 
 def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    print(printable(line, keep="\n"), file=sys.stderr, flush=True)
 
 
 # -- one notebook ----------------------------------------------------------------------------
@@ -293,10 +295,9 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
         raise UnknownName("notebook", stem, man.get("parameters", {}))
     if cell_timeout_s is not None and cell_timeout_s <= 0:
         raise BadParameter(f"cell timeout: must be a positive number of seconds, got {cell_timeout_s}")
-    src = paths.PROJECT_ROOT / man["sources"][stem]
+    src = _source(man, stem)
     out_nb = run_dir / "notebooks" / f"{stem}.ipynb"
-    for stale in (out_nb, run_dir / "report" / f"{stem}.html", run_dir / "status" / f"{stem}.kernel.json",
-                  *run_dir.glob(f"data/{stem}*.parquet"), *run_dir.glob(f"figures/{stem}-*")):
+    for stale in rf.outputs_of(run_dir, stem, rf.read_part(run_dir, stem)):
         stale.unlink(missing_ok=True)      # a resumed notebook starts clean
     part = {"status": "running", "pid": os.getpid(), "host": socket.gethostname(), "start": mf.utc_now(),
             **_job()}
@@ -330,6 +331,7 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
                 partial.replace(out_nb)
     part["duration_s"] = round(time.monotonic() - t0, 2)
     part["end"] = mf.utc_now()
+    part["data"] = _data_of(run_dir, stem)
     if out_nb.exists():
         try:
             _relative_paths(out_nb, man["sources"][stem], f"notebooks/{stem}.ipynb")
@@ -346,6 +348,46 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
     return part
 
 
+def _source(man: dict, stem: str) -> Path:
+    """The notebook ``stem`` of a run's manifest ran from: a notebook file inside the project,
+    else BadParameter in one sentence."""
+    src = man.get("sources", {}).get(stem)
+    path = paths.PROJECT_ROOT / str(src)
+    if not src or not path.resolve().is_relative_to(Path(paths.PROJECT_ROOT).resolve()):
+        raise BadParameter(f"{man['run_id']}: the manifest names no notebook source inside the project for {stem}")
+    if not path.is_file():
+        raise BadParameter(f"{man['run_id']}: the source of {stem}, {src}, is missing, so it cannot run again")
+    return path
+
+
+def _data_of(run_dir: Path, stem: str) -> list[str]:
+    """The data files of the run that notebook ``stem`` wrote (their ``pinpath.notebook``)."""
+    import pyarrow.parquet as pq
+    mine = []
+    for p in sorted(Path(run_dir, "data").glob("*.parquet")):
+        try:
+            meta = pq.read_schema(p).metadata or {}
+        except Exception:    # unreadable: nobody's; the report names it
+            continue
+        if meta.get(b"pinpath.notebook") == stem.encode():
+            mine.append(p.name)
+    return mine
+
+
+def _missing_data(run_dir: Path, part: dict) -> list[str]:
+    """The data files ``part`` lists that are gone or cannot be read."""
+    import pyarrow.parquet as pq
+    bad = []
+    for name in part.get("data") or []:
+        try:
+            pq.read_metadata(rf.inside(run_dir, f"data/{rf.check_name(name, 'data file')}"))
+        except BadParameter:
+            raise
+        except Exception:
+            bad.append(name)
+    return bad
+
+
 # -- the whole run ---------------------------------------------------------------------------
 def _resolver():
     """pinpath.cluster's resolve_part, where that module exists (a cluster knows why a job ended)."""
@@ -357,7 +399,8 @@ def _resolver():
 
 
 def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path | None = None) -> dict:
-    """Fold the notebooks' parts into the manifest, judge the claims, build the report."""
+    """Fold the notebooks' parts into the manifest, judge the claims, build the report; point
+    ``latest`` of ``out_dir`` (default: outputs/) at the run where the run is one of its folders."""
     from .report import claims
     from .report.html import render_index
 
@@ -386,12 +429,17 @@ def finalize(run_dir: Path, *, interrupted_at: str | None = None, out_dir: Path 
     fid = _fidelity(data, man["platform"])
     if fid is not None:
         atomic.write_text_atomic(run_dir / "report" / "fidelity.csv", fid.to_csv(index=False))
+    engine_fid = data.get("engine_fidelity")   # the native engine against plain C (notebook 00)
+    if engine_fid is not None and len(engine_fid):
+        cols = ["policy", "direction", "nbytes", "engine_ns", "plain_ns", "ratio", "low", "high"]
+        atomic.write_text_atomic(run_dir / "report" / "engine_fidelity.csv", engine_fid[cols].to_csv(index=False))
     if unreadable:
         man["unreadable_data"] = unreadable
         rf.write_manifest(run_dir, man)
     render_index(run_dir, man, claims=judged)
-    if not rejudged:        # an old run judged again does not become the latest
-        rf.point_latest(out_dir or run_dir.parent, run_dir.name)
+    out_dir = Path(out_dir or paths.OUTPUTS_DIR)
+    if not rejudged and run_dir.resolve().parent == out_dir.resolve():   # never latest elsewhere,
+        rf.point_latest(out_dir, run_dir.name)        # nor for an old run judged again
     return man
 
 
@@ -410,13 +458,15 @@ def _fidelity(data: dict, platform: str):
     return pd.concat(frames, ignore_index=True).drop_duplicates(["quantity", "kind", "backing", "nbytes"])
 
 
+def _raise_interrupted(signum, frame):
+    raise Interrupted(f"stopped by signal {signal.Signals(signum).name}")
+
+
 @contextmanager
-def _stop_on_signals():
-    """SIGTERM (and SIGINT, as Python has it) raise Interrupted in the main thread."""
-    def handler(signum, frame):
-        raise Interrupted(f"stopped by signal {signal.Signals(signum).name}")
+def _on_signals(handler=_raise_interrupted, signums=(signal.SIGINT, signal.SIGTERM)):
+    """``signums`` go to ``handler`` in the main thread (by default: raise Interrupted)."""
     if threading_main():
-        old = {s: signal.signal(s, handler) for s in (signal.SIGTERM,)}
+        old = {s: signal.signal(s, handler) for s in signums}
         try:
             yield
         finally:
@@ -437,27 +487,119 @@ def _eta(done_s: list[float], left: int) -> str:
     return f", about {sum(done_s) / len(done_s) * left:.0f} s left"
 
 
-def _execute(run_dir: Path, stems: list[str], *, say, cell_timeout_s=None) -> tuple[Path, dict]:
+def _mark(run_dir: Path, status: str, **extra) -> None:
+    """Record ``status`` in the manifest at once, signals ignored meanwhile; where even that
+    cannot be written (a full or read-only disk), ``pinpath runs`` shows the run stale."""
+    with _on_signals(signal.SIG_IGN):
+        try:
+            man = rf.merge(run_dir, rf.read_manifest(run_dir), _resolver())
+            man.update(status=status, end=man.get("end") or mf.utc_now(), **extra)
+            rf.write_manifest(run_dir, man)
+        except (OSError, PinpathError):
+            pass
+
+
+def _unwritable(run_dir: Path, e: OSError, status: str = "failed") -> RunFailed:
+    """Mark the run ``status``; the sentence that says which file could not be written."""
+    _mark(run_dir, status, error=f"{e.filename or run_dir}: {e.strerror or e}")
+    return RunFailed(f"{e.filename or run_dir}: cannot be written ({e.strerror or e}); the run {run_dir.name} "
+                     f"is marked {status}")
+
+
+def _aside(run_dir: Path, stem: str) -> Path | None:
+    """Move the outputs of ``stem`` (and its part) into ``<run>/.aside-<stem>/``; None if it had
+    none. An aside folder left by a resume that died holds the older outputs: they come back first."""
+    aside = rf.inside(run_dir, f".aside-{stem}")
+    if aside.is_dir():
+        _restore(run_dir, stem, aside)
+    part = rf.read_part(run_dir, stem)
+    files = rf.outputs_of(run_dir, stem, part) + [p for p in [run_dir / "status" / f"{stem}.json"] if p.is_file()]
+    if not files:
+        return None
+    for f in files:
+        dst = aside / f.relative_to(run_dir)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(f, dst)
+    return aside
+
+
+def _restore(run_dir: Path, stem: str, aside: Path) -> None:
+    """Put the outputs moved aside back in place of whatever the redo wrote."""
+    for f in rf.outputs_of(run_dir, stem, rf.read_part(run_dir, stem)) + [run_dir / "status" / f"{stem}.json"]:
+        f.unlink(missing_ok=True)
+    for f in sorted(p for p in aside.rglob("*") if p.is_file()):
+        os.replace(f, rf.inside(run_dir, str(f.relative_to(aside))))
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _redo(run_dir: Path, stem: str, why: str, *, say, cell_timeout_s=None) -> dict:
+    """Run ``stem`` again with its old outputs aside: dropped when it ends ok, put back otherwise
+    (a notebook redone for its missing data then says so in its status)."""
+    aside = _aside(run_dir, stem)
+    try:
+        part = run_notebook(run_dir, stem, cell_timeout_s=cell_timeout_s, say=say)
+    except BaseException:
+        if aside:
+            _restore(run_dir, stem, aside)
+        raise
+    if aside and part["status"] != "ok":
+        _restore(run_dir, stem, aside)
+        old = rf.read_part(run_dir, stem) or {"status": "pending"}
+        if old.get("status") == "ok":
+            rf.write_part(run_dir, stem, {**old, "status": "failed", "error": f"{why}; the redo ended {part['status']}"})
+        say(f"      {stem}: the redo ended {part['status']}; its earlier outputs are back in place")
+    elif aside:
+        shutil.rmtree(aside, ignore_errors=True)
+    return part
+
+
+def _execute(run_dir: Path, stems: list[str], *, say, cell_timeout_s=None, out_dir=None,
+             redo: dict[str, str] | None = None) -> tuple[Path, dict]:
     """Run ``stems`` into ``run_dir`` one after the other, then finalize; a signal stops the run
-    after recording the notebook that was running."""
+    after recording the notebook that was running. ``redo``: stems run again by a resume (their
+    old outputs are kept until they end ok) and why."""
     man = rf.read_manifest(run_dir)
     t_run, durations = time.monotonic(), []
     current = None
     try:
-        with _stop_on_signals():
+        with _on_signals(signums=(signal.SIGTERM,)):     # SIGINT stays Python's KeyboardInterrupt here
             for i, stem in enumerate(stems, 1):
                 current = stem
                 say(f"[{i}/{len(stems)}] {stem}: running ({man['preset']}, {man['platform']}; "
                     f"{time.monotonic() - t_run:.0f} s elapsed{_eta(durations, len(stems) - i + 1)})")
-                part = run_notebook(run_dir, stem, cell_timeout_s=cell_timeout_s, say=say)
+                if redo is not None:
+                    part = _redo(run_dir, stem, redo.get(stem, ""), say=say, cell_timeout_s=cell_timeout_s)
+                else:
+                    part = run_notebook(run_dir, stem, cell_timeout_s=cell_timeout_s, say=say)
                 durations.append(part["duration_s"])
                 say(f"[{i}/{len(stems)}] {stem}: {part['status']} in {part['duration_s']:.1f} s"
                     + (f" - {part['error']}" if part.get("error") else ""))
             current = None
     except (Interrupted, KeyboardInterrupt):
         say(f"interrupted while {current} ran: rendering what finished")
-        return run_dir, finalize(run_dir, interrupted_at=current or "")
-    return run_dir, finalize(run_dir)
+        _mark(run_dir, "interrupted", interrupted_at=current or "")
+        return run_dir, _finish(run_dir, current or "", out_dir)
+    except OSError as e:
+        raise _unwritable(run_dir, e) from None
+    except PinpathError as e:       # e.g. a folder of the run that leads out of it
+        _mark(run_dir, "failed", error=str(e))
+        raise
+    return run_dir, _finish(run_dir, None, out_dir)
+
+
+def _finish(run_dir: Path, interrupted_at: str | None, out_dir) -> dict:
+    """finalize; a signal while it works (a second one, after an interruption) leaves the run
+    marked interrupted, a full or read-only disk leaves it marked failed - each in one sentence."""
+    try:
+        with _on_signals():
+            return finalize(run_dir, interrupted_at=interrupted_at, out_dir=out_dir)
+    except (Interrupted, KeyboardInterrupt):
+        _mark(run_dir, "interrupted", interrupted_at=interrupted_at or "finalize")
+        again = " again" if interrupted_at is not None else ""
+        raise Interrupted(f"{run_dir.name}: stopped{again} while its report was written; the run is marked "
+                          f"interrupted (`pinpath finalize {run_dir}` writes the report)") from None
+    except OSError as e:
+        raise _unwritable(run_dir, e, "interrupted" if interrupted_at is not None else "failed") from None
 
 
 def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: Path | None = None,
@@ -470,30 +612,112 @@ def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: P
     p = plan(preset, platform, only=only, overrides=overrides, nb_dir=nb_dir, params_dir=params_dir)
     for notice in p.notices:
         say(f"notice: {notice}")
-    run_dir = init_run(p, out_dir)
-    return _execute(run_dir, [nb.stem for nb in p.notebooks], say=say, cell_timeout_s=cell_timeout_s)
+    try:
+        run_dir = init_run(p, out_dir)
+    except OSError as e:
+        raise RunFailed(f"{e.filename or out_dir}: the run folder cannot be made ({e.strerror or e})") from None
+    lock = rf.RunLock(run_dir)
+    try:
+        lock.acquire()
+    except OSError as e:
+        raise _unwritable(run_dir, e) from None
+    try:
+        return _execute(run_dir, [nb.stem for nb in p.notebooks], say=say, cell_timeout_s=cell_timeout_s,
+                        out_dir=out_dir)
+    finally:
+        lock.release()
 
 
-def resume(run: str | Path, *, out_dir: Path | None = None, progress=None,
-           cell_timeout_s: int | None = None) -> tuple[Path, dict]:
-    """Run every notebook of an earlier run that is not ``ok`` into the same run folder."""
+def check_resume(run: str | Path, *, out_dir: Path | None = None, preset: str | None = None,
+                 platform: str | None = None, only: list[str] | None = None,
+                 overrides: list[str] = (), check_platform: bool = True) -> tuple[Path, dict, dict[str, str]]:
+    """Everything a resume needs, checked before anything is touched: the run folder is a run
+    directly under ``out_dir`` (not a committed reference), its preset, platform, notebooks and
+    parameters agree with what was asked, no live runner holds it, its platform starts here
+    (unless ``check_platform`` is off: a Slurm job starts it on its node) and the sources of the
+    notebooks to redo exist. Returns the folder, its manifest and the notebooks to redo with the
+    reason of each."""
+    out_dir = Path(out_dir or paths.OUTPUTS_DIR)
+    run_dir = rf.find_run(run, out_dir)
+    if run_dir.parent != out_dir.resolve():
+        raise BadParameter(f"{run}: only a run directly under {out_dir} can be resumed, not {run_dir} "
+                           "(a committed reference under outputs/reference/ is read-only)")
+    man = rf.merge(run_dir, rf.read_manifest(run_dir), _resolver())
+    name = man["run_id"]
+    for what, asked, has in (("PRESET", preset, man["preset"]), ("PLATFORM", platform, man["platform"])):
+        if asked not in (None, "", "auto" if what == "PLATFORM" else None) and asked != has:
+            raise BadParameter(f"{what}={asked} disagrees with run {name}, which ran {has}; "
+                               f"leave {what} out to resume it")
+    if only is not None and sorted(only) != sorted(man["notebooks"]):
+        raise BadParameter(f"NOTEBOOKS={','.join(only)} disagrees with run {name}, which runs "
+                           f"{','.join(man['notebooks'])}; leave NOTEBOOKS out to resume it")
+    for text in overrides:
+        stem, pname, value = parse_override(text)
+        if stem not in man.get("parameters", {}):
+            raise BadParameter(f"--set {rf.check_name(stem, 'notebook')}: run {name} has no notebook of that name")
+        declared = notebook_parameters(_source(man, stem))
+        asked = resolve({pname: value}, declared, where=f"--set {stem}")[pname]
+        has = man["parameters"][stem].get(pname, defaults(declared).get(pname))
+        if asked != has:
+            raise BadParameter(f"--set {stem}.{pname}={value!r} disagrees with run {name}, which ran {has!r}; "
+                               "leave SET out to resume it")
+    holder = man.get("runner") or {}
+    if man.get("status") == "running" and rf.pid_alive(holder.get("pid"), holder.get("host")):
+        raise BadParameter(f"{name}: its runner, pid {holder.get('pid')}, still runs it")
+    todo = {}
+    for stem, part in man["notebooks"].items():
+        if part.get("status") != "ok":
+            todo[stem] = str(part.get("status"))
+        elif missing := _missing_data(run_dir, part):
+            todo[stem] = f"ok, but its data {', '.join(missing)} is missing or unreadable"
+    for stem in todo:
+        _source(man, stem)
+    if check_platform:
+        open_runtime(man["platform"]).close()      # RuntimeUnavailable in one sentence
+    return run_dir, man, todo
+
+
+def resume(run: str | Path, *, out_dir: Path | None = None, progress=None, cell_timeout_s: int | None = None,
+           preset: str | None = None, platform: str | None = None, only: list[str] | None = None,
+           overrides: list[str] = ()) -> tuple[Path, dict]:
+    """Run every notebook of an earlier run that is not ``ok`` (or whose data is missing) into
+    the same run folder, after ``check_resume``; a notebook's old outputs stay until its redo
+    ends ok."""
     say = progress or _stderr
-    run_dir = rf.find_run(run, Path(out_dir or paths.OUTPUTS_DIR))
-    man = rf.reopen(run_dir)
-    todo = [s for s, v in man["notebooks"].items() if v.get("status") != "ok"]
-    say(f"resuming {run_dir.name}: {len(todo)} of {len(man['notebooks'])} notebook(s) to run")
-    return _execute(run_dir, todo, say=say, cell_timeout_s=cell_timeout_s)
+    run_dir, man, todo = check_resume(run, out_dir=out_dir, preset=preset, platform=platform, only=only,
+                                      overrides=overrides)
+    lock = rf.RunLock(run_dir)
+    try:
+        notice = lock.acquire()
+    except OSError as e:
+        raise RunFailed(f"{e.filename or run_dir}: cannot be written ({e.strerror or e}); nothing was changed") from None
+    try:
+        if notice:
+            say(f"notice: {notice}")
+        say(f"resuming {run_dir.name}: {len(todo)} of {len(man['notebooks'])} notebook(s) to run"
+            + "".join(f"\n  {s}: {why}" for s, why in todo.items()))
+        try:
+            rf.reopen(run_dir, _resolver())
+        except OSError as e:
+            raise RunFailed(f"{e.filename or run_dir}: cannot be written ({e.strerror or e}); nothing was changed") from None
+        return _execute(run_dir, list(todo), say=say, cell_timeout_s=cell_timeout_s, out_dir=out_dir, redo=todo)
+    finally:
+        lock.release()
 
 
-def compare(run_dirs: list[Path], out_path: Path) -> Path:
-    """Render the claims of several runs side by side into ``out_path`` (an HTML file)."""
-    from .report import claims
+def compare(run_dirs: list[Path], out_path: Path) -> tuple[Path, "pd.DataFrame"]:
+    """Render the claims of several runs side by side into ``out_path`` (an HTML file); also
+    the regression check of every run against the first (``report.regress.check``)."""
+    from .report import claims, regress
     from .report.html import render_compare
     if len(run_dirs) < 2:
         raise BadParameter("compare needs at least two runs")
     out_path = Path(out_path)
     if out_path.is_dir():
         raise BadParameter(f"--out {out_path}: is a folder; name an HTML file")
+    for folder in out_path.resolve().parents:
+        if (folder / "manifest.json").is_file():
+            raise BadParameter(f"--out {out_path}: is inside the run folder {folder}; name a file outside every run")
     from .report.share import render_compare_markdown
     runs = []
     for d in run_dirs:
@@ -504,4 +728,4 @@ def compare(run_dirs: list[Path], out_path: Path) -> Path:
         atomic.write_text_atomic(out_path.with_suffix(".md"), render_compare_markdown(runs))
     except OSError as e:
         raise BadParameter(f"--out {out_path}: cannot be written ({e.strerror or e})") from None
-    return path
+    return path, regress.check(runs)

@@ -15,10 +15,10 @@ import pandas as pd
 from .errors import SchemaMismatch
 from .records import PHASE_FIELDS, TransferRecord
 
-__all__ = ["TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
+__all__ = ["ENGINE_FIDELITY", "PHASE_COMPARE", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
            "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
            "REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
-           "DATASETS",
+           "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE", "DATASETS",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
 
 TRANSFERS = {
@@ -77,6 +77,14 @@ C12 = {
     "platform": "str",
 }
 HARNESS = {"metric": "str", "ns": "float", "platform": "str"}
+ENGINE_FIDELITY = {   # the native engine against the same policy written by hand in plain C
+    "policy": "str", "direction": "str", "nbytes": "int",
+    "engine_ns": "float",   # median over repeats of the engine's per-transfer repeat medians
+    "plain_ns": "float",    # the same for tools/plain_policies.c
+    "ratio": "float", "low": "float", "high": "float",   # engine / plain, 95 % interval over repeats
+    "repeats": "int",
+    "plain_process_ns": "float",   # the plain program as a process of its own (the process state's effect)
+    "platform": "str"}
 BANDWIDTH = {
     "case": "str",      # "pinned" (prepinned policy), "pageable" (driver_pageable), "plain_loop", "sync_loop"
     "path": "str",      # the path the transfer took ("" for the bare loop)
@@ -131,7 +139,10 @@ THREADS = {"policy": "str", "threads": "int", "thread": "int", "transfers": "int
            "native_ns": "int",     # median per transfer of the runtime's own calls (trace), interpreter excluded
            "wall_ns": "int",       # the whole run of all threads
            "aggregate_gb_per_s": "float", "platform": "str"}
-NATIVE_THREADS = {"threads": "int", "thread": "int", "repeat": "int", "op": "str",   # relock, unlock_after_relock
+NATIVE_THREADS = {"threads": "int", "thread": "int",
+                  "repeat": "int",   # an independent repeat (fresh buffers, a new order of thread counts)
+                  "call": "int",     # the call's index inside its repeat
+                  "op": "str",       # relock, unlock_after_relock
                   "ns": "int", "rc": "int", "platform": "str"}
 OVERLAP = {"queues": "int", "chains": "int", "nbytes": "int", "repeat": "int", "wall_ns": "int",
            "verified": "bool?", "kernel": "bool?", "platform": "str"}
@@ -149,7 +160,8 @@ API_STATS = {**STATS, "user_pinned": "bool?", "category": "str", "refused": "int
 REAL_RUNS = {            # one row per run of the binary
     "variant": "str", "mode": "str",   # the variant; the binary's --variant (plain, app_pinned)
     "env": "str",                      # the runtime switches set, "K=V K=V"
-    "nw": "int", "traced": "bool?", "steps": "int", "invocations": "int",
+    "nw": "int", "process": "int",     # the timed process's number (the unit of repeat); the traced run: 0
+    "traced": "bool?", "steps": "int", "invocations": "int",
     "offload_devices": "int", "on_device": "bool?",
     "register": "str",                 # the application's pinning call (cuMemHostRegister, hipHostRegister, mlock, none)
     "register_rc": "int", "register_ns": "int", "unregister_ns": "int",
@@ -158,7 +170,7 @@ REAL_RUNS = {            # one row per run of the binary
     "wall_ns": "int", "vendor": "str", "arch": "str",
 }
 REAL_INVOCATIONS = {     # one row per region invocation (host steady_clock around the target region)
-    "variant": "str", "nw": "int", "traced": "bool?", "step": "int", "invocation": "int",
+    "variant": "str", "nw": "int", "process": "int", "traced": "bool?", "step": "int", "invocation": "int",
     "ns": "int", "verified": "bool?", "vendor": "str", "arch": "str",
 }
 REAL_COPIES = {          # one row per copy LIBOMPTARGET_INFO reported
@@ -177,14 +189,48 @@ REAL_PHASES = {          # one row per LIBOMPTARGET_PROFILE event
 }
 MODEL_INVOCATIONS = {    # the replica's cost per invocation: sum of its events' host time
     "variant": "str", "policy": "str", "user_pinned": "bool?", "threshold_nbytes": "Int",
-    "nw": "int", "step": "int", "invocation": "int", "ns": "int", "platform": "str",
+    "nw": "int", "step": "int", "invocation": "int", "ns": "int",
+    "h2d_ns": "int", "kernel_ns": "int", "d2h_ns": "int", "sync_ns": "int",   # the invocation's events
+    "repeat": "int",         # the independent repeat (the step, on the engine: fresh buffers and policy state)
+    "platform": "str",
+}
+PHASE_COMPARE = {        # the model's events beside the real runtime's LIBOMPTARGET_PROFILE phases
+    "variant": "str", "nw": "int", "phase": "str",   # h2d, kernel, d2h, sync, region
+    "model_ns": "float", "real_ns": "float",   # medians per invocation (real: the traced process)
+    "difference_ns": "float",   # real - model
+    "real_events": "str",       # the profile's names summed into the phase
 }
 SUMMARY = {"source": "str", "variant": "str", "nw": "int", "n": "int",
-           "median_ns": "float", "lo_ns": "float", "hi_ns": "float"}   # bootstrap 95 % of the median
+           "median_ns": "float", "lo_ns": "float", "hi_ns": "float",   # bootstrap 95 % of the median ...
+           "repeats": "int", "interval_over": "str",   # ... over the repeats: "processes" (their medians) or "invocations"
+           "within_spread": "float",    # median over repeats of IQR / median inside one repeat
+           "between_spread": "float"}   # (largest - smallest repeat median) / their median; NaN with one repeat
 RATIO = {"variant": "str", "nw": "int", "policy": "str", "user_pinned": "bool?",
-         "model_median_ns": "float", "real_median_ns": "float",
+         "model_median_ns": "float", "real_median_ns": "float",   # the real one: median of the process medians
+         "real_lo_ns": "float", "real_hi_ns": "float",   # its bootstrap 95 % over the processes
+         "real_processes": "int", "interval_over": "str",   # the real side's repeats: "processes" or "invocations"
          "ratio": "float", "ratio_lo": "float", "ratio_hi": "float",   # model / real, bootstrap 95 %
-         "n_model": "int", "n_real": "int"}
+         "n_model": "int", "n_real": "int"}   # invocations counted on each side
+
+# -- what changes a transfer's cost (notebook 14) ------------------------------------------------
+STATE_EFFECTS = {        # one row per timed C call (native/state.c); sections add their own columns
+    "section": "str",    # registration_age, allocator, backing, placement
+    "state": "str",      # the state compared: an age (first, fresh, held), an allocator state, a backing, a CPU
+    "op": "str",         # query, reregister, register, alloc, free, lock, unlock, copy_pageable, copy_locked, null ...
+    "nbytes": "int", "repeat": "int",   # repeat: the independent round (the unit of repeat)
+    "call": "int",       # the call's index inside its round
+    "ns": "int", "rc": "int", "error": "str",
+    "backing": "str",    # what Linux reports for the buffer (4k, thp, ...); runtime: the runtime's own allocation
+    "thread_cpu": "int", "thread_node": "int",   # the timing thread's CPU and NUMA node when the round began
+    "gpu_node": "int",   # the GPU's NUMA node (-1: unavailable)
+    "platform": "str",
+}
+STATE_SUMMARY = {"repeats": "int", "calls": "int",
+                 "median_ns": "float", "lo_ns": "float", "hi_ns": "float",   # median of round medians, 95 % over rounds
+                 "within_spread": "float",    # median over rounds of IQR / median inside a round
+                 "between_spread": "float"}   # (largest - smallest round median) / their median
+GPU_STATE = {"when": "str", "field": "str",   # a machine_state.FIELDS name
+             "value": "str", "available": "bool?", "unavailable": "str", "platform": "str"}
 
 #: every data set a run writes (``data/<name>.parquet``) and its table: notebooks write them by
 #: these names, the claims read them by these names, whichever notebook produced them
@@ -193,12 +239,14 @@ DATASETS: dict[str, dict[str, str]] = {
     "replica": TRANSFERS, "replica_calls": CALLS, "nw_sweep": TRANSFERS,
     "lock_or_stage": TRANSFERS, "lock_outcomes": LOCK_OUTCOMES, "lock_outcomes_read_only_flag": LOCK_OUTCOMES,
     "kind_paths": TRANSFERS, "query_saving": TRANSFERS, "semantics": SEMANTICS,
-    "api_stats": API_STATS, "api_calls": {**CALLS, "user_pinned": "bool?"}, "hazard": HAZARD, "limits": LIMITS, "allocator": TRANSFERS,
+    "api_stats": API_STATS, "api_calls": {**CALLS, "user_pinned": "bool?", "caller": "str", "repeat": "int"}, "hazard": HAZARD, "limits": LIMITS, "allocator": TRANSFERS,
     "concurrency": THREADS, "concurrency_native": NATIVE_THREADS,
     "tracked": TRANSFERS, "tracked_calls": CALLS, "copy": BANDWIDTH, "link": LINK, "overlap": OVERLAP,
-    "copy_paths": COPY_PATHS,
+    "copy_paths": COPY_PATHS, "engine_fidelity": ENGINE_FIDELITY, "engine_transfers": TRANSFERS,
     "real_runs": REAL_RUNS, "real_invocations": REAL_INVOCATIONS, "real_copies": REAL_COPIES,
-    "real_phases": REAL_PHASES, "real_model": MODEL_INVOCATIONS, "real_ratio": RATIO,
+    "real_phases": REAL_PHASES, "real_model": MODEL_INVOCATIONS, "real_phase_compare": PHASE_COMPARE, "real_ratio": RATIO,
+    "state_registration_age": STATE_EFFECTS, "state_allocator": STATE_EFFECTS, "state_backing": STATE_EFFECTS,
+    "state_placement": STATE_EFFECTS, "state_gpu": GPU_STATE,
 }
 
 _CAST = {"int": "int64", "Int": "Int64", "float": "float64", "bool?": "boolean"}

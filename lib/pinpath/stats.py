@@ -1,5 +1,20 @@
-"""Intervals for measured figures: percentile bootstrap of medians and of ratios of medians,
-and Wilson's interval for a proportion. Seeded, so a run's report is reproducible."""
+"""Intervals for measured figures: percentile bootstrap of medians, of ratios and differences of
+medians, and Wilson's interval for a proportion. Seeded, so a run's report is reproducible.
+
+The unit is the repeat. Where rows carry a ``repeat`` label (an independent repeat: fresh buffers
+and policy state, shuffled order) a figure is the median of the repeat medians and its interval
+is bootstrapped over those medians, never over the individual calls; correlated rows (threads,
+steps) thus move together. Each such estimate also says how many repeats stand behind it and two
+spreads, both relative (the interquartile range over the median):
+
+* ``within_spread``: the median over the repeats of each repeat's IQR / median of its calls
+  (NaN where every repeat holds one call);
+* ``between_spread``: the IQR / median of the repeat medians.
+
+Without repeat labels the calls are the unit (the old behaviour), the estimate counts as one
+repeat and its between-repeat spread is unknown (NaN). ``MIN_REPEATS`` is the fewest repeats a
+verdict better than inconclusive needs.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +23,12 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["Estimate", "median_ci", "ratio_ci", "share_ci", "proportion_ci", "LEVEL", "N_BOOT"]
+__all__ = ["Estimate", "median_ci", "ratio_ci", "share_ci", "diff_ci", "proportion_ci", "relative_iqr",
+           "median_draws", "interval", "LEVEL", "N_BOOT", "MIN_REPEATS"]
 
 LEVEL = 0.95     #: every interval in the reports is a 95 % interval
 N_BOOT = 2000
+MIN_REPEATS = 5  #: independent repeats a verdict better than inconclusive needs
 _SEED = 160      #: aomp issue #160
 
 
@@ -19,10 +36,13 @@ class Estimate(NamedTuple):
     value: float
     low: float
     high: float
-    n: int = 0
+    n: int = 0                          #: calls (or items) behind the figure
+    n_repeats: int = 0                  #: independent repeats behind it; 0: not a timed figure (a count)
+    within_spread: float = math.nan     #: median IQR / median inside a repeat
+    between_spread: float = math.nan    #: IQR / median of the repeat medians
 
     def scaled(self, factor: float) -> "Estimate":
-        return Estimate(self.value * factor, self.low * factor, self.high * factor, self.n)
+        return self._replace(value=self.value * factor, low=self.low * factor, high=self.high * factor)
 
 
 _NAN = Estimate(math.nan, math.nan, math.nan, 0)
@@ -31,6 +51,39 @@ _NAN = Estimate(math.nan, math.nan, math.nan, 0)
 def _clean(x: Sequence[float]) -> np.ndarray:
     a = np.asarray(x, dtype=float)
     return a[np.isfinite(a)]
+
+
+def relative_iqr(x: Sequence[float]) -> float:
+    """IQR / median of ``x`` (NaN where empty or the median is 0)."""
+    a = _clean(x)
+    if not len(a) or np.median(a) == 0:
+        return math.nan
+    q1, q3 = np.percentile(a, [25, 75])
+    return float((q3 - q1) / abs(np.median(a)))
+
+
+class _Arm(NamedTuple):
+    """One side of a comparison: what is resampled (repeat medians, or calls), and its spreads."""
+    units: np.ndarray
+    n: int
+    n_repeats: int
+    within: float
+    between: float
+
+
+def _arm(x: Sequence[float], repeat: Sequence | None) -> _Arm:
+    a = np.asarray(x, dtype=float)
+    if repeat is None:
+        a = a[np.isfinite(a)]
+        return _Arm(a, len(a), 1 if len(a) else 0, relative_iqr(a) if len(a) > 1 else math.nan, math.nan)
+    r = np.asarray(repeat)
+    keep = np.isfinite(a)
+    a, r = a[keep], r[keep]
+    groups = [a[r == k] for k in dict.fromkeys(r.tolist())]
+    meds = np.array([np.median(g) for g in groups])
+    spreads = [relative_iqr(g) for g in groups if len(g) > 1]   # a repeat of one call has no spread
+    within = float(np.nanmedian(spreads)) if spreads and not np.isnan(spreads).all() else math.nan
+    return _Arm(meds, len(a), len(meds), within, relative_iqr(meds) if len(meds) > 1 else math.nan)
 
 
 def _boot_medians(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -43,40 +96,93 @@ def _bounds(samples: np.ndarray) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def median_ci(x: Sequence[float]) -> Estimate:
-    """The median of ``x`` and its bootstrap interval (NaN where ``x`` is empty)."""
+def median_draws(x: Sequence[float], seed: int = 0) -> np.ndarray:
+    """N_BOOT bootstrap medians of ``x`` (NaN where ``x`` is empty), for sums and ratios of
+    medians of several samples; ``seed`` keeps samples drawn apart from each other."""
     a = _clean(x)
     if not len(a):
+        return np.full(N_BOOT, np.nan)
+    return _boot_medians(a, np.random.default_rng(_SEED + seed))
+
+
+def interval(draws: np.ndarray) -> tuple[float, float]:
+    """The LEVEL percentile interval of bootstrap draws (NaN draws left out)."""
+    d = np.asarray(draws, dtype=float)
+    d = d[np.isfinite(d)]
+    return _bounds(d) if len(d) else (math.nan, math.nan)
+
+
+def _both(a: _Arm, b: _Arm) -> dict:
+    """The repeat fields of a figure made of two arms: the fewer repeats, the larger spreads."""
+    return {"n_repeats": min(a.n_repeats, b.n_repeats), "within_spread": float(np.nanmax([a.within, b.within, -1])),
+            "between_spread": float(np.nanmax([a.between, b.between, -1]))}
+
+
+def _nan_spreads(d: dict) -> dict:
+    return {k: (math.nan if k.endswith("spread") and v == -1 else v) for k, v in d.items()}
+
+
+def median_ci(x: Sequence[float], repeat: Sequence | None = None) -> Estimate:
+    """The median of ``x`` (of its repeat medians, given ``repeat``) and its bootstrap interval
+    (NaN where ``x`` is empty)."""
+    a = _arm(x, repeat)
+    if not len(a.units):
         return _NAN
-    lo, hi = _bounds(_boot_medians(a, np.random.default_rng(_SEED)))
-    return Estimate(float(np.median(a)), lo, hi, len(a))
+    lo, hi = _bounds(_boot_medians(a.units, np.random.default_rng(_SEED)))
+    return Estimate(float(np.median(a.units)), lo, hi, a.n, a.n_repeats, a.within, a.between)
 
 
-def ratio_ci(num: Sequence[float], den: Sequence[float]) -> Estimate:
-    """median(num) / median(den), each side resampled apart (independent samples)."""
-    a, b = _clean(num), _clean(den)
-    if not len(a) or not len(b) or np.median(b) == 0:
+def _two(num, den, num_repeat, den_repeat, op) -> Estimate:
+    a, b = _arm(num, num_repeat), _arm(den, den_repeat)
+    if not len(a.units) or not len(b.units):
         return _NAN
     rng = np.random.default_rng(_SEED)
-    ma, mb = _boot_medians(a, rng), _boot_medians(b, rng)
-    ok = mb != 0
-    lo, hi = _bounds(ma[ok] / mb[ok])
-    return Estimate(float(np.median(a) / np.median(b)), lo, hi, min(len(a), len(b)))
+    ma, mb = _boot_medians(a.units, rng), _boot_medians(b.units, rng)
+    value, samples = op(np.median(a.units), np.median(b.units)), op(ma, mb)
+    samples = samples[np.isfinite(samples)]
+    if not np.isfinite(value) or not len(samples):
+        return _NAN
+    lo, hi = _bounds(samples)
+    return Estimate(float(value), lo, hi, min(a.n, b.n), **_nan_spreads(_both(a, b)))
 
 
-def share_ci(part: Sequence[float], whole: Sequence[float]) -> Estimate:
-    """median(part) / median(whole) over paired rows (resampled together)."""
+def _divide(p, q):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.asarray(q) != 0, np.asarray(p, dtype=float) / np.where(np.asarray(q) != 0, q, 1), np.nan)
+
+
+def ratio_ci(num: Sequence[float], den: Sequence[float], num_repeat: Sequence | None = None,
+             den_repeat: Sequence | None = None) -> Estimate:
+    """median(num) / median(den), each side resampled apart (independent samples); with repeat
+    labels, the medians are those of the repeat medians and the repeats are resampled."""
+    return _two(num, den, num_repeat, den_repeat, _divide)
+
+
+def diff_ci(num: Sequence[float], den: Sequence[float], num_repeat: Sequence | None = None,
+            den_repeat: Sequence | None = None) -> Estimate:
+    """median(num) - median(den), resampled as ``ratio_ci`` resamples: the absolute difference
+    beside a ratio."""
+    return _two(num, den, num_repeat, den_repeat, lambda p, q: np.asarray(p, dtype=float) - q)
+
+
+def share_ci(part: Sequence[float], whole: Sequence[float], repeat: Sequence | None = None) -> Estimate:
+    """median(part) / median(whole) over paired rows (resampled together); with repeat labels,
+    over the paired repeat medians, the repeats resampled."""
     p, w = np.asarray(part, dtype=float), np.asarray(whole, dtype=float)
     keep = np.isfinite(p) & np.isfinite(w)
     p, w = p[keep], w[keep]
-    if not len(p) or np.median(w) == 0:
+    r = None if repeat is None else np.asarray(repeat)[keep]
+    ap, aw = _arm(p, r), _arm(w, r)
+    if not len(ap.units) or np.median(aw.units) == 0:
         return _NAN
     rng = np.random.default_rng(_SEED)
-    idx = rng.integers(0, len(p), size=(N_BOOT, len(p)))
-    mw = np.median(w[idx], axis=1)
+    idx = rng.integers(0, len(ap.units), size=(N_BOOT, len(ap.units)))
+    mw = np.median(aw.units[idx], axis=1)
     ok = mw != 0
-    lo, hi = _bounds(np.median(p[idx], axis=1)[ok] / mw[ok])
-    return Estimate(float(np.median(p) / np.median(w)), lo, hi, len(p))
+    lo, hi = _bounds(np.median(ap.units[idx], axis=1)[ok] / mw[ok])
+    share = _arm(_divide(p, w), r)
+    return Estimate(float(np.median(ap.units) / np.median(aw.units)), lo, hi, ap.n, ap.n_repeats,
+                    share.within, share.between)
 
 
 def proportion_ci(k: int, n: int) -> Estimate:

@@ -52,14 +52,22 @@ def test_c12_cases(any_rt):
     assert len(claims.c12_table(df)) >= 4
 
 
+@pytest.mark.parametrize("engine", ["native", "python"])
 @pytest.mark.parametrize("direction", ["h2d", "d2h"])
-def test_policy_sweep_staging(any_rt, direction):
-    df = check_frame(ex.policy_sweep(any_rt, sizes_nbytes=[4096, 1 << 18], directions=[direction], repeats=3),
-                     TRANSFERS)
+def test_policy_sweep_staging(any_rt, direction, engine):
+    if engine == "native" and ex.native.native_why_not(any_rt):
+        pytest.skip(ex.native.native_why_not(any_rt))
+    df = check_frame(ex.policy_sweep(any_rt, sizes_nbytes=[4096, 1 << 18], directions=[direction], repeats=3,
+                                     engine=engine), TRANSFERS)
+    assert set(df.engine) == {engine}
     fresh, pooled = df[df.policy == "stage_per_copy"], df[df.policy == "stage_pooled"]
     assert (fresh.alloc_ns > 0).all() and (fresh.free_ns > 0).all()
     assert (pooled.alloc_ns == 0).all() and set(pooled.path) == {"staged_pooled_hit"}
-    assert df.verified.sum() == 4    # the first timed transfer of each point
+    if engine == "python":
+        assert df.verified.sum() == 4    # the first timed transfer of each point
+    else:   # every row of the first repeat carries its point's check; the others none
+        assert df[df.repeat == 0].verified.all() and df[df.repeat > 0].verified.isna().all()
+        assert sorted(df.repeat.unique()) == [0, 1, 2]
     assert len(claims.c2_table(df)) == 2
 
 
@@ -119,11 +127,16 @@ def test_hazard_and_limits(any_rt):
         assert lim[(lim.op == "lock") & (lim.nbytes == 4 << 20)].granted.all()
 
 
-def test_concurrency(any_rt):
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_concurrency(any_rt, engine):
     from pinpath.schema import THREADS
+    if engine == "native" and ex.native.native_why_not(any_rt):
+        pytest.skip(ex.native.native_why_not(any_rt))
     df = check_frame(ex.concurrency(any_rt, policies=["lock_always", "nextgen_lock_mapped"], threads=[1, 3],
-                                    transfers=5), THREADS)
-    assert len(df) == 2 * (1 + 3) and (df.overhead_ns > 0).all() and (df.aggregate_gb_per_s > 0).all()
+                                    transfers=5, repeats=2, engine=engine), THREADS)
+    reps = 2 if engine == "native" else 1
+    assert len(df) == reps * 2 * (1 + 3) and (df.overhead_ns > 0).all() and (df.aggregate_gb_per_s > 0).all()
+    assert set(df.engine) == {engine}
 
 
 def test_overlap(any_rt):
@@ -208,7 +221,8 @@ def test_a_failing_thread_does_not_hang_the_others(host_rt, monkeypatch):
     monkeypatch.setattr(th, "transfer", flaky)
     done: list = []
     t = threading.Thread(target=lambda: done.append(pytest.raises(RuntimeError, ex.concurrency, host_rt,
-                                                                     policies=["lock_always"], threads=[3], transfers=2)))
+                                                                     policies=["lock_always"], threads=[3], transfers=2,
+                                                                     engine="python")))
     t.start()
     t.join(20)
     assert not t.is_alive() and done and "first transfer failed" in str(done[0].value)

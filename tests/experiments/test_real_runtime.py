@@ -199,12 +199,13 @@ def test_host_offload_region_runs_through_libomptarget(host_build):
     soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     if soft == resource.RLIM_INFINITY or soft >= 1 << 20:
         variants.append("app_pinned")       # mlock of the two arrays (40 KiB at nw=2)
-    ran = rr.real_runtime(build=host_build, variants=variants, nw_values=[2], steps=1, invocations=3, trace_steps=1)
+    ran = rr.real_runtime(build=host_build, variants=variants, nw_values=[2], steps=1, invocations=3, trace_steps=1,
+                          processes=2)
     runs = check_frame(ran.runs, rr.REAL_RUNS)
-    assert runs.on_device.all() and (runs.wrong == 0).all() and len(runs) == 2 * len(variants)
+    assert runs.on_device.all() and (runs.wrong == 0).all() and len(runs) == 3 * len(variants)
     assert (runs[runs.variant == "lock_mapped"].env == "LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1").all()
     inv = check_frame(ran.invocations, rr.REAL_INVOCATIONS)
-    assert len(inv) == 2 * 3 * len(variants) and inv.verified.all() and (inv.ns > 0).all()
+    assert len(inv) == 3 * 3 * len(variants) and inv.verified.all() and (inv.ns > 0).all()
     copies = rr.copies_table(ran.copies)
     assert copies.as_replica.all() and set(copies.variant) == set(variants)
     phases = ran.phases[ran.phases.segment == "invocation"]
@@ -230,3 +231,47 @@ def test_replica_model_on_the_host_runtime(host_rt):
     assert set(model[model.variant == "app_pinned"].policy) == {"prepinned"}
     fig_rows = rr.beside(model, rr.real_runtime_or_reason(offload_dir="/nonexistent"))
     assert set(fig_rows.source) == {"model"} and fig_rows.label.str.contains("nw=2").all()
+
+
+# a region that answers like the real binary: its per-invocation time is set by the process
+# (its --seed), so the processes differ far more than one process's invocations do
+_REGION = r"""
+while [ $# -gt 0 ]; do case "$1" in --variant) v=$2; shift;; --nw) nw=$2; shift;; --steps) st=$2; shift;;
+  --invocations) n=$2; shift;; --seed) seed=$2; shift;; esac; shift; done
+echo "# offload_devices=1 on_device=1 vendor=0 variant=$v nw=$nw steps=$st invocations=$n register=none register_rc=0 register_ns=0 enter_ns=5"
+echo "# exit_ns=3 unregister_rc=0 unregister_ns=0 wrong=0"
+echo "variant,nw,step,invocation,ns,verified"
+i=0; while [ $i -lt $n ]; do echo "$v,$nw,0,$i,$((seed * 10000 + i)),true"; i=$((i + 1)); done
+"""
+
+
+def test_the_real_runtime_repeats_in_processes_and_its_interval_is_over_them(tmp_path):
+    _fake_binary(tmp_path, _REGION)
+    ran = rr.real_runtime(offload_dir=tmp_path, variants=["plain", "app_pinned"], nw_values=[4, 8], steps=1,
+                          invocations=6, trace_steps=0, processes=5, seed=1)
+    runs = check_frame(ran.runs, rr.REAL_RUNS)
+    assert len(runs) == 4 * 5 and all(sorted(g) == [0, 1, 2, 3, 4] for _, g in runs.groupby(["variant", "nw"]).process)
+    first_round = list(zip(runs.variant[:4], runs.nw[:4]))
+    rounds = [list(zip(runs.variant[i:i + 4], runs.nw[i:i + 4])) for i in range(0, 20, 4)]
+    assert all(sorted(r) == sorted(first_round) for r in rounds) and len({tuple(r) for r in rounds}) > 1  # shuffled
+    inv = check_frame(ran.invocations, rr.REAL_INVOCATIONS)
+    assert inv.groupby("process").ns.min().tolist() == [10000 * (p + 1) for p in range(5)]
+    s = check_frame(rr.summary(inv.iloc[:0].assign(policy="", user_pinned=False, platform="").drop(
+        columns=["traced", "verified", "vendor", "arch", "process"]), ran), rr.SUMMARY)
+    real = s[s.source == "real"]
+    assert (real.repeats == 5).all() and (real.interval_over == "processes").all() and (real.n == 25).all()
+    # the medians of the processes are 10,003 .. 50,003: the interval spans processes, not invocations
+    assert (real.median_ns == 30003).all() and (real.hi_ns - real.lo_ns >= 10000).all()
+    assert (real.within_spread < 0.001).all() and (real.between_spread > 1).all()
+    model = inv[inv.process == 0].assign(policy="driver_pageable", user_pinned=False, platform="host")
+    ratio = check_frame(rr.model_real_ratio(model, ran), rr.RATIO)
+    row = ratio.iloc[0]
+    assert row.real_processes == 5 and row.interval_over == "processes" and row.n_real == 25
+    assert row.ratio == pytest.approx(10003 / 30003) and row.ratio_lo < 0.5 < row.ratio_hi
+
+
+def test_processes_below_one_are_refused_in_one_sentence(tmp_path):
+    _fake_binary(tmp_path, _REGION)
+    ran = rr.real_runtime_or_reason(offload_dir=tmp_path, processes=0)
+    _one_sentence(ran.reason)
+    assert "processes must be at least 1" in ran.reason

@@ -1,6 +1,7 @@
 """The claims' rules on small synthetic frames: each verdict word where the rule can give it,
-the verdict function itself, platforms where a claim does not apply, and "not measured" for
-a missing data set or a notebook that did not end ok."""
+the verdict function itself, each claim's reading (as meant, analogue, not applicable), the
+repeat as the unit, the C engine's rows preferred, and "not measured" for a missing data set or a
+notebook that did not end ok."""
 
 import math
 
@@ -76,14 +77,26 @@ def _word(factor_holds, factor_not, thr_factor=1.0):
     return {H: (factor_holds, "tight"), N: (factor_not, "tight"), I: (thr_factor, "wide")}
 
 
-#: claim -> verdict word -> data sets that give it
-def _c1(word):
-    allocs = {H: 1, N: 0}[word]
+def _real_runs(vendor: str = "amd") -> pd.DataFrame:
+    return pd.DataFrame([{"variant": "plain", "nw": 16, "traced": False, "vendor": vendor}])
+
+
+def _replica_model() -> dict:
+    """The replica's models: stage_per_copy allocates once per transfer by construction."""
     tr = pd.DataFrame([{"transfer_id": i, "event": "transfer", "policy": p} for i, p in
                        enumerate(["stage_per_copy"] * 4 + ["nextgen_lock_mapped"] * 4)])
-    calls = pd.DataFrame([{"transfer_id": i, "category": "alloc"} for i in range(4)][:4 * allocs])
-    calls = calls if len(calls) else pd.DataFrame({"transfer_id": [0], "category": ["copy"]})
-    return {"replica": tr, "replica_calls": calls}
+    return {"replica": tr, "replica_calls": pd.DataFrame([{"transfer_id": i, "category": "alloc"} for i in range(4)])}
+
+
+#: claim -> verdict word -> data sets that give it
+def _c1(word):
+    """The real runtime's own calls (AMD): allocations per copy of arrays mapped once."""
+    allocs = {H: 1, N: 0}[word]
+    copies = pd.DataFrame([{"variant": "plain", "nw": 16, "segment": "invocation", "step": 0, "invocation": i,
+                            "direction": d} for i in range(4) for d in ("h2d", "d2h")])
+    calls = pd.DataFrame([{"segment": "invocation", "category": "alloc"}] * (8 * allocs)
+                         + [{"segment": "invocation", "category": "copy"}] * 8)
+    return {**_replica_model(), "real_runs": _real_runs(), "real_copies": copies, "real_calls": calls}
 
 
 def _c2(word):
@@ -101,7 +114,7 @@ def _c3(word):
 def _c4(word):
     f, how = {H: (0.1, "tight"), N: (3, "tight"), I: (1, "wide")}[word]
     qs = pd.concat([_transfers({"query_then_lock": 1000 * f, "lock_always": 1000}, how, app_pinned=True),
-                    _transfers({"stage_per_copy": 1000}, how, app_pinned=True)])
+                    _transfers({"stage_per_copy": 1000 * f}, how, app_pinned=True)])
     return {"query_cost": _lock_cost({("query", "pageable"): 1000 * f, ("lock", "pageable"): 1000}, how),
             "query_saving": qs}
 
@@ -110,7 +123,10 @@ def _c5(word):
     granted = word == N
     rows = [{"kind": k, "nbytes": 4096, "backing": "4k", "read_only_flag": False, "call": "lock", "ns": 1, "rc": 0 if granted else 1,
              "error": "" if granted else "E (1)", "granted": granted, "already_pinned": False, "not_available": ""}
-            for k in ("read_only", "rodata", "stack")]
+            for k in ("rodata", "stack")] + [{**{"kind": "read_only", "nbytes": 4096, "backing": "4k",
+                                                 "read_only_flag": False, "call": "lock", "ns": 1, "rc": 1,
+                                                 "error": "E (1)", "granted": False, "already_pinned": False,
+                                                 "not_available": ""}}]
     paths = pd.DataFrame([{"event": "transfer", "kind": "read_only", "path": "locked" if granted else "lock_failed_staged"}])
     return {"lock_outcomes": pd.DataFrame(rows), "kind_paths": paths}
 
@@ -139,8 +155,10 @@ def _c10(word):
     rows = []
     for pinned, scale in ((True, f), (False, 1.0)):
         for i, v in enumerate(_spread(10000 * scale, how)):
-            rows.append({"transfer_id": i + (100 if pinned else 0), "call": "lock", "category": "lock",
-                         "duration_ns": int(v), "rc": 0, "user_pinned": pinned})
+            rows.append({"transfer_id": i + (100 if pinned else 0), "call": "lock", "category": "lock", "repeat": i,
+                         "duration_ns": int(v), "rc": 0, "user_pinned": pinned, "caller": "runtime"})
+            if pinned:   # the application's own pinning, once per repeat
+                rows.append({**rows[-1], "transfer_id": -1, "duration_ns": 10, "caller": "application"})
     return {"api_calls": pd.DataFrame(rows)}
 
 
@@ -151,12 +169,15 @@ def _c11(word):
     return {"hazard": pd.DataFrame(rows)}
 
 
-def _c12(word):
+def _c12(word, wait: bool = False):
+    """Both readings of the braces: the one judged gets ``word``, the other the opposite figures."""
     f1, f3, how = {H: (500, 1.0, "tight"), N: (3, 2.0, "tight"), I: (100, 1.1, "wide")}[word]
+    o1, o3 = (3, 2.0) if word == H else (500, 1.0)
     rows = []
-    for case, f in (("1_lock_copy", f1), ("2_prelocked_copy", 1), ("3_relock_copy", f3)):
-        for i, v in enumerate(_spread(1000 * f, how)):
-            rows.append({"case": case, "source": "native", "braces_ns": int(v), "braces_wait_ns": int(v) + 5000})
+    for case, f, o in (("1_lock_copy", f1, o1), ("2_prelocked_copy", 1, 1), ("3_relock_copy", f3, o3)):
+        for i, (v, w) in enumerate(zip(_spread(1000 * f, how), _spread(1000 * o, "tight"))):
+            a, b = (w, v) if wait else (v, w)
+            rows.append({"case": case, "source": "native", "repeat": i, "braces_ns": int(a), "braces_wait_ns": int(b)})
     return {"c12": pd.DataFrame(rows)}
 
 
@@ -170,29 +191,39 @@ def _c13(word):
             "concurrency_native": pd.DataFrame(rows)}
 
 
-def _c14(word):
-    f, how = {H: (0.2, "tight"), N: (3, "tight"), I: (1, "wide")}[word]
+def _tracked(f: float, how: str) -> dict:
+    """The tracked model: nextgen_lock_mapped locks at map time (one map event, one lock call)."""
     t = pd.concat([_transfers({"nextgen_lock_mapped": 1000 * f}, how), _transfers({"lock_always": 1000}, how)])
+    t = pd.concat([t, pd.DataFrame([{"event": "map", "policy": "nextgen_lock_mapped", "total_ns": 50000, "repeat": 0}])])
     t["nw"] = 16
     t["transfer_id"] = range(len(t))
-    locks = pd.DataFrame({"transfer_id": [-1], "category": ["lock"]})
-    return {"tracked": t, "tracked_calls": locks}
+    return {"tracked": t, "tracked_calls": pd.DataFrame({"transfer_id": [len(t) - 1], "category": ["lock"]})}
+
+
+def _c14(word):
+    """The real runtime (AMD): mapped buffers locked and tracked against plain, per invocation."""
+    f, how = {H: (0.5, "tight"), N: (3, "tight"), I: (1, "wide")}[word]
+    rows = [{"variant": v, "nw": 16, "traced": False, "step": 0, "invocation": i + 1, "repeat": i, "ns": int(x)}
+            for v, c in (("lock_mapped", 1000 * f), ("plain", 1000)) for i, x in enumerate(_spread(c, how))]
+    return {**_tracked(0.2, "tight"), "real_runs": _real_runs(), "real_invocations": pd.DataFrame(rows)}
 
 
 def _c15(word):
     f, how = {H: (0.5, "tight"), N: (1.0, "tight"), I: (0.9, "wide")}[word]
-    rows = [{"queues": q, "wall_ns": int(v)} for q, c in ((1, 1000), (4, 1000 * f)) for v in _spread(c, how)]
+    rows = [{"queues": q, "repeat": i, "wall_ns": int(v)} for q, c in ((1, 1000), (4, 1000 * f))
+            for i, v in enumerate(_spread(c, how))]
     return {"overlap": pd.DataFrame(rows)}
 
 
 BUILDERS = {
-    "C1": (_c1, "cuda", (H, N)), "C2": (_c2, "cuda", (H, N, I)), "C3": (_c3, "cuda", (H, N, I)),
+    "C1": (_c1, "hsa", (H, N)), "C2": (_c2, "cuda", (H, N, I)), "C3": (_c3, "cuda", (H, N, I)),
     "C4": (_c4, "cuda", (H, N, I)), "C5": (_c5, "cuda", (H, N)),
     "C6": (_lock_pair(("lock", "pageable"), ("query", "pageable"), 50, 2, 10), "cuda", (H, N, I)),
     "C7": (_lock_pair(("relock", "locked"), ("query", "locked"), 1, 5, 2), "cuda", (H, N, I)),
     "C8": (_c8, "hsa", (H, N)), "C9": (_c9, "cuda", (H, N, I)), "C10": (_c10, "cuda", (H, N, I)),
-    "C11": (_c11, "host", (H, I)), "C12": (_c12, "cuda", (H, N, I)), "C13": (_c13, "cuda", (H, N, I)),
-    "C14": (_c14, "cuda", (H, N, I)), "C15": (_c15, "cuda", (H, N, I)),
+    "C11": (_c11, "host", (H, I)), "C12a": (_c12, "cuda", (H, N, I)),
+    "C12b": (lambda w: _c12(w, wait=True), "cuda", (H, N, I)), "C13": (_c13, "cuda", (H, N, I)),
+    "C14": (_c14, "hsa", (H, N, I)), "C15": (_c15, "cuda", (H, N, I)),
 }
 CASES = [(cid, word) for cid, (_, _, words) in BUILDERS.items() for word in words]
 
@@ -233,14 +264,14 @@ def test_a_killed_notebook_gives_not_measured_for_its_claims(tmp_path):
     out = NotebookOutputs(str(tmp_path), "01_c12_lock_copy")
     (tmp_path / "data").mkdir()
     from pinpath.schema import C12, frame
-    rows = _c12(H)["c12"].assign(nbytes=1, repeat=0, lock_ns=0, enqueue_ns=0, wait_ns=0, unlock_ns=0, dma_event_ns=None,
+    rows = _c12(H)["c12"].assign(nbytes=1, lock_ns=0, enqueue_ns=0, wait_ns=0, unlock_ns=0, dma_event_ns=None,
                                  lock_rc=0, lock_error="", verified=None, platform="cuda")
     out.data(frame(rows.to_dict("records"), C12), "c12")
     judged, bad = claims.evaluate(tmp_path, "cuda", {"01_c12_lock_copy": {"status": "interrupted"}})
-    row = judged.set_index("id").loc["C12"]
+    row = judged.set_index("id").loc["C12a"]
     assert row.verdict == M and "interrupted" in row.why and not bad
     judged, _ = claims.evaluate(tmp_path, "cuda", {"01_c12_lock_copy": {"status": "ok"}})
-    assert judged.set_index("id").loc["C12"].verdict == H
+    assert judged.set_index("id").loc["C12a"].verdict == H
 
 
 def test_the_claims_document_carries_the_rules_the_code_applies():
@@ -248,3 +279,148 @@ def test_the_claims_document_carries_the_rules_the_code_applies():
     doc = (Path(__file__).resolve().parents[2] / "CLAIMS.md").read_text()
     section = doc.split("<!-- rules:begin -->\n", 1)[1].split("<!-- rules:end -->", 1)[0]
     assert section == claims.rules_markdown(), "run tools/claims-doc"
+
+
+# -- readings: as meant, analogue, not applicable ----------------------------------------------
+def test_a_claim_reads_as_meant_on_its_subject_and_as_a_named_analogue_elsewhere():
+    build, _, _ = BUILDERS["C7"]
+    meant = judge(["C7"], build(H), "hsa").iloc[0]
+    assert (meant.subject, meant.reading, meant.analogue) == ("HSA/ROCT", claims.AS_MEANT, "")
+    analogue = judge(["C7"], build(H), "cuda").iloc[0]
+    assert analogue.reading == claims.ANALOGUE and "712" in analogue.analogue and analogue.verdict == H
+    none = judge(["C6"], _lock_pair(("lock", "pageable"), ("query", "pageable"), 50, 2, 10)(H), "hsa").iloc[0]
+    assert none.reading == Verdict.NOT_APPLICABLE and none.verdict == Verdict.NOT_APPLICABLE and "NVIDIA" in none.why
+
+
+@pytest.mark.parametrize("cid", ["C1", "C14"])
+def test_a_plugin_claim_is_never_judged_from_a_model(cid):
+    """On CUDA (the real runtime is LLVM's CUDA plugin) and on AMD without a real AMD run the
+    model's own call pattern gives no verdict; it is shown for information."""
+    data = {**BUILDERS[cid][0](H), "real_runs": _real_runs("nvidia")}
+    row = judge([cid], data, "cuda").iloc[0]
+    assert row.verdict == Verdict.NOT_APPLICABLE and row.why.startswith(claims.MODEL_ONLY)
+    assert row.detail.startswith("measured here for information")
+    amd = judge([cid], BUILDERS[cid][0](H), "hsa").iloc[0]
+    assert amd.reading == claims.AS_MEANT and amd.verdict == H and "real runtime" in amd.rule
+
+
+def test_c14_model_counts_the_locks_of_map_events():
+    row = judge(["C14"], {**_tracked(0.2, "tight"), "real_runs": _real_runs("nvidia")}, "cuda").iloc[0]
+    assert "1 lock calls" in row.detail and "1 in map events" in row.detail
+
+
+def test_c9_on_a_runtime_that_refuses_the_second_lock_is_shown_in_part_only():
+    lc = _lock_cost({("lock", "pageable"): 40000, ("relock", "locked"): 1000, ("unlock", "locked"): 5000})
+    lc.loc[lc.op == "relock", "error"] = "cudaErrorHostMemoryAlreadyRegistered (712)"
+    row = judge(["C9"], {"lock_cost": lc}, "cuda").iloc[0]
+    assert row.verdict == I and "never arose" in row.why and "in part only" in row.why
+    assert "refuses" in row.why and "712" in row.why
+
+
+def test_c11_whose_premise_never_arose_is_not_applicable():
+    rows = [{"policy": "query_then_lock", "unlock_inside_copy": False, "hazard": False, "observed_by": "query",
+             "a_path": "locked", "a_copy_end_ns": 100, "b_unlock_end_ns": 190} for _ in range(20)]
+    row = judge(["C11"], {"hazard": pd.DataFrame(rows)}, "cuda").iloc[0]
+    assert row.reading == claims.AS_MEANT and row.verdict == Verdict.NOT_APPLICABLE
+    assert "never arose" in row.why and "locked 20" in row.why
+
+
+def test_c10_needs_the_applications_own_pinning_calls():
+    data = _c10(H)
+    data["api_calls"] = data["api_calls"][data["api_calls"].caller == "runtime"]
+    row = judge(["C10"], data, "cuda").iloc[0]
+    assert row.verdict == M and "application's own pinning calls" in row.why
+
+
+def test_c10_labels_refused_locks_as_a_path():
+    data = _c10(H)
+    ac = data["api_calls"]
+    ac.loc[ac.user_pinned & (ac.caller == "runtime"), "rc"] = 712
+    row = judge(["C10"], data, "cuda").iloc[0]
+    assert "all refused: the path a runtime that always tries pays" in row.why
+    assert "always tries" in row.analogue
+
+
+# -- the why sentence and the readings of C12 ----------------------------------------------------
+def test_why_is_written_from_the_data_and_the_rule_sentence_moves_to_rule_detail():
+    row = judge(["C6"], _lock_pair(("lock", "pageable"), ("query", "pageable"), 50, 2, 10)(H), "cuda").iloc[0]
+    assert "a lock of pageable memory takes" in row.why and "so a register costs" in row.why
+    assert f"{row.measured:.3g}"[:2] in row.why and "meets the claim's >= 10.0x" in row.why
+    assert row.rule_detail == "every test holds with its whole interval on the claim's side"
+    assert "interval" not in row.why.split(";")[0]
+
+
+def test_c12_gives_one_verdict_per_reading_with_the_absolute_difference():
+    rows = judge(["C12"], _c12(H), "cuda").set_index("id")     # the thread's id gives both readings
+    assert rows.loc["C12a"].verdict == H and rows.loc["C12b"].verdict == N
+    for r in rows.itertuples():
+        assert r.difference == r.difference and r.difference_low <= r.difference <= r.difference_high
+        assert "apart" in r.why
+
+
+# -- the repeat as the unit, and the C engine's rows -------------------------------------------
+def test_fewer_than_five_repeats_is_at_best_inconclusive():
+    data = _lock_pair(("lock", "pageable"), ("query", "pageable"), 50, 2, 10)(H)
+    lc = data["lock_cost"].assign(repeat=lambda d: d.repeat % 3)
+    row = judge(["C6"], {"lock_cost": lc}, "cuda").iloc[0]
+    assert row.verdict == I and row.n_repeats == 3 and "only 3 independent repeats" in row.why
+    row = judge(["C6"], {"lock_cost": lc.drop(columns="repeat")}, "cuda").iloc[0]
+    assert row.verdict == I and row.n_repeats == 1 and "without a repeat column" in row.why
+
+
+def test_the_figure_is_taken_over_the_repeat_medians():
+    """Ten lock calls per repeat: three repeats all at 100 us, three with six calls at 300 us. The
+    calls' median is 100 us, the repeat medians' 200 us: the figure is the latter, and the row gives
+    the spreads inside the repeats (IQR / median) and between them."""
+    rows = []
+    for rep in range(6):
+        for i in range(10):
+            lock_ns = 300_000 if rep >= 3 and i >= 4 else 100_000
+            for op, ns in (("lock", lock_ns), ("query", 1000)):
+                rows.append({"op": op, "state": "pageable", "kind": "heap", "nbytes": 4096, "repeat": rep, "call": op,
+                             "ns": ns, "rc": 0, "error": "", "source": "native"})
+    row = judge(["C6"], {"lock_cost": pd.DataFrame(rows)}, "cuda").iloc[0]
+    assert row.n_repeats == 6 and row.measured == pytest.approx(200)
+    assert row.low == pytest.approx(100) and row.high == pytest.approx(300)
+    assert row.within_spread == pytest.approx(1 / 3) and row.between_spread == pytest.approx(1.0)
+
+
+def test_judged_rows_keeps_the_native_engine_rows_where_there_are_any():
+    both = pd.DataFrame({"engine": ["python", "native", "python"], "total_ns": [1, 2, 3]})
+    assert list(claims.judged_rows(both).total_ns) == [2]
+    py = pd.DataFrame({"engine": ["python", "python"], "total_ns": [1, 3]})
+    assert list(claims.judged_rows(py).total_ns) == [1, 3]
+    old = pd.DataFrame({"total_ns": [5]})
+    assert list(claims.judged_rows(old).total_ns) == [5]
+
+
+def test_a_claim_is_judged_on_the_native_rows_only():
+    """Python rows say lock_always is slower than staging, the C engine's rows that it is faster."""
+    slow = _c3(N)["lock_or_stage"].assign(engine="python")
+    fast = _c3(H)["lock_or_stage"].assign(engine="native")
+    assert judge(["C3"], {"lock_or_stage": slow}, "cuda").iloc[0].verdict == N
+    assert judge(["C3"], {"lock_or_stage": pd.concat([slow, fast])}, "cuda").iloc[0].verdict == H
+
+
+def test_plugin_claims_on_amd_without_the_real_run_are_not_measured():
+    row = judge(["C14"], _tracked(0.2, "tight"), "hsa").iloc[0]
+    assert row.verdict == M and "real_" in row.why
+
+
+def test_arms_on_different_page_backings_are_named():
+    t = _c3(H)["lock_or_stage"]
+    t["backing"] = np.where(t.policy == "lock_always", "thp", "4k")
+    row = judge(["C3"], {"lock_or_stage": t}, "cuda").iloc[0]
+    assert "different page backings: thp against 4k" in row.why
+
+
+def test_c7_as_meant_counts_the_unlock_a_granted_relock_needs():
+    cheap = {("relock", "locked"): 1000, ("query", "locked"): 1000}
+    assert judge(["C7"], {"lock_cost": _lock_cost(cheap)}, "hsa").iloc[0].verdict == H
+    row = judge(["C7"], {"lock_cost": _lock_cost({**cheap, ("unlock_after_relock", "locked"): 5000})}, "hsa").iloc[0]
+    assert row.verdict == N and row.measured == pytest.approx(6, rel=0.05) and "its unlock" in row.why
+
+
+def test_c13_says_when_the_relock_path_is_a_refusal():
+    row = judge(["C13"], _c13(H), "cuda").iloc[0]
+    assert row.reading == claims.ANALOGUE and "a re-lock, refused (rc 712), and no unlock" in row.why

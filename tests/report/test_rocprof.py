@@ -174,3 +174,44 @@ def test_side_by_side_refusals():
         side_by_side(pd.concat([ours, ours]), ours)
     with pytest.raises(PinpathError, match="Calls"):
         side_by_side(ours.drop(columns="Calls"), ours)
+
+
+# -- our calls in rocprof's layout: refusals counted, the application's own calls shown ------------
+def _api_stats() -> pd.DataFrame:
+    rows = [{"Name": "cudaHostRegister", "Calls": 4, "TotalDurationNs": 400, "AverageNs": 100, "Percentage": 80.0,
+             "user_pinned": False, "category": "lock", "refused": 0},
+            {"Name": "cudaMemcpyAsync", "Calls": 4, "TotalDurationNs": 100, "AverageNs": 25, "Percentage": 20.0,
+             "user_pinned": False, "category": "copy", "refused": 0},
+            {"Name": "cudaHostRegister", "Calls": 4, "TotalDurationNs": 40, "AverageNs": 10, "Percentage": 28.6,
+             "user_pinned": True, "category": "lock", "refused": 4},
+            {"Name": "cudaMemcpyAsync", "Calls": 4, "TotalDurationNs": 100, "AverageNs": 25, "Percentage": 71.4,
+             "user_pinned": True, "category": "copy", "refused": 0}]
+    return schema.frame(rows, schema.API_STATS)
+
+
+def _app_calls() -> pd.DataFrame:
+    return pd.DataFrame([{"transfer_id": -1, "call": "cudaHostRegister", "category": "lock", "duration_ns": 230,
+                          "rc": 0, "user_pinned": True, "caller": "application"} for _ in range(2)]
+                        + [{"transfer_id": 0, "call": "cudaHostRegister", "category": "lock", "duration_ns": 10,
+                            "rc": 712, "user_pinned": True, "caller": "runtime"}])
+
+
+def test_layout_counts_refused_calls_and_adds_the_applications_own():
+    from pinpath.report.rocprof import APPLICATION, layout, refused_note
+    t = layout(_api_stats(), _app_calls())
+    pinned = t[t.user_pinned.astype(bool)].set_index("Name")
+    assert pinned.loc["cudaHostRegister", "Refused"] == 4
+    own = pinned.loc["cudaHostRegister" + APPLICATION]
+    assert (own.Calls, own.TotalDurationNs, own.AverageNs, own.Refused) == (2, 460, 230, 0)
+    assert pinned.Percentage.sum() == pytest.approx(100) and own.Percentage == pytest.approx(100 * 460 / 600)
+    assert list(pinned.index)[0] == "cudaHostRegister" + APPLICATION            # largest total first
+    note = refused_note(t)
+    assert "all 4 cudaHostRegister calls with user pinning" in note and "not the cost of a lock" in note
+
+
+def test_layout_without_application_calls_or_refusals():
+    from pinpath.report.rocprof import layout, refused_note
+    st = _api_stats()
+    st["refused"] = 0
+    t = layout(st)
+    assert len(t) == 4 and refused_note(t) == ""

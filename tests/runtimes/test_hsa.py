@@ -433,3 +433,12 @@ def test_event_without_a_timed_copy_is_refused():
     rt.record_event(e1, q)
     with pytest.raises(RuntimeCallFailed):
         rt.elapsed_ns(e0, e1)
+
+
+@pytest.mark.parametrize("source", ["ptime.c", "engine.c"])
+def test_native_sources_compile_against_every_hsa_tree(hsa_tree, tmp_path, source):
+    """The C timing library and the transfer engine, built as HSA, against each release's headers
+    (warnings are errors: a changed prototype or enum shows here)."""
+    src = LAYOUT_C.parent / source
+    built = _compile(tmp_path, src, hsa_tree, run=False, extra=("-DPINPATH_HSA",))
+    assert built.returncode == 0, built.stderr

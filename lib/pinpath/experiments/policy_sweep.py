@@ -11,6 +11,7 @@ from ..memkinds import host_buffer, supports
 from ..policies import make_policy
 from ..schema import LOCK_OUTCOMES, frame
 from ..vocab import MemoryKind, Policy
+from .native import native_policy_sweep, use_native
 from .sweep import DeviceBuffers, checks, grid, rounds, transfer, transfers_frame
 
 __all__ = ["policy_sweep", "lock_outcomes"]
@@ -18,8 +19,13 @@ __all__ = ["policy_sweep", "lock_outcomes"]
 
 def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), sizes_nbytes,
                  directions=("h2d", "d2h"), kinds=(MemoryKind.HEAP,), repeats: int = 10, warmup: int = 1,
-                 verify: str = "first", app_pinned=False, label: str = "policy sweep") -> pd.DataFrame:
-    """TRANSFERS rows (with ``repeat``, ``backing``, ``app_pinned``) of each policy for each kind,
+                 verify: str = "first", app_pinned=False, label: str = "policy sweep",
+                 engine: str = "auto") -> pd.DataFrame:
+    """Executed by the native engine where it runs (``engine`` "auto" or "native";
+    experiments.native: ``repeat`` is then an independent repeat), else by the Python policies
+    (``engine`` "python", the ``engine`` column says which).
+
+    TRANSFERS rows (with ``repeat``, ``backing``, ``app_pinned``) of each policy for each kind,
     size and direction, every point visited once per round in a shuffled order.
 
     Each (kind, size, policy) has its own host buffer, mapped before the first round and
@@ -30,6 +36,9 @@ def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), s
     without a compiler) gives one row saying why (``not_available``). The phases (query, lock,
     alloc, grant, copy_in, dma, wait, copy_out, unlock, free) say where the time goes.
     """
+    if use_native(rt, engine):
+        return native_policy_sweep(rt, policies=policies, sizes_nbytes=sizes_nbytes, directions=directions,
+                                   kinds=kinds, repeats=repeats, verify=verify, app_pinned=app_pinned, label=label)
     rows, missing = [], []
     with ExitStack() as stack:
         dev = stack.enter_context(DeviceBuffers(rt))
@@ -59,7 +68,8 @@ def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), s
             r = transfer(pols[pt["policy"]], buf, dev, dptrs[pt["nbytes"]], pt["direction"],
                          verify=checks(verify, i))
             if i >= 0:
-                rows.append((r, {"repeat": i, "backing": buf.backing, "app_pinned": pt["app_pinned"]}))
+                rows.append((r, {"repeat": i, "backing": buf.backing, "app_pinned": pt["app_pinned"],
+                                 "engine": "python"}))
     out = transfers_frame(rows, rt.name)
     if missing:
         out = pd.concat([out, pd.DataFrame(missing).assign(platform=rt.name)], ignore_index=True)

@@ -8,11 +8,15 @@ does), and the runtime's own switches set in the environment (``lock_mapped``:
 ``LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES=0``). Always with ``OMP_TARGET_OFFLOAD=MANDATORY``,
 so a silent host fallback stops the run.
 
-Each point runs twice: a timed run (nothing but the region's own clock), and a traced run with
+Each point runs in ``processes`` (>= 5) timed runs, each a fresh process (nothing but the
+region's own clock; the points visited in a shuffled order per round), and once traced with
 ``LIBOMPTARGET_INFO=32`` (every copy: direction, size, variable) and ``LIBOMPTARGET_PROFILE``
-(the runtime's phases, Chrome-trace JSON, 1 us resolution). Beside it the replica runs under the
-policy that models that runtime (``MODELS``), and ``model_real_ratio`` says how far the model's
-per-invocation cost is from the real one.
+(the runtime's phases, Chrome-trace JSON, 1 us resolution). The process is the unit of repeat:
+a figure is the median of the per-process medians, with its interval over the processes, since
+the runtime's per-invocation time moves from one process to the next far beyond the spread of
+one process's invocations (issue #17). Beside it the replica runs under the policy that models
+that runtime (``MODELS``, one call: ``replica_model``), and ``model_real_ratio`` says how far the
+model's per-invocation cost is from the real one, with the real side's interval over processes.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import ctypes
 import hashlib
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -34,16 +39,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import ompinfo
 from ..errors import NotAvailable, PinpathError, VerificationFailed
 from ..kernels import out_nbytes, pos_nbytes
 from ..stats import median_ci, ratio_ci
 from ..paths import PROJECT_ROOT
-from ..schema import MODEL_INVOCATIONS, RATIO, REAL_COPIES, REAL_INVOCATIONS, REAL_PHASES, REAL_RUNS, SUMMARY, frame
+from ..schema import MODEL_INVOCATIONS, PHASE_COMPARE, RATIO, REAL_COPIES, REAL_INVOCATIONS, REAL_PHASES, REAL_RUNS, SUMMARY, frame
+from .repeats import spreads
 
 __all__ = ["VARIANTS", "MODELS", "OFFLOAD_DIR", "RUNTIME_DIR", "Build", "RealRun", "find_build", "runtime_env",
            "build_host_region", "run_region", "parse_facts", "parse_info", "parse_profile", "real_runtime",
            "real_runtime_or_reason", "model_plan", "replica_model", "summary", "copies_table", "phase_table",
-           "model_real_ratio", "beside", "describe", "plan_vendor"]
+           "model_real_ratio", "phase_compare", "beside", "describe", "plan_vendor"]
 
 # -- variants and the policies that model them --------------------------------------------------
 VARIANTS = {   # name -> (binary's --variant, environment, vendors where it means something)
@@ -247,40 +254,16 @@ def parse_facts(lines) -> dict:
     return facts
 
 
-_DIRECTION = {"host": "h2d", "device": "d2h"}   # by where the copy starts
-_MARK_RE = re.compile(r"^pinpath-region: (?:invocation step=(\d+) invocation=(\d+)|(teardown))$")
-# libomptarget (LLVM 19: offload/src/OpenMP/Mapping.cpp printCopyInfoImpl; the plugin layer prints
-# the same words for its kernel launch environment):
-#   omptarget device 0 info: Copying data from host to device, HstPtr=0x..., TgtPtr=0x..., Size=384, Name=pos[0:pos_len]
-#   omptarget device 0 info: Copying data from device to host, TgtPtr=0x..., HstPtr=0x..., Size=245760, Name=out[0:out_len]
-# (older releases: "Libomptarget device 0 info: ...")
-_COPY_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: Copying data from (?P<src>host|device) to "
-                      r"(?P<dst>host|device), (?P<l1>Hst|Tgt)Ptr=(?P<p1>0x[0-9a-fA-F]+), (?P<l2>Hst|Tgt)Ptr="
-                      r"(?P<p2>0x[0-9a-fA-F]+), Size=(?P<nbytes>\d+)(?:, Name=(?P<name>.*))?$")
-
-
 def parse_info(text: str, *, variant: str = "", nw: int = 0) -> pd.DataFrame:
-    """REAL_COPIES rows from the binary's stderr: LIBOMPTARGET_INFO=32 lines, assigned to the
-    invocation whose ``pinpath-region:`` marker (``--markers``) precedes them."""
+    """REAL_COPIES rows from the binary's stderr: LIBOMPTARGET_INFO=32 lines (``ompinfo``),
+    assigned to the invocation whose ``pinpath-region:`` marker (``--markers``) precedes them."""
     context = {"variant": variant, "nw": nw}
-    rows, segment, step, inv = [], "setup", -1, -1
-    for line in text.splitlines():
-        line = line.rstrip("\r")
-        m = _MARK_RE.match(line)
-        if m:
-            if m.group(3):
-                segment, step, inv = "teardown", -1, -1
-            else:
-                segment, step, inv = "invocation", int(m.group(1)), int(m.group(2))
-            continue
-        c = _COPY_RE.match(line)
-        if not c:
-            continue
-        ptrs = {c.group("l1"): c.group("p1"), c.group("l2"): c.group("p2")}
-        rows.append({**context, "segment": segment, "step": step, "invocation": inv,
-                     "direction": _DIRECTION[c.group("src")], "nbytes": int(c.group("nbytes")),
-                     "name": c.group("name") or "", "source": c.group("source").strip('"'),
-                     "device": int(c.group("device")), "host_ptr": ptrs.get("Hst", ""), "tgt_ptr": ptrs.get("Tgt", "")})
+    rows, where = [], {"segment": "setup", "step": -1, "invocation": -1}
+    for kind, ev in ompinfo.events(text):
+        if kind == "marker":
+            where = ev
+        elif kind == "copy":
+            rows.append({**context, **where, **ev})
     return frame(rows, REAL_COPIES)
 
 
@@ -330,7 +313,8 @@ def _failure(rc: int, stderr: str) -> str:
 
 
 def run_region(build: Build, env: dict[str, str], *, variant: str, nw: int, steps: int, invocations: int,
-               verify: str = "all", trace: bool = False, seed: int = 1, timeout_s: int = 600) -> dict:
+               verify: str = "all", trace: bool = False, seed: int = 1, timeout_s: int = 600,
+               process: int = 0) -> dict:
     """Run the binary once; returns ``facts`` (dict), ``invocations``, ``copies`` and ``phases``
     (frames; the last two empty unless ``trace``). A run the runtime refused (host fallback under
     MANDATORY, no image for this GPU ...) raises NotAvailable; wrong bytes VerificationFailed."""
@@ -365,18 +349,19 @@ def run_region(build: Build, env: dict[str, str], *, variant: str, nw: int, step
         csv = "\n".join(l for l in out_lines if not l.startswith("#"))
         inv = pd.read_csv(pd.io.common.StringIO(csv), keep_default_na=False, dtype={"verified": str})
         inv["verified"] = inv.verified.map({"true": True, "false": False, "": None})
-        inv = inv.assign(variant=variant, traced=trace, vendor=build.vendor, arch=build.arch)
+        inv = inv.assign(variant=variant, traced=trace, vendor=build.vendor, arch=build.arch, process=process)
         copies = parse_info(r.stderr, **ctx) if trace else frame([], REAL_COPIES)
         phases = parse_profile(profile, invocations_per_step=invocations, **ctx) \
             if trace and profile.is_file() else frame([], REAL_PHASES)
-    facts.update(wall_ns=wall, env=" ".join(f"{k}={v}" for k, v in extra_env.items()), traced=trace, mode=mode)
+    facts.update(wall_ns=wall, env=" ".join(f"{k}={v}" for k, v in extra_env.items()), traced=trace, mode=mode,
+                 process=process)
     return {"facts": facts, "invocations": frame(inv.to_dict("records"), REAL_INVOCATIONS),
             "copies": copies, "phases": phases}
 
 
 def _run_row(facts: dict, variant: str, build: Build) -> dict:
     return {"variant": variant, "mode": facts["mode"], "env": facts["env"], "nw": facts["nw"],
-            "traced": facts["traced"], "steps": facts["steps"], "invocations": facts["invocations"],
+            "process": facts["process"], "traced": facts["traced"], "steps": facts["steps"], "invocations": facts["invocations"],
             "offload_devices": facts["offload_devices"], "on_device": bool(facts["on_device"]),
             "register": facts["register"], "register_rc": facts["register_rc"], "register_ns": facts["register_ns"],
             "unregister_ns": facts["unregister_ns"], "enter_ns": facts["enter_ns"], "exit_ns": facts["exit_ns"],
@@ -384,35 +369,42 @@ def _run_row(facts: dict, variant: str, build: Build) -> dict:
 
 
 def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: int = 5, invocations: int = 384,
-                 trace_steps: int = 1, verify: str = "all", seed: int = 1, build: Build | None = None,
-                 offload_dir: Path | str | None = None, timeout_s: int = 600) -> RealRun:
+                 trace_steps: int = 1, verify: str = "all", seed: int = 1, processes: int = 5,
+                 build: Build | None = None, offload_dir: Path | str | None = None, timeout_s: int = 600) -> RealRun:
     """Run the real region for every variant the build's vendor knows and every walker count:
-    a timed run of ``steps`` x ``invocations`` and, if ``trace_steps``, a traced run of
-    ``trace_steps`` steps. The build is ``build``, else the one in ``offload_dir`` (default
-    build/offload). NotAvailable (one sentence) where it cannot run."""
+    ``processes`` timed runs of ``steps`` x ``invocations``, each a fresh process, in rounds that
+    visit the points in a shuffled order (seeded), then, if ``trace_steps``, one traced run of
+    ``trace_steps`` steps per point. The build is ``build``, else the one in ``offload_dir``
+    (default build/offload). NotAvailable (one sentence) where it cannot run."""
+    if int(processes) < 1:
+        raise NotAvailable(f"processes must be at least 1, not {processes}")
     build = build or find_build(offload_dir or OFFLOAD_DIR)
     why = _device_reason(build)
     if why:
         raise NotAvailable(why)
     env = runtime_env(build)
-    runs, invs, copies, phases = [], [], [], []
     for variant in variants:
         if variant not in VARIANTS:
             raise NotAvailable(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
-        if build.vendor not in VARIANTS[variant][2]:
-            continue   # e.g. an AMD switch on an NVIDIA build: model_plan says so
-        for nw in nw_values:
-            todo = [(False, steps)] + ([(True, trace_steps)] if trace_steps else [])
-            for traced, n_steps in todo:
-                res = run_region(build, env, variant=variant, nw=nw, steps=n_steps, invocations=invocations,
-                                 verify=verify, trace=traced, seed=seed, timeout_s=timeout_s)
-                runs.append(_run_row(res["facts"], variant, build))
-                invs.append(res["invocations"])
-                copies.append(res["copies"])
-                phases.append(res["phases"])
+    # e.g. an AMD switch on an NVIDIA build is left out: model_plan says so
+    points = [(v, nw) for v in variants if build.vendor in VARIANTS[v][2] for nw in nw_values]
+    order, rng = [], random.Random(seed)
+    for p in range(int(processes)):
+        rnd = list(points)
+        rng.shuffle(rnd)
+        order += [(v, nw, p, False, steps) for v, nw in rnd]
+    order += [(v, nw, 0, True, trace_steps) for v, nw in points if trace_steps]
+    runs, invs, copies, phases = [], [], [], []
+    for variant, nw, p, traced, n_steps in order:
+        res = run_region(build, env, variant=variant, nw=nw, steps=n_steps, invocations=invocations, verify=verify,
+                         trace=traced, seed=seed + p, timeout_s=timeout_s, process=p)
+        runs.append(_run_row(res["facts"], variant, build))
+        invs.append(res["invocations"])
+        copies.append(res["copies"])
+        phases.append(res["phases"])
     cat = lambda fs, table: frame(pd.concat(fs, ignore_index=True).to_dict("records") if fs else [], table)  # noqa: E731
     return RealRun(frame(runs, REAL_RUNS), cat(invs, REAL_INVOCATIONS), cat(copies, REAL_COPIES),
-                       cat(phases, REAL_PHASES), build.vendor, build.arch)
+                   cat(phases, REAL_PHASES), build.vendor, build.arch)
 
 
 def real_runtime_or_reason(**kw) -> RealRun:
@@ -483,14 +475,48 @@ def replica_model(rt, plan: pd.DataFrame, *, nw_values, steps: int, invocations:
         kw = {} if pd.isna(thr) else {"threshold_nbytes": int(thr)}
         transfers, _ = replica(rt, policies=[policy], nw_values=list(nw_values), steps=steps,
                                invocations_per_step=invocations, user_pinned=[bool(pinned)], verify=verify, **kw)
-        t = transfers[(transfers.invocation >= 0) & (transfers.step >= 0) & ~transfers.event.isin(["map", "unmap"])]
-        per = t.groupby(["nw", "step", "invocation"], as_index=False).total_ns.sum()
+        t = transfers[(transfers.invocation >= 0) & (transfers.step >= 0) & transfers.event.isin(_MODEL_EVENTS)]
+        t = t.assign(phase=np.where(t.event == "transfer", t.direction, t.event))
+        per = t.pivot_table(index=["nw", "step", "invocation"], columns="phase", values="total_ns", aggfunc="sum",
+                            fill_value=0).reset_index()
         for variant in group.variant:
             rows += [{"variant": variant, "policy": policy, "user_pinned": bool(pinned),
-                      "threshold_nbytes": None if pd.isna(thr) else int(thr), "nw": int(r.nw), "step": int(r.step),
-                      "invocation": int(r.invocation), "ns": int(r.total_ns), "platform": rt.name}
-                     for r in per.itertuples()]
+                      "threshold_nbytes": None if pd.isna(thr) else int(thr), "nw": int(r["nw"]), "step": int(r["step"]),
+                      "invocation": int(r["invocation"]), "repeat": int(r["step"]),
+                      **{f"{p}_ns": int(r.get(p, 0)) for p in ("h2d", "kernel", "d2h", "sync")},
+                      "ns": int(sum(r.get(p, 0) for p in ("h2d", "kernel", "d2h", "sync"))), "platform": rt.name}
+                     for _, r in per.iterrows()]
     return frame(rows, MODEL_INVOCATIONS)
+
+
+#: the events of one invocation of the replica (maps, unmaps and the application's own pins are outside)
+_MODEL_EVENTS = ("transfer", "kernel", "sync")
+#: the model's phase -> the LIBOMPTARGET_PROFILE events of an invocation that do the same work
+_REAL_PHASES = {"h2d": ("HostToDev",), "kernel": ("Kernel Target",), "d2h": ("DevToHost",),
+                "sync": ("Runtime: syncronize",), "region": ("Runtime: target exe",)}
+
+
+def phase_compare(model: pd.DataFrame, phases: pd.DataFrame, *, skip_first: int = 1) -> pd.DataFrame:
+    """Where the model and the real runtime differ, phase by phase: per variant and nw, the median
+    per invocation of the model's H2D, kernel, D2H, wait and whole invocation beside the real
+    runtime's LIBOMPTARGET_PROFILE events of the same work (the traced process; the profile counts
+    whole microseconds). A phase the real runtime spends more in explains a ratio below 1."""
+    if "not_applicable" in phases.columns or not len(phases) or not len(model):
+        return frame([], PHASE_COMPARE)
+    p = _steady(phases[phases.segment == "invocation"], skip_first)
+    m = _steady(model, skip_first)
+    rows = []
+    for (variant, nw), g in p.groupby(["variant", "nw"]):
+        mg = m[(m.variant == variant) & (m.nw == nw)]
+        if not len(mg):
+            continue
+        for phase, names in _REAL_PHASES.items():
+            per = g[g.phase.isin(names)].groupby(["step", "invocation"]).dur_ns.sum()
+            model_ns = float(mg.ns.median() if phase == "region" else mg[f"{phase}_ns"].median())
+            real_ns = float(per.median()) if len(per) else float("nan")
+            rows.append({"variant": variant, "nw": int(nw), "phase": phase, "model_ns": model_ns, "real_ns": real_ns,
+                         "difference_ns": real_ns - model_ns, "real_events": ", ".join(names)})
+    return frame(rows, PHASE_COMPARE)
 
 
 def _steady(df: pd.DataFrame, skip_first: int) -> pd.DataFrame:
@@ -498,9 +524,24 @@ def _steady(df: pd.DataFrame, skip_first: int) -> pd.DataFrame:
     return df[~((df.step == 0) & (df.invocation < skip_first))]
 
 
+def _repeat_samples(df: pd.DataFrame) -> tuple[np.ndarray, list[np.ndarray], str]:
+    """What a figure's interval is taken over, the per-repeat samples, and the word for it: the
+    per-process medians where the frame holds two or more processes (``process`` column), else
+    the invocations of its one process."""
+    unit = next((c for c in ("process", "repeat") if c in df.columns), None)
+    per = [g.ns.to_numpy(dtype=float) for _, g in df.groupby(unit)] if unit else [df.ns.to_numpy(dtype=float)]
+    per = [x for x in per if len(x)]
+    if len(per) >= 2:
+        return np.array([np.median(x) for x in per]), per, "processes" if unit == "process" else "repeats"
+    return (per[0] if per else np.array([])), per, "invocations"
+
+
 def summary(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, skip_first: int = 1) -> pd.DataFrame:
-    """Median per-invocation time with a bootstrap 95 % interval (``stats.median_ci``), per
-    source (model, real, real_traced), variant and nw."""
+    """Median per-invocation time per source (model, real, real_traced), variant and nw, with a
+    bootstrap 95 % interval (``stats.median_ci``) over the repeats: the median of the per-process
+    medians and its interval over the processes where two or more ran, else over the invocations
+    of the one process (``interval_over`` says which); the spread within a process and between
+    processes beside it."""
     parts = [("model", model)]
     inv = real.invocations if isinstance(real, RealRun) else real
     if "not_applicable" not in inv.columns and len(inv):
@@ -508,17 +549,22 @@ def summary(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, skip_first: in
     rows = []
     for source, df in parts:
         for (variant, nw), g in _steady(df, skip_first).groupby(["variant", "nw"]):
-            e = median_ci(g.ns.to_numpy(dtype=float))
+            values, per, over = _repeat_samples(g)
+            e = median_ci(values)
             if e.n:
-                rows.append({"source": source, "variant": variant, "nw": nw, "n": e.n, "median_ns": e.value,
-                             "lo_ns": e.low, "hi_ns": e.high})
+                within, between = spreads(per)
+                rows.append({"source": source, "variant": variant, "nw": nw, "n": int(sum(map(len, per))),
+                             "median_ns": e.value, "lo_ns": e.low, "hi_ns": e.high, "repeats": len(per),
+                             "interval_over": over, "within_spread": within, "between_spread": between})
     return frame(rows, SUMMARY)
 
 
 def model_real_ratio(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, skip_first: int = 1) -> pd.DataFrame:
-    """Model / real per variant and nw: the ratio of the median per-invocation times, with a
-    bootstrap 95 % interval (``stats.ratio_ci``: both samples resampled). Only the untraced real
-    runs count. Where the real runtime could not run, its one-row reason frame."""
+    """Model / real per variant and nw, with a bootstrap 95 % interval (``stats.ratio_ci``, both
+    sides resampled): on each side the samples are the per-process medians where two or more
+    processes ran, else the invocations of the one process, so the ratio carries the real
+    runtime's interval over processes. Only the untraced real runs count. Where the real runtime
+    could not run, its one-row reason frame."""
     inv = real.invocations if isinstance(real, RealRun) else real
     if "not_applicable" in inv.columns:
         return inv
@@ -529,11 +575,13 @@ def model_real_ratio(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, skip_
         m = model[(model.variant == variant) & (model.nw == nw)]
         if not len(m) or not len(r):
             continue
-        mv, rv = m.ns.to_numpy(dtype=float), r.ns.to_numpy(dtype=float)
-        e = ratio_ci(mv, rv)
+        (mv, mper, _), (rv, rper, over) = _repeat_samples(m), _repeat_samples(r)
+        e, er = ratio_ci(mv, rv), median_ci(rv)
         rows.append({"variant": variant, "nw": nw, "policy": m.policy.iloc[0], "user_pinned": bool(m.user_pinned.iloc[0]),
-                     "model_median_ns": float(np.median(mv)), "real_median_ns": float(np.median(rv)),
-                     "ratio": e.value, "ratio_lo": e.low, "ratio_hi": e.high, "n_model": len(mv), "n_real": len(rv)})
+                     "model_median_ns": float(np.median(mv)), "real_median_ns": er.value,
+                     "real_lo_ns": er.low, "real_hi_ns": er.high, "real_processes": len(rper),
+                     "interval_over": over, "ratio": e.value, "ratio_lo": e.low, "ratio_hi": e.high,
+                     "n_model": int(sum(map(len, mper))), "n_real": int(sum(map(len, rper)))})
     return frame(rows, RATIO)
 
 

@@ -23,9 +23,10 @@ from ..runtimes.base import has
 from ..schema import calls_frame
 from ..trace import records
 from ..vocab import Capability, Direction, MemoryKind
+from .native import native_replica, use_native
 from .sweep import DeviceBuffers, SEED, checks, expect, grid, page_locked, poison, rounds, transfers_frame
 
-__all__ = ["replica", "api_stats", "INVOCATIONS_PER_STEP"]
+__all__ = ["replica", "api_stats", "api_calls", "INVOCATIONS_PER_STEP"]
 
 INVOCATIONS_PER_STEP = 384   #: one region per electron move: 32 atoms x 12 electrons (NiO cell)
 _now = time.perf_counter_ns
@@ -94,8 +95,10 @@ class _Region:
 
 def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_step: int = INVOCATIONS_PER_STEP,
             user_pinned=(False,), nsplines: int = NSPLINES, threshold_nbytes: int = DEFAULT_THRESHOLD_NBYTES,
-            verify: str = "first", seed: int = SEED) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run the region under each policy, walker count and user-pinning choice.
+            verify: str = "first", seed: int = SEED, engine: str = "auto") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run the region under each policy, walker count and user-pinning choice: on the native
+    engine where it runs (experiments.native.native_replica: every step an independent repeat),
+    else through the Python policies (``engine`` column "python"), as follows.
 
     Every point keeps its own buffers and policy; each Monte Carlo step visits the points in a
     shuffled order and runs ``invocations_per_step`` regions of each. With ``user_pinned``
@@ -111,6 +114,10 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
     (transfers, calls) : TRANSFERS rows (events map, transfer, kernel, sync, unmap) with the
         context columns nw, user_pinned, step, invocation, array; and their CALLS.
     """
+    if use_native(rt, engine):
+        return native_replica(rt, policies=policies, nw_values=nw_values, steps=steps,
+                              invocations_per_step=invocations_per_step, user_pinned=user_pinned, nsplines=nsplines,
+                              threshold_nbytes=threshold_nbytes, verify=verify, seed=seed)
     rows, recs = [], []
     kernel = has(rt, Capability.KERNELS)
     if kernel:
@@ -119,7 +126,7 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
 
     def keep(rec, region, **more):
         recs.append(rec)
-        rows.append((rec, {**region.ctx, "kernel": kernel, **more}))
+        rows.append((rec, {**region.ctx, "kernel": kernel, "engine": "python", **more}))
 
     with ExitStack() as stack:
         regions = {}
@@ -159,3 +166,17 @@ def api_stats(transfers: pd.DataFrame, calls: pd.DataFrame, *, by: str = "user_p
         st["refused"] = st.Name.map((g.rc > 0).groupby(g.call).sum()).astype("int64")
         frames.append(st)
     return frame(pd.concat(frames, ignore_index=True).to_dict("records"), API_STATS)
+
+
+#: the replica's events that are the application's own calls, not the runtime's
+APPLICATION_EVENTS = ("app_lock", "app_unlock")
+
+
+def api_calls(transfers: pd.DataFrame, calls: pd.DataFrame, *, by: str = "user_pinned") -> pd.DataFrame:
+    """Every native call of the replica with ``by``, its ``repeat`` (the step: an independent
+    repeat on the engine) and who made it: ``caller`` "application" for the application's own
+    register and unregister of its arrays (as rocprof sees them too), "runtime" for the rest."""
+    cols = ["transfer_id", by, "event", "step"]
+    out = calls.merge(transfers[cols], on="transfer_id")
+    out["caller"] = np.where(out.event.isin(APPLICATION_EVENTS), "application", "runtime")
+    return out.rename(columns={"step": "repeat"}).drop(columns=["event"])

@@ -4,6 +4,7 @@ where the runtime grants the re-lock) by the runtime on every transfer; and the 
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections import Counter
@@ -12,10 +13,12 @@ from contextlib import ExitStack
 import numpy as np
 import pandas as pd
 
+from .. import progress
 from ..memkinds import host_buffer
 from ..policies import make_policy
 from ..schema import NATIVE_THREADS, THREADS, frame
 from ..vocab import Direction, MemoryKind, Policy
+from .native import native_concurrency, use_native
 from .sweep import SEED, DeviceBuffers, grid, rounds, transfer
 
 __all__ = ["concurrency", "concurrency_native", "RUNTIME_CATEGORIES"]
@@ -50,14 +53,20 @@ def _run_threads(n: int, work, barrier: threading.Barrier) -> None:
 
 def concurrency(rt, *, policies=(Policy.LOCK_ALWAYS, Policy.NEXTGEN_LOCK_MAPPED), threads=(1, 2, 4, 8, 16),
                 nbytes: int = 15360, transfers: int = 200, app_pinned: bool = True,
-                kind: str = MemoryKind.HEAP, direction: str = "h2d") -> pd.DataFrame:
-    """For each policy and thread count (points in a shuffled order): every thread registers
+                kind: str = MemoryKind.HEAP, direction: str = "h2d", repeats: int = 5,
+                engine: str = "auto") -> pd.DataFrame:
+    """On the native engine where it runs (experiments.native.native_concurrency: pthreads,
+    ``repeats`` independent repeats), else through the Python policies on Python threads (one
+    repeat), as follows. For each policy and thread count (points in a shuffled order): every thread registers
     its own buffer as the application would (``app_pinned``), maps it, and makes ``transfers``
     transfers on its own queue, all released by one barrier. Per thread: the median runtime
     overhead per transfer (total minus the copy's enqueue and wait), the median time of the
     runtime's own calls in it (``native_ns``, from the trace: the interpreter's share is the
     difference), the path most transfers took, and the run's wall time and aggregate throughput.
     Once the timed threads have ended, each thread moves its buffer once more, checked byte for byte."""
+    if use_native(rt, engine) and kind == MemoryKind.HEAP:
+        return native_concurrency(rt, policies=policies, threads=threads, nbytes=nbytes, transfers=transfers,
+                                  repeats=repeats, app_pinned=app_pinned, direction=direction)
     direction = Direction(direction)
     rows = []
     for _, pt in rounds(list(grid(policy=policies, threads=threads)), repeats=1, label="C13 threads"):
@@ -96,18 +105,26 @@ def concurrency(rt, *, policies=(Policy.LOCK_ALWAYS, Policy.NEXTGEN_LOCK_MAPPED)
                              "nbytes": nbytes, "path": Counter(r.path for r in rs).most_common(1)[0][0],
                              "overhead_ns": int(np.median(total - moving)), "total_ns": int(np.median(total)),
                              "native_ns": int(np.median(own)), "wall_ns": wall,
-                             "aggregate_gb_per_s": n_threads * transfers * nbytes / wall, "platform": rt.name})
+                             "aggregate_gb_per_s": n_threads * transfers * nbytes / wall, "platform": rt.name,
+                             "repeat": 0, "engine": "python"})
     return frame(rows, THREADS)
 
 
 def concurrency_native(rt, lib, *, threads=(1, 2, 4, 8, 16), nbytes: int = 15360, reps: int = 200,
-                       warmup: int = 10) -> pd.DataFrame:
+                       warmup: int = 10, repeats: int = 5) -> pd.DataFrame:
     """The same re-lock path from C, with no interpreter: each of ``threads`` Python threads
     calls the C library's loop (which runs with the interpreter lock released) on its own
     buffer, which the application has locked: per call, the re-lock and, where the runtime
-    granted it, the unlock of that re-lock (C13's 0.9 us + 0.7 us)."""
+    granted it, the unlock of that re-lock (C13's 0.9 us + 0.7 us). ``repeats`` independent
+    repeats (fresh buffers, the thread counts in a new shuffled order), ``reps`` calls each
+    (``call``)."""
     rows = []
-    for _, n_threads in rounds(list(threads), repeats=1, seed=SEED + 13, label="C13 native"):
+    points = []
+    for r in range(repeats):
+        order = list(threads)
+        random.Random(SEED + 13 + r).shuffle(order)
+        points += [(r, n) for n in order]
+    for k, (r, n_threads) in enumerate(points):
         with ExitStack() as stack:
             bufs = [stack.enter_context(host_buffer(MemoryKind.HEAP, nbytes, seed=i)) for i in range(n_threads)]
             for b in bufs:
@@ -122,11 +139,13 @@ def concurrency_native(rt, lib, *, threads=(1, 2, 4, 8, 16), nbytes: int = 15360
                 out[i] = lib.relock_unlock(bufs[i].ptr, nbytes, reps, warmup=warmup)
 
             _run_threads(n_threads, work, barrier)
-            for i, r in enumerate(out):
-                for k in range(len(r.lock_ns)):
-                    rows.append({"threads": n_threads, "thread": i, "repeat": k, "op": "relock",
-                                 "ns": int(r.lock_ns[k]), "rc": int(r.lock_rc[k]), "platform": rt.name})
-                    if r.unlock_rc[k] != -1:
-                        rows.append({"threads": n_threads, "thread": i, "repeat": k, "op": "unlock_after_relock",
-                                     "ns": int(r.unlock_ns[k]), "rc": int(r.unlock_rc[k]), "platform": rt.name})
+            for i, res in enumerate(out):
+                for c in range(len(res.lock_ns)):
+                    rows.append({"threads": n_threads, "thread": i, "repeat": r, "call": c, "op": "relock",
+                                 "ns": int(res.lock_ns[c]), "rc": int(res.lock_rc[c]), "platform": rt.name})
+                    if res.unlock_rc[c] != -1:
+                        rows.append({"threads": n_threads, "thread": i, "repeat": r, "call": c,
+                                     "op": "unlock_after_relock", "ns": int(res.unlock_ns[c]),
+                                     "rc": int(res.unlock_rc[c]), "platform": rt.name})
+        progress.step("C13 native", k + 1, len(points))
     return frame(rows, NATIVE_THREADS)

@@ -17,28 +17,10 @@
  * threads may time calls at once, each on its own buffer (ctypes drops the GIL around
  * each call).
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <pthread.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
+#include "platform.h"
 
 #define PP_API __attribute__((visibility("default")))
 #define PP_ABI 1          /* bumped when a signature changes; nativelib.py checks it */
-#define PP_EARG (-1)      /* a NULL array or pointer, reps < 0, an unknown case */
-#define PP_ENOTSUP (-2)   /* the platform has no such call */
-#define PP_ERESTORE (-3)  /* host: the caller's lock could not be put back */
-#define PP_NOT_RUN (-1)   /* rc of a phase that was not performed (its ns is 0) */
-
-static inline int64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
 
 /* TIME(ns_out, rc_out, call): time one call. */
 #define TIME(ns_out, rc_out, call)            \
@@ -50,178 +32,6 @@ static inline int64_t now_ns(void) {
         (rc_out) = rc_;                       \
     } while (0)
 
-/* ---------------------------------------------------------------------------------- */
-#if defined(PINPATH_CUDA)
-#include <cuda_runtime_api.h>
-static const char PLATFORM[] = "cuda";
-/* cudaHostRegister of registered memory is refused (712), not counted */
-static const int LOCKS_COUNTED = 0;
-
-/* The runtime uses the device's primary context, the one cuda.bindings uses too. */
-static int rt_init(int device) {
-    int rc = (int)cudaSetDevice(device);
-    return rc ? rc : (int)cudaFree(0);
-}
-static int rt_fini(void) { return 0; }
-static int do_null(void) { int d; return (int)cudaGetDevice(&d); }
-static int do_lock(void *p, size_t n) { return (int)cudaHostRegister(p, n, cudaHostRegisterDefault); }
-static int do_unlock(void *p, size_t n) { (void)n; return (int)cudaHostUnregister(p); }
-static void after_refusal(void) { (void)cudaGetLastError(); }   /* clear the recorded error */
-static int do_query(void *p) { struct cudaPointerAttributes a; return (int)cudaPointerGetAttributes(&a, p); }
-static int locked_state(void *p) {
-    struct cudaPointerAttributes a;
-    int rc = (int)cudaPointerGetAttributes(&a, p);
-    if (rc) { after_refusal(); return -rc - 1000; }
-    return a.type == cudaMemoryTypeHost ? 1 : 0;
-}
-static int stage_alloc(uint64_t pool, size_t n, void **out) { (void)pool; return (int)cudaMallocHost(out, n); }
-static int stage_free(void *p, size_t n) { (void)n; return (int)cudaFreeHost(p); }
-static const char *error_name(int rc) { return cudaGetErrorName((cudaError_t)rc); }
-
-/* the copy queue is a cudaStream_t made by the caller (a cudaStream_t is a CUstream) */
-typedef cudaStream_t queue_t;
-static int queue_open(void *stream, queue_t *q) { *q = (cudaStream_t)stream; return 0; }
-static void queue_close(queue_t *q) { (void)q; }
-static int copy_h2d(queue_t *q, void *dst, const void *src, size_t n) {
-    return (int)cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, *q);
-}
-static int queue_wait(queue_t *q) { return (int)cudaStreamSynchronize(*q); }
-#define HAS_QUERY 1
-#define HAS_COPY 1
-
-/* ---------------------------------------------------------------------------------- */
-#elif defined(PINPATH_HSA)
-#include <hsa/hsa.h>
-#include <hsa/hsa_ext_amd.h>
-static const char PLATFORM[] = "hsa";
-/* ROCr counts locks: a re-lock is granted and needs its own unlock */
-static const int LOCKS_COUNTED = 1;
-
-static int rt_init(int device) { (void)device; return (int)hsa_init(); }   /* reference counted */
-static int rt_fini(void) { return (int)hsa_shut_down(); }
-static int do_null(void) { uint64_t t; return (int)hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP, &t); }
-/* all agents (NULL, 0), as LLVM's AMDGPU plugin calls it */
-static int do_lock(void *p, size_t n) { void *agent_ptr; return (int)hsa_amd_memory_lock(p, n, NULL, 0, &agent_ptr); }
-static int do_unlock(void *p, size_t n) { (void)n; return (int)hsa_amd_memory_unlock(p); }
-static void after_refusal(void) {}
-static int do_query(void *p) {
-    hsa_amd_pointer_info_t info;
-    info.size = sizeof info;
-    return (int)hsa_amd_pointer_info(p, &info, NULL, NULL, NULL);
-}
-static int locked_state(void *p) {
-    hsa_amd_pointer_info_t info;
-    info.size = sizeof info;
-    int rc = (int)hsa_amd_pointer_info(p, &info, NULL, NULL, NULL);
-    if (rc) return -rc - 1000;
-    return info.type == HSA_EXT_POINTER_TYPE_LOCKED ? 1 : info.type == HSA_EXT_POINTER_TYPE_HSA ? 2 : 0;
-}
-static int stage_alloc(uint64_t pool, size_t n, void **out) {
-    hsa_amd_memory_pool_t mp = {pool};
-    return (int)hsa_amd_memory_pool_allocate(mp, n, 0, out);
-}
-static int stage_free(void *p, size_t n) { (void)n; return (int)hsa_amd_memory_pool_free(p); }
-static const char *error_name(int rc) { (void)rc; return NULL; }   /* Python names HSA statuses */
-#define HAS_QUERY 1
-#define HAS_COPY 0   /* async copies need agents and signals: pp_c12 is CUDA and host only */
-
-/* ---------------------------------------------------------------------------------- */
-#elif defined(PINPATH_HOST)
-static const char PLATFORM[] = "host";
-/* mlock does not stack: a re-lock is granted, and one munlock undoes every lock */
-static const int LOCKS_COUNTED = 0;
-
-static int rt_init(int device) { (void)device; return 0; }
-static int rt_fini(void) { return 0; }
-static int do_null(void) { return getppid() > 0 ? 0 : errno; }
-static int do_lock(void *p, size_t n) { return mlock(p, n) == 0 ? 0 : errno; }
-static int do_unlock(void *p, size_t n) { return munlock(p, n) == 0 ? 0 : errno; }
-static void after_refusal(void) {}
-static int do_query(void *p) { (void)p; return PP_ENOTSUP; }   /* Linux has no cheap lock query */
-static int locked_state(void *p) { (void)p; return PP_ENOTSUP; }
-/* staging: a fresh anonymous mapping, locked (mlock faults every page in) */
-static int stage_alloc(uint64_t pool, size_t n, void **out) {
-    (void)pool;
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return errno;
-    if (mlock(p, n) != 0) { int e = errno; munmap(p, n); return e; }
-    *out = p;
-    return 0;
-}
-static int stage_free(void *p, size_t n) {
-    int rc = munlock(p, n) == 0 ? 0 : errno;
-    if (munmap(p, n) != 0 && rc == 0) rc = errno;
-    return rc;
-}
-static const char *error_name(int rc) { (void)rc; return NULL; }   /* Python names errno values */
-
-/* the copy queue: one worker thread doing memcpy, as the host runtime's queue does */
-typedef struct {
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    void *dst;
-    const void *src;
-    size_t n;
-    int pending, quit;
-} queue_t;
-
-static void *worker(void *arg) {
-    queue_t *q = arg;
-    pthread_mutex_lock(&q->mu);
-    for (;;) {
-        while (!q->pending && !q->quit) pthread_cond_wait(&q->cv, &q->mu);
-        if (q->pending) {
-            void *d = q->dst; const void *s = q->src; size_t n = q->n;
-            pthread_mutex_unlock(&q->mu);
-            memcpy(d, s, n);
-            pthread_mutex_lock(&q->mu);
-            q->pending = 0;
-            pthread_cond_broadcast(&q->cv);
-        } else if (q->quit) {
-            break;
-        }
-    }
-    pthread_mutex_unlock(&q->mu);
-    return NULL;
-}
-static int queue_open(void *stream, queue_t *q) {
-    (void)stream;
-    memset(q, 0, sizeof *q);
-    pthread_mutex_init(&q->mu, NULL);
-    pthread_cond_init(&q->cv, NULL);
-    return pthread_create(&q->thread, NULL, worker, q);
-}
-static void queue_close(queue_t *q) {
-    pthread_mutex_lock(&q->mu);
-    q->quit = 1;
-    pthread_cond_broadcast(&q->cv);
-    pthread_mutex_unlock(&q->mu);
-    pthread_join(q->thread, NULL);
-    pthread_cond_destroy(&q->cv);
-    pthread_mutex_destroy(&q->mu);
-}
-/* enqueue: hand the copy to the worker and return (waits only for a previous copy) */
-static int copy_h2d(queue_t *q, void *dst, const void *src, size_t n) {
-    pthread_mutex_lock(&q->mu);
-    while (q->pending) pthread_cond_wait(&q->cv, &q->mu);
-    q->dst = dst; q->src = src; q->n = n; q->pending = 1;
-    pthread_cond_broadcast(&q->cv);
-    pthread_mutex_unlock(&q->mu);
-    return 0;
-}
-static int queue_wait(queue_t *q) {
-    pthread_mutex_lock(&q->mu);
-    while (q->pending) pthread_cond_wait(&q->cv, &q->mu);
-    pthread_mutex_unlock(&q->mu);
-    return 0;
-}
-#define HAS_QUERY 0
-#define HAS_COPY 1
-
-#else
-#error "build with -DPINPATH_CUDA, -DPINPATH_HSA or -DPINPATH_HOST"
-#endif
 
 /* ---------------------------------------------------------------------------------- */
 /* Undo a granted inner (re-)lock so the caller's state is unchanged, untimed.
@@ -416,7 +226,7 @@ PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stre
             r4[0] = r;
             if (r) { after_refusal(); if (which == 1) continue; }
         }
-        TIME(enqueue_ns[i], r, copy_h2d(&q, dev_ptr, host_ptr, n));
+        TIME(enqueue_ns[i], r, copy_async(&q, dev_ptr, host_ptr, n, PP_H2D));
         r4[1] = r;
         if (r == 0) { TIME(wait_ns[i], r, queue_wait(&q)); r4[2] = r; }
         if (which == 1 && r4[0] == 0) {

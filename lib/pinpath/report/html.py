@@ -26,6 +26,7 @@ from markupsafe import Markup
 from ..paths import PROJECT_ROOT
 from ..units import fmt_ns
 from ..atomic import write_text_atomic
+from . import regress
 from .fmt import READINGS, _exact_binary, _isnum, binary_size, format_measured, format_threshold, verdict_groups
 
 __all__ = ["render_notebook", "render_index", "restate_conclusions", "external_scripts", "claims_section", "figures_section",
@@ -503,6 +504,6 @@ def render_compare(out_path: Path, runs: Sequence[tuple]) -> Path:
     scrub = Scrubber(out_path.parent)
     page = _ENV.get_template("compare.html").render(
         heads=scrub.tree(heads), rows=scrub.tree(rows), ndiff=sum(r["differs"] for r in rows),
-        legend=list(VERDICTS.items()))
+        legend=list(VERDICTS.items()), regression=scrub.tree(regress.lines(regress.check(runs))))
     write_text_atomic(out_path, scrub(page))
     return out_path

@@ -9,6 +9,10 @@ Two layouts are read:
 
 Header and names may be quoted or not, and the header may be missing altogether (rows pasted
 from ``grep``, as in the aomp thread). MinNs, MaxNs and StdDev are checked, then dropped.
+
+``layout`` sets our own calls in rocprof's columns for the report, with the calls the runtime
+refused counted (``Refused``) and the application's own pinning calls as rows of their own, as the
+thread's table has them (``hsa_amd_memory_lock_to_pool``); ``refused_note`` is its footnote.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ import pandas as pd
 from .. import schema
 from ..errors import BadParameter
 
-__all__ = ["read_stats", "side_by_side", "thread_stats", "V1_HEADER", "V3_HEADER"]
+__all__ = ["read_stats", "side_by_side", "thread_stats", "layout", "refused_note", "APPLICATION", "V1_HEADER",
+           "V3_HEADER"]
 
 # rocprofiler v1, tblextr.py (research/offload-paths.md 4.3); the same names as schema.STATS
 V1_HEADER = ("Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage")
@@ -210,3 +215,60 @@ def thread_stats(with_user_pinning: bool) -> pd.DataFrame:
     ref = resources.files(__package__) / "data" / _THREAD_FILES[with_user_pinning]
     with resources.as_file(ref) as p:
         return read_stats(p)
+
+
+APPLICATION = " (application)"   #: suffix of the application's own calls' names in ``layout``
+
+
+def layout(stats: pd.DataFrame, calls: pd.DataFrame | None = None, *, by: str = "user_pinned") -> pd.DataFrame:
+    """Our calls in rocprof's columns, with the refused calls counted and the application's own.
+
+    Parameters
+    ----------
+    stats : pandas.DataFrame
+        ``api_stats`` rows (``schema.API_STATS``: the runtime's calls per ``by`` value, with
+        ``refused``).
+    calls : pandas.DataFrame, optional
+        ``api_calls`` rows; those with ``caller == "application"`` (the application pinning its
+        own arrays) become rows named ``<call> (application)``.
+    by : str
+        The column that splits the tables (``user_pinned``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``by``, Name, Calls, TotalDurationNs, AverageNs, Percentage (of that table's total, the
+        application's calls included), Refused, category; per table, largest total first.
+    """
+    schema.check_frame(stats, schema.API_STATS)
+    parts = [stats.rename(columns={"refused": "Refused"})[[by, *schema.STATS, "Refused", "category"]]]
+    if calls is not None and len(calls) and "caller" in calls:
+        app = calls[calls["caller"].astype(str) == "application"]
+        if len(app):
+            g = app.groupby([by, "call"])
+            own = pd.DataFrame({"Calls": g.size(), "TotalDurationNs": g.duration_ns.sum(),
+                                "Refused": g.rc.apply(lambda rc: int((rc > 0).sum())),
+                                "category": g.category.first()}).reset_index().rename(columns={"call": "Name"})
+            own["Name"] = own.Name + APPLICATION
+            own["AverageNs"] = (own.TotalDurationNs // own.Calls).astype("int64")
+            parts.append(own)
+    out = pd.concat(parts, ignore_index=True)
+    out["Percentage"] = 100 * out.TotalDurationNs / out.groupby(by).TotalDurationNs.transform("sum")
+    out = out.sort_values([by, "TotalDurationNs"], ascending=[True, False], kind="stable")
+    return out[[by, *schema.STATS, "Refused", "category"]].astype({"Calls": "int64", "Refused": "int64"}) \
+        .reset_index(drop=True)
+
+
+def refused_note(table: pd.DataFrame, *, by: str = "user_pinned") -> str:
+    """The footnote of a ``layout`` table: which calls the runtime refused, and what their time is
+    ("" where it refused none)."""
+    refused = table[table.Refused > 0]
+    if not len(refused):
+        return ""
+    parts = []
+    for r in refused.itertuples():
+        where = {True: "with user pinning", False: "without user pinning"}.get(bool(getattr(r, by)), "")
+        share = "all" if r.Refused == r.Calls else f"{r.Refused} of"
+        parts.append(f"{share} {r.Calls} {r.Name} calls {where}".replace("  ", " ").strip())
+    return ("Refused: " + "; ".join(parts) + " were answered with an error (CUDA's 712, already registered), not "
+            "granted; their average is what a runtime that always tries to lock pays, not the cost of a lock")

@@ -34,6 +34,7 @@ from ..errors import BadParameter
 from ..paths import OUTPUTS_DIR
 from ..runfolder import find_run
 from ..atomic import replacing, write_bytes_atomic, write_text_atomic
+from . import regress
 from .fmt import cut_words, verdict_sentence
 from .html import Scrubber, compare_rows, format_measured, verdict_word
 
@@ -352,6 +353,7 @@ def render_compare_markdown(runs: Sequence[tuple]) -> str:
            f"{len(rows)} claims; " + (f"**{ndiff} with verdicts that differ** between the runs." if ndiff
                                       else "the verdicts agree on every claim."), ""]
     out += _table(head, body)
+    out += ["", scrub(regress.markdown(regress.check(runs)))]
     return "\n".join(out) + "\n"
 
 

@@ -91,7 +91,7 @@ CORE_MEMBERS = tuple(n for n in Runtime.__dict__.get("__annotations__", {})) + t
 
 #: capability -> the members a backend offering it has
 CAPABILITY_MEMBERS: dict[Capability, tuple[str, ...]] = {
-    Capability.KERNELS: ("prepare_kernels", "launch_replica"),
+    Capability.KERNELS: ("prepare_kernels", "launch_replica", "kernel_handle"),
     Capability.LATCH: ("new_latch", "hold", "release", "free_latch"),
     Capability.COPY_LOOP: ("plain_copy_ns",),
     Capability.SYNC_COPY: ("sync_copy_ns",),

@@ -165,6 +165,12 @@ class CudaRuntime(StreamRuntime):
             self._functions[name] = self._check("cuModuleGetFunction", driver.cuModuleGetFunction(mod, name.encode()))
         self._driver = driver
 
+    def kernel_handle(self) -> int:
+        """The replica kernel's CUfunction as an integer (the native engine launches it)."""
+        from ..kernels import REPLICA_KERNEL
+        self.prepare_kernels()
+        return int(self._functions[REPLICA_KERNEL])
+
     def _launch(self, name: str, q, grid: int, block: int, *args: np.ndarray) -> None:
         self.prepare_kernels()
         params = np.array([a.ctypes.data for a in args], dtype=np.uint64)

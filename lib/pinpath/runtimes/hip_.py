@@ -333,6 +333,12 @@ class HipRuntime(StreamRuntime):
         self._do("hipModuleLaunchKernel", self._hip.hipModuleLaunchKernel, self._functions[name],
                  grid, 1, 1, block, 1, 1, 0, q, params.ctypes.data, None)
 
+    def kernel_handle(self) -> int:
+        """The replica kernel's hipFunction_t as an integer."""
+        from ..kernels import REPLICA_KERNEL
+        self.prepare_kernels()
+        return int(self._functions[REPLICA_KERNEL])
+
     def launch_replica(self, q, pos_ptr: int, out_ptr: int, nw: int, nsplines: int) -> None:
         from ..kernels import REPLICA_KERNEL
         self._launch(REPLICA_KERNEL, q, nw, nsplines, np.array([pos_ptr], np.uint64), np.array([out_ptr], np.uint64),

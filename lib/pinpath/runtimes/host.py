@@ -179,6 +179,10 @@ class HostRuntime(RuntimeBase):
     def prepare_kernels(self) -> None:
         return None
 
+    def kernel_handle(self) -> int:
+        """No handle: the native engine's host build runs the same kernel on its queue's worker."""
+        return 0
+
     def launch_replica(self, q: _Worker, pos_ptr: int, out_ptr: int, nw: int, nsplines: int) -> None:
         from ..kernels import VGH_DIM, replica_expected
 

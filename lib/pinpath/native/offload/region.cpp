@@ -20,10 +20,7 @@
 // part), so the runtime's LIBOMPTARGET_INFO lines, also on stderr, can be assigned to invocations.
 // Exit status: 0 ok, 2 usage, 3 not on the device, 4 wrong bytes, 5 registration failed.
 
-#include <omp.h>
-
-#include <dlfcn.h>
-#include <sys/mman.h>
+#include "common.h"
 
 #include <chrono>
 #include <cerrno>
@@ -38,28 +35,12 @@
 
 #pragma STDC FP_CONTRACT OFF  // no fused multiply-add: the host check must see the same rounding
 
-// PINPATH_VENDOR: 1 NVIDIA (nvptx64), 2 AMD (amdgcn), 0 no GPU (host build, tests)
-#ifndef PINPATH_VENDOR
-#define PINPATH_VENDOR 0
-#endif
-
 namespace {
+using namespace pinpath;
 
 constexpr int kVghDim = 10;              // value, 3 gradient, 6 hessian components
 constexpr int kNsplines = 192;           // getAlignedSize<double>(192) for the NiO 32-atom cell
 constexpr int kInvocationsPerStep = 384; // one region per electron move: 32 atoms x 12 electrons
-constexpr size_t kPageNbytes = 4096;
-
-using Clock = std::chrono::steady_clock;
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
-
-[[noreturn]] void die(int code, const std::string &msg) {
-  std::fprintf(stderr, "region: %s\n", msg.c_str());
-  std::exit(code);
-}
 
 struct Options {
   std::string variant = "plain";
@@ -74,12 +55,7 @@ struct Options {
 
 Options parse(int argc, char **argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) die(2, "option " + a + " needs a value");
-      return argv[++i];
-    };
+  for_each_option(argc, argv, [&](const std::string &a, auto &value) {
     if (a == "--variant") o.variant = value();
     else if (a == "--nw") o.nw = std::atol(value().c_str());
     else if (a == "--steps") o.steps = std::atoi(value().c_str());
@@ -88,78 +64,15 @@ Options parse(int argc, char **argv) {
     else if (a == "--seed") o.seed = std::strtoull(value().c_str(), nullptr, 10);
     else if (a == "--markers") o.markers = true;
     else if (a == "--allow-host") o.allow_host = true;
-    else die(2, "unknown option " + a);
-  }
+    else return false;
+    return true;
+  });
   if (o.nw < 1 || o.nw > 1 << 20) die(2, "--nw must be a walker count >= 1");
   if (o.steps < 1 || o.invocations < 1) die(2, "--steps and --invocations must be >= 1");
   if (o.variant != "plain" && o.variant != "app_pinned") die(2, "--variant is plain or app_pinned");
   if (o.verify != "all" && o.verify != "first" && o.verify != "none") die(2, "--verify is all, first or none");
   return o;
 }
-
-// -- the application's own pinning (app_pinned), resolved at run time: no link-time GPU dependency --
-// NVIDIA: cuMemHostRegister from libcuda.so.1, the driver library every NVIDIA node has (the CUDA
-// plugin loads it too), in the device's primary context, which is the one cudaHostRegister and
-// libomptarget use; flags 0 = cudaHostRegisterDefault. libcudart is a toolkit library that a node
-// need not have on its search path. AMD: hipHostRegister from libamdhip64, as QMCPACK does.
-// No GPU: mlock, the host platform's page locking.
-struct Pinner {
-  std::string how = "mlock";
-  void *lib = nullptr;
-  int (*reg)(void *, size_t, unsigned) = nullptr;
-  int (*unreg)(void *) = nullptr;
-  int (*push)(void *) = nullptr;   // NVIDIA: make the primary context current around each call
-  int (*pop)(void **) = nullptr;
-  void *ctx = nullptr;
-
-  template <class F> F sym(const char *name) {
-    void *p = dlsym(lib, name);
-    if (!p) die(5, std::string("app_pinned: ") + name + " not found (" + how + ")");
-    return reinterpret_cast<F>(p);
-  }
-
-  void open() {
-#if PINPATH_VENDOR == 1
-    how = "cuMemHostRegister";
-    lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) die(5, "app_pinned: libcuda.so.1 cannot be loaded");
-    int device = 0;
-    int rc = sym<int (*)(unsigned)>("cuInit")(0);
-    if (rc == 0) rc = sym<int (*)(int *, int)>("cuDeviceGet")(&device, omp_get_default_device());
-    if (rc == 0) rc = sym<int (*)(void **, int)>("cuDevicePrimaryCtxRetain")(&ctx, device);
-    if (rc != 0) die(5, "app_pinned: no CUDA primary context (CUresult " + std::to_string(rc) + ")");
-    reg = sym<int (*)(void *, size_t, unsigned)>("cuMemHostRegister_v2");
-    unreg = sym<int (*)(void *)>("cuMemHostUnregister");
-    push = sym<int (*)(void *)>("cuCtxPushCurrent_v2");
-    pop = sym<int (*)(void **)>("cuCtxPopCurrent_v2");
-#elif PINPATH_VENDOR == 2
-    how = "hipHostRegister";
-    lib = dlopen("libamdhip64.so", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) lib = dlopen("/opt/rocm/lib/libamdhip64.so", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) die(5, "app_pinned: libamdhip64.so cannot be loaded");
-    reg = sym<int (*)(void *, size_t, unsigned)>("hipHostRegister");   // hipHostRegisterDefault = 0
-    unreg = sym<int (*)(void *)>("hipHostUnregister");
-#endif
-  }
-
-  int lock(void *p, size_t n) {
-    if (!reg) return mlock(p, n) == 0 ? 0 : errno;
-    if (push && push(ctx) != 0) return -1;
-    const int rc = reg(p, n, 0u);
-    void *old = nullptr;
-    if (pop) pop(&old);
-    return rc;
-  }
-
-  int unlock(void *p, size_t n) {
-    if (!unreg) return munlock(p, n) == 0 ? 0 : errno;
-    if (push && push(ctx) != 0) return -1;
-    const int rc = unreg(p);
-    void *old = nullptr;
-    if (pop) pop(&old);
-    return rc;
-  }
-};
 
 // the positions: uniform in [-1, 1], never zero, so every output element depends on the H2D
 void fill_positions(double *pos, long n, std::mt19937_64 &rng) {
@@ -183,17 +96,10 @@ long first_mismatch(const double *pos, const double *out, long nw) {
   return -1;
 }
 
-void *page_aligned(size_t nbytes) {
-  // page-aligned so the two registrations of app_pinned never share a page
-  size_t rounded = (nbytes + kPageNbytes - 1) / kPageNbytes * kPageNbytes;
-  void *p = std::aligned_alloc(kPageNbytes, rounded);
-  if (!p) die(1, "out of memory");
-  return p;
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
+  pinpath::program = "region";
   const Options o = parse(argc, argv);
   const long nw = o.nw;
   const long pos_len = 3 * nw, out_len = kVghDim * nw * kNsplines;
@@ -205,13 +111,7 @@ int main(int argc, char **argv) {
   std::memset(out, 0, out_nbytes);
 
   const int devices = omp_get_num_devices();
-  // one probe region before anything is timed: where does a target region run?
-  int initial = 1;
-#pragma omp target map(from : initial)
-  { initial = omp_is_initial_device(); }
-  if (initial && !o.allow_host)
-    die(3, "the target region ran on the host (offload devices: " + std::to_string(devices) +
-               "); set OMP_TARGET_OFFLOAD=MANDATORY to see why the runtime fell back");
+  const bool initial = !on_device(o.allow_host);
 
   Pinner pin;
   int64_t register_ns = 0, unregister_ns = 0;

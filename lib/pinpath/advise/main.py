@@ -1,0 +1,158 @@
+"""``pinpath advise <trace>``: read the trace, extract and write its pattern, replay it on this
+node under every variant the vendor's runtime has, predict, advise, write the pages."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import BadParameter
+from ..experiments.real_runtime import MODELS, VARIANTS
+from ..paths import OUTPUTS_DIR
+from ..report.fmt import format_measured
+from ..runtimes import open_runtime
+from .advice import advice
+from .parse import read_trace
+from .pattern import pattern, write_dataset
+from .predict import predict
+from .replay import ENGINES, replay
+from .report import write_pages, write_prediction
+
+__all__ = ["advise", "policies_for", "VENDORS"]
+
+VENDORS = {"cuda": "nvidia", "hsa": "amd", "hip": "amd", "host": "host"}
+
+
+def policies_for(vendor: str) -> dict[str, tuple]:
+    """variant -> (policy, user_pinned, threshold_nbytes or None): the policies that model the
+    vendor's runtime under each variant it has (``real_runtime.MODELS``)."""
+    return {v: MODELS[(vendor, v)] for v in VARIANTS if (vendor, v) in MODELS}
+
+
+_STATS_GROUPS = (("copies", "hsa_amd_memory_async_copy"), ("locks", "hsa_amd_memory_lock"),
+                 ("unlocks", "hsa_amd_memory_unlock"), ("pointer queries", "hsa_amd_pointer_info"))
+
+
+def _stats_advice(stats: pd.DataFrame) -> list[str]:
+    """What rocprof's call counts say on their own: locks per copy and what they cost. A function
+    the file has no row for is said to be absent, never counted as zero (the thread's tables are
+    grep'd summaries)."""
+    got = {}
+    for what, prefix in _STATS_GROUPS:
+        s = stats[stats.Name.str.startswith(prefix)]
+        got[what] = (int(s.Calls.sum()), int(s.TotalDurationNs.sum())) if len(s) else None
+    said = [f"{n} {what} ({format_measured(ns, unit='ns')})" for what, v in got.items() if v for n, ns in [v]]
+    absent = [f"{prefix}*" for what, prefix in _STATS_GROUPS if got[what] is None]
+    out = ["rocprof counted " + (", ".join(said) or "none of the copy, lock or query functions") + "."
+           + (f" The file has no row for {', '.join(absent)}: those are unknown, not zero." if absent else "")]
+    copies, locks, unlocks = got["copies"], got["locks"], got["unlocks"]
+    if copies and locks and copies[0]:
+        per = locks[0] / copies[0]
+        if per >= 0.5:
+            out.append(f"About {per:.2f} locks per copy: the runtime locks and unlocks per copy. Registering the arrays "
+                       "that are copied (or LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1 on AMD) would remove up to "
+                       f"{locks[0]} locks and {unlocks[0] if unlocks else 'their'} unlocks, whose measured time is above; "
+                       "what the registrations cost instead cannot be told without sizes (trace with "
+                       "LIBOMPTARGET_INFO=32 for a replay).")
+        else:
+            out.append(f"{per:.2f} locks per copy: most copies did not lock per copy (memory already pinned or "
+                       "staged), so pinning would save little of the lock cost counted here.")
+    elif locks:
+        out.append("Locks per copy cannot be told without the copy rows; what registering would save cannot be told "
+                   "without sizes (trace with LIBOMPTARGET_INFO=32 for a replay).")
+    return out
+
+
+def _durations(copies: pd.DataFrame) -> list[str]:
+    """What measured copy times (rocprofv3) say per direction: count, median with its interval, total."""
+    from ..stats import median_ci
+    out = []
+    for d, g in copies.groupby("direction"):
+        e = median_ci(g.duration_ns.to_numpy(dtype=float))
+        if e.n:
+            out.append(f"{d.upper()}: {len(g)} copies on the traced node, median "
+                       f"{format_measured(e.value, e.low, e.high, 'ns')}, {format_measured(g.duration_ns.sum(), unit='ns')} "
+                       "in all (the engines' time, from the trace).")
+    return out
+
+
+def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
+    """prediction.csv rows: per variant the predicted transfer time of the median step (region
+    where the trace has no steps, or where the real figures are per invocation: region.cpp's
+    stdout) beside the real median where ``real`` (variant, ns) has one; low and high bound the
+    ratio (the predicted interval over the real median's interval)."""
+    from ..stats import median_ci
+    typ = pred.typical
+    if not len(typ):
+        return []
+    per_invocation = real is not None and "invocation" in real.columns and "transfer_ns" not in real.columns
+    by = "region" if per_invocation or "step" not in set(typ.by) else "step"
+    rows = []
+    for r in typ[typ.by == by].itertuples():
+        got = real[real.variant == r.variant].ns if real is not None else pd.Series(dtype=float)
+        e = median_ci(got.to_numpy(dtype=float)) if len(got) else None
+        rows.append({"application": application, "variant": r.variant, "predicted_ns": r.predicted_ns,
+                     "real_ns": e.value if e else None,
+                     "low": r.low / e.high if e and e.high > 0 else None,
+                     "high": r.high / e.low if e and e.low > 0 else None})
+    return rows
+
+
+def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
+           repeats: int = 10, real: Path | None = None, application: str | None = None,
+           engine: str = "auto") -> dict:
+    """Everything ``pinpath advise`` does; the paths written and the run's facts."""
+    if engine not in ENGINES:
+        raise BadParameter(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if repeats < 5:
+        raise BadParameter(f"--repeats must be at least 5 (intervals need them), got {repeats}")
+    real_df = None
+    if real is not None:
+        try:   # a CSV of variant, ns per step, or the offload binaries' stdout ('#' lines are facts)
+            real_df = pd.read_csv(real, comment="#")
+        except (OSError, ValueError) as e:
+            raise BadParameter(f"{real}: the real figures cannot be read ({str(e).splitlines()[0]})") from None
+        if "transfer_ns" in real_df.columns:   # stencil.cpp: the step's target updates alone
+            real_df = real_df.assign(ns=real_df.transfer_ns)
+        if not {"variant", "ns"} <= set(real_df.columns):
+            raise BadParameter(f"{real}: the real figures need the columns variant and ns (one row per step)")
+    t0 = time.perf_counter()
+    trace = read_trace(trace_path)
+    p = pattern(trace)
+    parse_s = time.perf_counter() - t0
+    meta = {"format": trace.format, "parse+pattern": f"{parse_s:.2f} s"}
+    pred = rep = None
+    if trace.has_sizes:   # the replay first: a runtime that cannot start leaves nothing written
+        if vendor != "auto" and not policies_for(vendor):
+            raise BadParameter(f"no variant is modelled for the vendor {vendor!r}; known: nvidia, amd, host")
+        rt = open_runtime(platform)
+        try:
+            vendor = VENDORS.get(rt.name, "host") if vendor == "auto" else vendor
+            pols = policies_for(vendor)
+            t1 = time.perf_counter()
+            rep = replay(rt, p.classes, pols, repeats, engine=engine)
+            meta.update(platform=rt.name, vendor=vendor, engine=" ".join(sorted(set(rep.engine))), repeats=repeats,
+                        replay=f"{time.perf_counter() - t1:.1f} s")
+        finally:
+            rt.close()
+    out = Path(out) if out else OUTPUTS_DIR / f"advise-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"
+    out.mkdir(parents=True, exist_ok=True)
+    write_dataset(p, out)
+    if rep is not None:
+        rep.to_csv(out / "replay.csv", index=False)
+        pred = predict(p, rep, pols)
+        for name in ("totals", "regions", "steps", "break_even", "by_class", "typical", "arrays"):
+            getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
+        lines = advice(p, pred, platform=meta["platform"], vendor=vendor, engine=meta["engine"])
+        write_prediction(out / "prediction.csv",
+                         _real_rows(application or Path(trace_path).stem, pred, real_df))
+    elif trace.stats is not None:
+        lines = _stats_advice(trace.stats)
+    else:
+        lines = _durations(trace.copies) + ["Nothing can be replayed from this trace: " + "; ".join(trace.lacks) + "."]
+    meta["total"] = f"{time.perf_counter() - t0:.1f} s"
+    pages = write_pages(out, p, pred, lines, meta)
+    return {"out": out, **pages, "meta": meta, "advice": lines, "prediction": pred}

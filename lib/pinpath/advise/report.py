@@ -1,0 +1,153 @@
+"""The advice's pages: ``advice.html`` and ``summary.md`` (to paste into an issue) with the
+pattern, the ranking with intervals, a figure of cost per policy by size class and the advice;
+``prediction.csv`` where real figures are given."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pandas as pd
+
+from ..report.fmt import binary_size, format_measured
+from ..report.share import _table, md_cell
+from .pattern import Pattern
+from .predict import Prediction
+
+__all__ = ["figure", "write_pages", "write_prediction", "PREDICTION_COLUMNS"]
+
+PREDICTION_COLUMNS = ["application", "variant", "predicted_ns", "real_ns", "ratio", "low", "high"]
+
+
+def figure(pred: Prediction, path: Path) -> Path | None:
+    """Median replayed time per transfer by size class, one line per variant and direction
+    (later uses of a buffer where replayed, else first uses), with the intervals as bars."""
+    c = pred.by_class
+    if not len(c):
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    later = c[c.use == c.groupby(["variant", "nbytes", "direction"]).use.transform("max")]
+    g = later.groupby(["variant", "direction", "nbytes"]).agg(median_ns=("median_ns", "median"), low=("low", "min"),
+                                                             high=("high", "max")).reset_index()
+    fig, axes = plt.subplots(1, g.direction.nunique(), figsize=(5.5 * g.direction.nunique(), 3.6), squeeze=False)
+    for ax, (d, gd) in zip(axes[0], g.groupby("direction")):
+        for v, gv in gd.groupby("variant"):
+            gv = gv.sort_values("nbytes")
+            ax.errorbar(gv.nbytes, gv.median_ns, yerr=[gv.median_ns - gv.low, gv.high - gv.median_ns],
+                        marker="o", capsize=3, label=v)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(d.upper())
+        ax.set_xlabel("size class (bytes)")
+        ax.set_ylabel("time per transfer (ns, median, 95 % CI)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _ranking_rows(pred: Prediction) -> list[list[str]]:
+    return [[str(r.rank), md_cell(r.variant, code=True), md_cell(r.policy),
+             format_measured(r.predicted_ns, r.low, r.high, "ns") or f"not replayed: {r.not_replayed}",
+             format_measured(r.per_transfer_ns, unit="ns"),
+             f"{format_measured(r.region_median_ns, unit='ns')} ({format_measured(r.region_min_ns, unit='ns')} .. "
+             f"{format_measured(r.region_max_ns, unit='ns')}, {r.n_regions} regions)"] for r in pred.totals.itertuples()]
+
+
+def _region_rows(pred: Prediction, by: str) -> list[list[str]]:
+    df = pred.regions if by == "region" else pred.steps
+    if not len(df):
+        return []
+    top = df[df.signature < 3]
+    return [[md_cell(r.variant, code=True), str(getattr(r, f"n_{by}s")), str(r.transfers),
+             format_measured(r.predicted_ns, r.low, r.high, "ns")] for r in top.itertuples()]
+
+
+def _pattern_lines(p: Pattern) -> list[str]:
+    t, tr = p.trace, p.transfers
+    lines = [f"Trace `{Path(t.path).name}` ({t.format}): {len(tr)} copies"]
+    if len(p.buffers):
+        lines[0] += (f" of {len(p.buffers)} host buffers in {len(p.arrays)} arrays, "
+                     f"{binary_size(int(tr.nbytes.sum()))} moved; "
+                     f"{int((tr.direction == 'h2d').sum())} H2D, {int((tr.direction == 'd2h').sum())} D2H; "
+                     f"{p.regions.region.nunique()} region(s); {len(p.classes)} (size, direction, reuse) classes"
+                     + (" (sizes binned by powers of two)" if p.size_binned else "") + ".")
+    elif t.stats is not None:
+        lines[0] = f"Trace `{Path(t.path).name}` ({t.format}): {len(t.stats)} HSA functions."
+    lines += [f"- can tell: {k}" for k in t.knows] + [f"- cannot tell: {k}" for k in t.lacks]
+    return lines
+
+
+def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str], meta: dict) -> dict:
+    """advice.html, summary.md and cost_by_size.png in ``out``; the paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    fig = figure(pred, out / "cost_by_size.png") if pred is not None else None
+    md = [f"## pinpath advise: {md_cell(Path(p.trace.path).name)}", "",
+          " · ".join(f"{k} {v}" for k, v in meta.items()), "", "### Pattern", "", *_pattern_lines(p), ""]
+    if len(p.arrays):
+        top = p.arrays.sort_values("moved_nbytes", ascending=False).head(10)
+        md += _table(["array", "name", "size", "buffers", "transfers", "H2D", "D2H"],
+                     [[md_cell(r.array, code=True), md_cell(r.name, code=True), binary_size(int(r.nbytes)),
+                       str(r.buffers), str(r.transfers), str(r.h2d), str(r.d2h)] for r in top.itertuples()],
+                     right=(2, 3, 4, 5, 6)) + [""]
+    if pred is not None:
+        md += ["### Ranking (predicted transfer time of the whole trace, 95 % CI)", "",
+               *_table(["rank", "variant", "policy", "predicted", "per transfer", "per region: median (min .. max)"],
+                      _ranking_rows(pred), right=(3, 4)), ""]
+        inv = p.regions[p.regions.region >= 0]
+        one_per_step = bool(len(inv)) and (inv.step >= 0).all() and inv.step.nunique() == len(inv)
+        shown = ("step",) if one_per_step else ("region", "step")   # a region per step: one table says it
+        for by, typ in pred.typical.groupby("by", sort=False) if len(pred.typical) else ():
+            if by not in shown:
+                continue
+            md += [f"The median {by} (of {typ.n_groups.iat[0]}), predicted transfer time:", "",
+                   *_table(["variant", by, "predicted"],
+                           [[md_cell(r.variant, code=True), str(r.group), format_measured(r.predicted_ns, r.low, r.high, "ns")]
+                            for r in typ.itertuples()], right=(1, 2)), ""]
+        for by in shown:
+            rows = _region_rows(pred, by)
+            if rows:
+                md += [f"Per {by} (the most common {by}s' pattern first):", "",
+                       *_table(["variant", f"{by}s", "transfers", f"predicted per {by}"], rows, right=(1, 2, 3)), ""]
+        be = pred.break_even
+        if len(be):
+            md += ["### Break-evens (transfers of one buffer after which a variant's one-off cost is paid back)", "",
+                   *_table(["variant", "size", "direction", "one-off", "saving per transfer", "break-even"],
+                           [[md_cell(r.variant, code=True), binary_size(int(r.nbytes)), r.direction,
+                             format_measured(r.one_off_ns, unit="ns"), format_measured(r.saving_ns, unit="ns"),
+                             md_cell(r.verdict)] for r in be.itertuples()], right=(3, 4)), ""]
+        if fig:
+            md += ["![cost per policy by size class](cost_by_size.png)", ""]
+    md += ["### Advice", "", *[f"- {a}" for a in advice], ""]
+    text = "\n".join(md)
+    (out / "summary.md").write_text(text)
+    import mistune   # nbconvert's Markdown renderer, a dependency already; escapes raw HTML
+    body = mistune.create_markdown(escape=True, plugins=["table"])(text)
+    tables = []
+    if pred is not None:
+        for name, df in (("ranking", pred.totals), ("per region", pred.regions), ("per step", pred.steps),
+                         ("break-evens", pred.break_even), ("arrays", pred.arrays), ("by class", pred.by_class)):
+            if len(df):
+                tables.append(f"<h3>{html.escape(name)}</h3>" + df.to_html(index=False, float_format=lambda x: f"{x:.4g}"))
+    (out / "advice.html").write_text(
+        "<!doctype html><meta charset='utf-8'><title>pinpath advise</title>"
+        "<style>body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:collapse;font-size:90%}"
+        "td,th{border:1px solid #ccc;padding:2px 6px}</style>"
+        f"{body}<h2>All figures</h2>{''.join(tables)}")
+    return {"summary": out / "summary.md", "html": out / "advice.html", "figure": fig}
+
+
+def write_prediction(path: Path, rows: list[dict]) -> Path:
+    """``prediction.csv``: per application and variant the predicted and the real time per step
+    (or invocation) with the ratio's interval; ``real_ns``, ``ratio``, ``low`` and ``high`` stay
+    empty where no real figure was given."""
+    df = pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
+    real = pd.to_numeric(df.real_ns, errors="coerce")
+    df["ratio"] = pd.to_numeric(df.predicted_ns, errors="coerce") / real.where(real > 0)
+    for c in ("low", "high"):
+        df[c] = pd.to_numeric(df[c], errors="coerce")
+    df.to_csv(path, index=False, float_format="%.6g", na_rep="")
+    return path

@@ -1,0 +1,278 @@
+"""The native transfer engine (``native/engine.c``): a plan of transfers in, rows out.
+
+Python plans (which buffer, which op, which thread, in which order), owns every buffer and
+checks the bytes outside the timed region; C executes the plan under one policy and times
+every phase and every runtime call, so a per-transfer figure carries no interpreter time.
+
+- ``Plan``: the buffer table and the ops, each op with the context its row will carry.
+- ``load(platform, device) -> Engine``; ``Engine.run(policy, plan) -> Executed``;
+  ``Executed.transfers()`` is a TRANSFERS frame (``engine`` = "native"), ``.calls()`` CALLS.
+- ``why_not(platform)``: "" where the engine builds and loads, else one sentence.
+
+The vocabulary (policies, phases, paths, call names) is read from the library itself
+(``pe_name``), so the C and Python sides cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import nativelib
+from .errors import BadParameter, PinpathError
+from .nativelib import NativeUnavailable
+from .schema import CALLS, TRANSFERS, frame
+from .vocab import Direction, Policy, choose
+
+__all__ = ["Plan", "Engine", "Executed", "EngineFailed", "load", "why_not", "OP_DTYPE", "DEFAULT_CALLS_PER_OP"]
+
+ABI = 1   #: must equal PE_ABI in engine.c
+OPS = {"map": 0, "transfer": 1, "sync": 2, "unmap": 3, "kernel": 4, "adopt": 5, "app_lock": 6, "app_unlock": 7}
+_EVENT = {v: k for k, v in OPS.items()}
+_WAIT = 1
+DEFAULT_CALLS_PER_OP = 24   #: room in the call log per op (a staged transfer makes about 6 calls)
+
+OP_DTYPE = np.dtype([("op", "i4"), ("thread", "i4"), ("buf", "i4"), ("aux", "i4"), ("direction", "i4"),
+                     ("flags", "i4"), ("offset", "i8"), ("nbytes", "i8")])
+BUF_DTYPE = np.dtype([("host", "u8"), ("dev", "u8"), ("nbytes", "i8")])
+OUT_DTYPE = np.dtype([("start_ns", "i8"), ("end_ns", "i8"), ("phase_ns", "i8", (10,)), ("path", "i4"),
+                      ("error", "i4"), ("first_call", "i4"), ("n_calls", "i4")])
+CALL_DTYPE = np.dtype([("t0", "i8"), ("t1", "i8"), ("op", "i4"), ("call", "i4"), ("rc", "i4"), ("thread", "i4")])
+
+
+class EngineFailed(PinpathError):
+    """The engine refused a plan or could not run it (one sentence)."""
+
+
+@dataclass
+class Plan:
+    """Buffers (host pointer, device pointer, size, memory kind) and ops in execution order.
+    Every op takes ``**ctx``: columns its row carries (repeat, step, warmup, ...)."""
+    buffers: list[tuple[int, int, int, str]] = field(default_factory=list)
+    ops: list[tuple] = field(default_factory=list)
+    ctx: list[dict] = field(default_factory=list)
+    nthreads: int = 1
+
+    def buffer(self, host_ptr: int, dev_ptr: int, nbytes: int, kind: str = "heap") -> int:
+        """Enter a buffer (its host and device sides of ``nbytes``); returns its index."""
+        if host_ptr == 0 or nbytes < 0:
+            raise BadParameter(f"a plan buffer needs a host pointer and nbytes >= 0, not {host_ptr:#x} and {nbytes}")
+        self.buffers.append((int(host_ptr), int(dev_ptr), int(nbytes), str(kind)))
+        return len(self.buffers) - 1
+
+    def _op(self, op: str, buf: int, *, thread: int = 0, aux: int = 0, direction: int = 0, flags: int = 0,
+            offset: int = 0, nbytes: int = 0, **ctx) -> int:
+        if not 0 <= buf < len(self.buffers):
+            raise BadParameter(f"plan op {op} names buffer {buf}; the plan has {len(self.buffers)}")
+        self.nthreads = max(self.nthreads, thread + 1)
+        self.ops.append((OPS[op], thread, buf, aux, direction, flags, offset, nbytes))
+        self.ctx.append(ctx)
+        return len(self.ops) - 1
+
+    def map(self, buf: int, **kw) -> int:
+        return self._op("map", buf, **kw)
+
+    def unmap(self, buf: int, **kw) -> int:
+        return self._op("unmap", buf, **kw)
+
+    def app_lock(self, buf: int, **kw) -> int:
+        """The application registers its own array (as QMCPACK does with hipHostRegister)."""
+        return self._op("app_lock", buf, **kw)
+
+    def app_unlock(self, buf: int, **kw) -> int:
+        return self._op("app_unlock", buf, **kw)
+
+    def adopt(self, buf: int, **kw) -> int:
+        """Memory a pinned allocator handed out: entered in the policy's map, never unlocked."""
+        return self._op("adopt", buf, **kw)
+
+    def transfer(self, buf: int, direction, *, nbytes: int | None = None, offset: int = 0, wait: bool = True,
+                 **kw) -> int:
+        """A transfer of ``nbytes`` (default: the rest of the buffer) at ``offset``; with ``wait`` the
+        policy's end-of-region wait follows inside the op, so the row covers the whole copy."""
+        direction = Direction(direction)
+        n = self.buffers[buf][2] - offset if nbytes is None else nbytes
+        return self._op("transfer", buf, direction=0 if direction == Direction.H2D else 1,
+                        flags=_WAIT if wait else 0, offset=offset, nbytes=n, **kw)
+
+    def sync(self, buf: int = 0, **kw) -> int:
+        """The end of a target region on the op's thread: wait for its queue."""
+        return self._op("sync", buf, **kw)
+
+    def kernel(self, pos: int, out: int, walkers: int, splines: int, **kw) -> int:
+        """The replica's kernel on the device sides of ``pos`` and ``out``."""
+        return self._op("kernel", pos, aux=out, offset=splines, nbytes=walkers, **kw)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        ops = np.array(self.ops, dtype=OP_DTYPE) if self.ops else np.zeros(0, OP_DTYPE)
+        bufs = np.array([b[:3] for b in self.buffers], dtype=BUF_DTYPE) if self.buffers else np.zeros(0, BUF_DTYPE)
+        return ops, bufs
+
+
+class Engine:
+    """engine.c loaded for one platform; ``run`` executes a plan (ctypes drops the GIL)."""
+
+    def __init__(self, path, platform: str, device: int = 0, rc_name=None) -> None:
+        self.platform, self.device = platform, device
+        try:
+            lib = ctypes.CDLL(str(path))
+        except OSError as e:
+            raise NativeUnavailable(f"{platform}: {path} did not load ({e})") from None
+        lib.pe_abi.restype = ctypes.c_int
+        lib.pe_platform.restype = ctypes.c_char_p
+        lib.pe_sizes.restype, lib.pe_sizes.argtypes = ctypes.c_int, (ctypes.c_int,)
+        lib.pe_name.restype, lib.pe_name.argtypes = ctypes.c_char_p, (ctypes.c_int, ctypes.c_int)
+        lib.pe_init.restype, lib.pe_init.argtypes = ctypes.c_int, (ctypes.c_int,)
+        lib.pe_fini.restype = ctypes.c_int
+        p = ctypes.c_void_p
+        lib.pe_run.restype = ctypes.c_int
+        lib.pe_run.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, p, ctypes.c_int64, p, ctypes.c_int,
+                               ctypes.c_int, ctypes.c_uint64, p, p, ctypes.c_int64, p)
+        got = (lib.pe_abi(), lib.pe_platform().decode())
+        if got != (ABI, platform):
+            raise NativeUnavailable(f"{platform}: {path} is the {got[1]} engine of ABI {got[0]}, not {platform} of {ABI}")
+        sizes = tuple(lib.pe_sizes(i) for i in range(4))
+        want = (OP_DTYPE.itemsize, BUF_DTYPE.itemsize, OUT_DTYPE.itemsize, CALL_DTYPE.itemsize)
+        if sizes != want:
+            raise NativeUnavailable(f"{platform}: engine structs are {sizes} bytes, engine.py expects {want}")
+        self._lib = lib
+        self.policies = self._names(0)
+        self.phases = self._names(1)
+        self.paths = self._names(2)
+        self.calls = self._names(3)
+        self._rc_name = rc_name or (lambda rc: str(rc))
+        self._ready = False
+        self._lock = threading.Lock()
+
+    def _names(self, kind: int) -> list[str]:
+        out, i = [], 0
+        while (name := self._lib.pe_name(kind, i)) is not None:
+            out.append(name.decode())
+            i += 1
+        return out
+
+    def _ensure(self) -> None:
+        with self._lock:
+            if not self._ready:
+                rc = self._lib.pe_init(self.device)
+                if rc != 0:
+                    raise NativeUnavailable(f"{self.platform}: the engine's runtime start returned "
+                                            f"{self._rc_name(rc)} ({rc})")
+                self._ready = True
+
+    def close(self) -> None:
+        with self._lock:
+            if self._ready and self.platform == "hsa":   # hsa_init is counted: pair it
+                self._lib.pe_fini()
+            self._ready = False
+
+    def run(self, policy, plan: Plan, *, threshold_nbytes: int = 1 << 20, kernel_fn: int = 0,
+            calls_per_op: int = DEFAULT_CALLS_PER_OP) -> "Executed":
+        """Execute ``plan`` under ``policy`` (a fresh policy state: empty map, empty pool)."""
+        name = str(choose(Policy, policy, "policy"))
+        if name not in self.policies:
+            raise BadParameter(f"the engine has no policy {name!r}; it has {', '.join(self.policies)}")
+        self._ensure()
+        ops, bufs = plan.arrays()
+        n = len(ops)
+        out = np.zeros(n, OUT_DTYPE)
+        cap = max(plan.nthreads, n * calls_per_op) // plan.nthreads * plan.nthreads
+        calls = np.zeros(cap, CALL_DTYPE)
+        ncalls = np.zeros(plan.nthreads, np.int64)
+        rc = self._lib.pe_run(self.policies.index(name), self.device, int(threshold_nbytes), ops.ctypes.data, n,
+                              bufs.ctypes.data, len(bufs), plan.nthreads, int(kernel_fn), out.ctypes.data,
+                              calls.ctypes.data, cap, ncalls.ctypes.data)
+        if rc == -1:
+            raise EngineFailed(f"the engine refused the plan of {n} ops (a buffer index, thread, direction or "
+                               "range out of bounds)")
+        if rc not in (0, 1):
+            raise EngineFailed(f"the engine could not run the plan: {self._rc_name(rc)} ({rc})")
+        if rc == 1:
+            raise EngineFailed(f"the engine's call log overflowed ({cap} entries for {n} ops); "
+                               "raise calls_per_op")
+        per = cap // plan.nthreads
+        used = np.concatenate([calls[t * per: t * per + ncalls[t]] for t in range(plan.nthreads)])
+        return Executed(self, name, plan, out, calls, used)
+
+
+@dataclass
+class Executed:
+    """A plan's results: per op ``out`` (OUT_DTYPE) and the call log."""
+    engine: Engine
+    policy: str
+    plan: Plan
+    out: np.ndarray
+    call_log: np.ndarray      #: the whole log (ops point into it)
+    calls_used: np.ndarray    #: the logged entries only
+
+    def path(self, i: int) -> str:
+        return self.engine.paths[int(self.out[i]["path"])]
+
+    def transfers(self, keep=None) -> pd.DataFrame:
+        """A TRANSFERS frame, one row per op (``keep(i, ctx)`` filters), with the op's context
+        columns and ``engine`` = "native"."""
+        e, rows = self.engine, []
+        for i, (op, ctx) in enumerate(zip(self.plan.ops, self.plan.ctx)):
+            if keep is not None and not keep(i, ctx):
+                continue
+            o = self.out[i]
+            host, _, _, kind = self.plan.buffers[op[2]]
+            lo, k = int(o["first_call"]), int(o["n_calls"])
+            log = self.call_log[lo:lo + k]
+            event = _EVENT[op[0]]
+            err = int(o["error"])
+            rows.append({
+                "event": event, "policy": self.policy, "path": e.paths[int(o["path"])],
+                "kind": kind if event != "sync" else "", "nbytes": int(op[7]) if event == "transfer" else
+                self.plan.buffers[op[2]][2] if event in ("map", "unmap", "adopt", "app_lock", "app_unlock") else 0,
+                "direction": ("h2d", "d2h")[op[4]] if event == "transfer" else "",
+                "thread_id": int(op[1]), "start_ns": int(o["start_ns"]), "end_ns": int(o["end_ns"]),
+                "total_ns": int(o["end_ns"] - o["start_ns"]),
+                **{f"{ph}_ns": int(v) for ph, v in zip(e.phases, o["phase_ns"])},
+                "dma_event_ns": None, "error": f"{e._rc_name(err)} ({err})" if err else "", "hazard": "",
+                "verified": None, "calls": " ".join(f"{e.calls[c['call']]}={c['rc']}" for c in log),
+                "n_calls": k, "platform": e.platform, "engine": "native", "op_index": i, **ctx})
+        return frame(rows, TRANSFERS)
+
+    def calls(self, categories: dict[str, str] | None = None) -> pd.DataFrame:
+        """A CALLS frame of every logged call; ``transfer_id`` is the op's index in the plan."""
+        cat, names, c = categories or {}, self.engine.calls, self.calls_used
+        rows = [{"transfer_id": int(r["op"]), "call": names[r["call"]], "category": cat.get(names[r["call"]], "other"),
+                 "start_ns": int(r["t0"]), "end_ns": int(r["t1"]), "duration_ns": int(r["t1"] - r["t0"]),
+                 "rc": int(r["rc"]), "thread_id": int(r["thread"])} for r in c]
+        return frame(rows, CALLS)
+
+
+_LOADED: dict[tuple[str, int], Engine] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+def load(platform: str, device: int = 0) -> Engine:
+    """The engine for ``platform`` (built if needed, cached), loaded once per process and device."""
+    with _LOADED_LOCK:
+        eng = _LOADED.get((platform, device))
+        if eng is None:
+            tc = nativelib.toolchain(platform)
+            path = nativelib.build(platform, tc, source="engine.c")
+            eng = _LOADED[(platform, device)] = Engine(path, platform, device, rc_name=_namer(platform, tc))
+        return eng
+
+
+def _namer(platform: str, tc) -> Any:
+    """The runtime's name for a code, as the C timing library names it."""
+    lib = nativelib.load(platform)
+    return lib.rc_name
+
+
+def why_not(platform: str) -> str:
+    """"" if the engine builds and loads for ``platform`` here, else one sentence saying why not."""
+    try:
+        load(platform)
+    except NativeUnavailable as e:
+        return str(e)
+    return ""

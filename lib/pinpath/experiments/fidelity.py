@@ -1,0 +1,133 @@
+"""The engine against a yardstick (C against C): every policy's per-transfer median from the
+native engine beside the same policy written by hand in plain C (tools/plain_policies.c).
+
+The yardstick runs inside the notebook's process (its shared object, on the same CUDA runtime
+as the engine), interleaved with the engine policy by policy in every repeat, so both sides
+meet the same process, allocator and registration state; ``plain_ns``. The same program as a
+process of its own gives ``plain_process_ns``: how much the notebook's process state itself
+changes a figure (a state effect, named, not the engine's cost)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import random
+import subprocess
+import tempfile
+
+import pandas as pd
+
+from .. import nativelib
+from ..errors import NotAvailable
+from ..paths import PROJECT_ROOT
+from ..schema import ENGINE_FIDELITY, frame
+from ..stats import ratio_ci
+from .native import ROUNDS, native_policy_sweep, native_why_not
+from .sweep import SEED
+
+__all__ = ["engine_fidelity", "engine_fidelity_or_reason", "plain_policies", "YARDSTICK_POLICIES", "YARDSTICK_SOURCE"]
+
+YARDSTICK_SOURCE = PROJECT_ROOT / "tools" / "plain_policies.c"
+#: the policies the plain program writes by hand (the pinned allocator is left out: it needs the
+#: runtime's allocator in the application, which a plain program of one policy does not have)
+YARDSTICK_POLICIES = ("stage_per_copy", "stage_pooled", "lock_always", "query_then_lock", "prepinned",
+                      "driver_pageable", "nextgen", "nextgen_lock_mapped")
+_COLUMNS = ("policy", "direction", "nbytes", "repeat", "round", "ns")
+
+
+def _parse(text: str) -> pd.DataFrame:
+    df = pd.DataFrame([dict(zip(_COLUMNS, ln.split(","))) for ln in text.splitlines() if ln.count(",") == 5],
+                      columns=list(_COLUMNS))
+    for c in ("nbytes", "repeat", "round", "ns"):
+        df[c] = df[c].astype("int64")
+    return df
+
+
+def _source(platform: str):
+    if platform not in ("cuda", "host"):
+        raise NotAvailable(f"{platform}: the plain yardstick is written for cuda and host only")
+    if not YARDSTICK_SOURCE.exists():
+        raise NotAvailable(f"the yardstick's source {YARDSTICK_SOURCE.name} is not in this checkout's tools/")
+    return YARDSTICK_SOURCE
+
+
+def plain_policies(platform: str, specs, *, repeats: int, rounds: int = ROUNDS, in_process: bool = False,
+                   timeout_s: int = 600) -> pd.DataFrame:
+    """Run the plain program on ``specs`` ((policy, direction, nbytes), ...), as a process of its
+    own or (``in_process``) inside this one: one row per timed transfer."""
+    src = _source(platform)
+    spec_args = [f"{p}:{d}:{n}" for p, d, n in specs]
+    if not in_process:
+        exe = nativelib.build_program(platform, src)
+        r = subprocess.run([str(exe), "-", str(repeats), str(rounds), *spec_args], capture_output=True, text=True,
+                           timeout=timeout_s)
+        if r.returncode != 0:
+            raise NotAvailable(f"{platform}: the plain yardstick failed ({(r.stderr.strip() or 'no output')[:200]})")
+        return _parse(r.stdout)
+    lib = ctypes.CDLL(str(nativelib.build_program(platform, src, shared=True)))
+    fd, path = tempfile.mkstemp(prefix="pinpath-plain-", suffix=".csv")
+    os.close(fd)
+    try:
+        argv = [b"plain_policies", path.encode(), str(repeats).encode(), str(rounds).encode(),
+                *(a.encode() for a in spec_args)]
+        rc = lib.plain_main(len(argv), (ctypes.c_char_p * len(argv))(*argv))
+        if rc != 0:
+            raise NotAvailable(f"{platform}: the plain yardstick refused its arguments (rc {rc})")
+        with open(path) as f:
+            return _parse(f.read())
+    finally:
+        os.unlink(path)
+
+
+def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions=("h2d", "d2h"),
+                    repeats: int = 5, rounds: int = ROUNDS) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(ENGINE_FIDELITY rows, the engine's transfer rows). Every repeat visits the policies in a
+    shuffled order; for each, the engine's plan and the in-process yardstick run back to back
+    (which goes first alternates), each with fresh buffers. Per policy, direction and size: the
+    median of each side's repeat medians and their ratio (engine / plain) with a 95 % interval
+    over the repeats; then the yardstick once more as a process of its own."""
+    if native_why_not(rt):
+        raise NotAvailable(f"{rt.name}: the native engine is not available: {native_why_not(rt)}")
+    rng = random.Random(SEED + 16)
+    eng_frames, plain_frames = [], []
+    for r in range(repeats):
+        order = list(policies)
+        rng.shuffle(order)
+        for k, policy in enumerate(order):
+            specs = [(policy, d, n) for d in directions for n in sizes_nbytes]
+            sides = [("engine", lambda: native_policy_sweep(rt, policies=[policy], sizes_nbytes=sizes_nbytes,
+                                                              directions=directions, repeats=1, rounds=rounds,
+                                                              verify="first" if r == 0 else "none",
+                                                              seed=SEED + r, label="")),
+                     ("plain", lambda: plain_policies(rt.name, specs, repeats=1, rounds=rounds, in_process=True))]
+            for side, run in (sides if (r + k) % 2 == 0 else sides[::-1]):
+                (eng_frames if side == "engine" else plain_frames).append(run().assign(repeat=r))
+    eng, plain = pd.concat(eng_frames, ignore_index=True), pd.concat(plain_frames, ignore_index=True)
+    apart = plain_policies(rt.name, [(p, d, n) for p in policies for d in directions for n in sizes_nbytes],
+                           repeats=repeats, rounds=rounds)
+    keys = ["policy", "direction", "nbytes"]
+    e_rep = eng[eng.event == "transfer"].groupby([*keys, "repeat"]).total_ns.median()
+    p_rep = plain.groupby([*keys, "repeat"]).ns.median()
+    a_rep = apart.groupby([*keys, "repeat"]).ns.median()
+    rows = []
+    for key, e in e_rep.groupby(level=[0, 1, 2]):
+        p = p_rep.get(key)
+        if p is None:
+            continue
+        est = ratio_ci(e.values, p.values)
+        a = a_rep.get(key)
+        rows.append({**dict(zip(keys, key)), "engine_ns": float(e.median()), "plain_ns": float(p.median()),
+                     "ratio": est.value, "low": est.low, "high": est.high, "repeats": len(e),
+                     "plain_process_ns": float(a.median()) if a is not None else float("nan"),
+                     "platform": rt.name})
+    return frame(rows, ENGINE_FIDELITY), eng
+
+
+def engine_fidelity_or_reason(rt, **kw) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str]:
+    """engine_fidelity's two frames and "", or (None, None, why) where the engine or the yardstick
+    cannot run here."""
+    try:
+        fid, rows = engine_fidelity(rt, **kw)
+    except NotAvailable as e:
+        return None, None, str(e)
+    return fid, rows, ""

@@ -1,0 +1,351 @@
+"""What changes a transfer's cost (issue #17, notebook 14): each state measured on its own, timed
+in C (``native/state.c`` through ``pinpath.statelib``), in independent rounds.
+
+A round is the unit of repeat: every point of a section once, in a freshly shuffled order
+(``sweep.rounds``), on buffers mapped afresh for it (``ps_buffer``, every page written), with every
+registration and allocation the round made undone before the next. ``section(..., unit="process")``
+runs each repeat in a fresh process (``in_processes``: the runtime started anew); with "round" the
+rounds run in this process, whose runtime is not restarted (its CUDA context is the notebook's too).
+Figures are the median of the per-round medians with a bootstrap interval over the rounds
+(``repeat_summary``), and the spread within a round beside the spread between rounds.
+
+Every row carries the timing thread's CPU and NUMA node and the GPU's NUMA node
+(``machine_state.placement``), read when its round started.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .. import machine_state as ms
+from ..osinfo import backing
+from ..schema import GPU_STATE, STATE_EFFECTS, STATE_SUMMARY, frame
+from ..units import fmt_nbytes
+from .repeats import over_repeats, spreads
+from .sweep import SEED, rounds
+
+__all__ = ["AGES", "registration_age", "allocator_state", "page_backing", "thread_placement", "gpu_readings",
+           "repeat_medians", "repeat_summary", "placements", "open_or_reason", "section", "in_processes", "read_gpu",
+           "conclusion", "SECTIONS", "REPEAT_UNITS"]
+
+AGES = ("first", "fresh", "held")   #: first call after the first register; right after a re-register; kept registered
+
+
+def _row(lib, section: str, state: str, op: str, nbytes: int, repeat: int, call: int, ns, rc, place: dict,
+         **extra) -> dict:
+    rc = int(rc)
+    return {"section": section, "state": state, "op": op, "nbytes": int(nbytes), "repeat": repeat, "call": call,
+            "ns": int(ns), "rc": rc, "error": "" if rc == 0 else f"{lib.rc_name(rc)} ({rc})", **place,
+            "platform": lib.platform, **extra}
+
+
+def _place(lib) -> dict:
+    return ms.placement(lib.device)
+
+
+def registration_age(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repeats: int = 5, warmup: int = 1,
+                     ops: Sequence[str] = ("query", "reregister"), seed: int = SEED) -> pd.DataFrame:
+    """The pointer query and the re-register of registered memory (CUDA: refused, 712) at each
+    registration age (``AGES``), per size, on 4 KiB-backed buffers mapped afresh each round. The
+    ops the platform lacks (the host's query) are left out; ``attrs["skipped"]`` says so."""
+    ops = [op for op in ops if op != "query" or lib.has_query]
+    rows = []
+    for i, (op, n) in rounds([(op, n) for op in ops for n in sizes_nbytes], repeats=repeats, warmup=warmup,
+                             seed=seed, label="registration age"):
+        place = _place(lib)
+        with lib.buffer(n, thp=False) as p:
+            b = backing(p, n)
+            r = lib.reg_age(p, n, op, calls)
+        if i < 0:
+            continue
+        extra = {"backing": b, "label": f"{op}, {fmt_nbytes(n)}"}
+        rows.append(_row(lib, "registration_age", "first", "register", n, i, 0, r.register_ns, 0, place, **extra))
+        rows.append(_row(lib, "registration_age", "first", op, n, i, 0, r.first_ns, r.first_rc, place, **extra))
+        for age, ns, rc in (("held", r.held_ns, r.held_rc), ("fresh", r.fresh_ns, r.fresh_rc)):
+            rows += [_row(lib, "registration_age", age, op, n, i, k, ns[k], rc[k], place, **extra)
+                     for k in range(calls) if rc[k] != -1]
+    out = frame(rows, STATE_EFFECTS)
+    out.attrs["skipped"] = [] if lib.has_query else [f"query: {lib.platform} has no pointer query"]
+    return out
+
+
+def allocator_state(lib, *, sizes_nbytes: Sequence[int], live_counts: Sequence[int], calls: int = 20,
+                    repeats: int = 5, warmup: int = 1, registered_nbytes: int = 4096, seed: int = SEED) -> pd.DataFrame:
+    """The pinned allocator's allocate and free (cudaMallocHost/cudaFreeHost; the host's
+    mmap+mlock) per size, with nothing else held, with N pinned allocations held, with N
+    registrations of ``registered_nbytes`` held, and right after N allocations were freed."""
+    states = [("empty", 0, 0, 0)]
+    for n in live_counts:
+        states += [(f"{n} live pinned", n, 0, 0), (f"{n} live registered", 0, n, 0), (f"after {n} frees", 0, 0, n)]
+    rows = []
+    for i, ((label, pinned, regd, frees), n) in rounds([(s, n) for s in states for n in sizes_nbytes],
+                                                         repeats=repeats, warmup=warmup, seed=seed,
+                                                         label="allocator state"):
+        place = _place(lib)
+        a = lib.alloc_state(n, calls, live_pinned=pinned, live_registered=regd, registered_nbytes=registered_nbytes,
+                            prior_frees=frees)
+        if i < 0:
+            continue
+        extra = {"live_pinned": pinned, "live_registered": regd, "prior_frees": frees, "backing": "runtime",
+                 "label": f"{label}, {fmt_nbytes(n)}"}
+        for k in range(calls):
+            rows.append(_row(lib, "allocator", label, "alloc", n, i, k, a.alloc_ns[k], a.rc[k], place, **extra))
+            if a.free_ns[k]:
+                rows.append(_row(lib, "allocator", label, "free", n, i, k, a.free_ns[k], 0, place, **extra))
+    return frame(rows, STATE_EFFECTS)
+
+
+_LOCK_COPY_OPS = ("copy_pageable", "lock", "copy_locked", "unlock")
+
+
+def _lock_copy_rows(lib, section: str, state: str, n: int, i: int, lc, place: dict, **extra) -> list[dict]:
+    rows = []
+    for k in range(len(lc.lock_ns)):
+        for j, op in enumerate(_LOCK_COPY_OPS):
+            if lc.rc[k, j] != -1:
+                rows.append(_row(lib, section, state, op, n, i, k, lc[j][k], lc.rc[k, j], place, **extra))
+    return rows
+
+
+def page_backing(lib, *, sizes_nbytes: Sequence[int], calls: int = 5, repeats: int = 5,
+                 warmup: int = 1, seed: int = SEED) -> pd.DataFrame:
+    """Lock, unlock, and the copy of the buffer pageable and locked, on buffers that asked for
+    4 KiB pages and for transparent huge pages; ``state`` is what Linux reports the buffer got
+    (``backing_asked`` what it asked for). The copy is H2D (CUDA), memcpy (host), none (HSA)."""
+    rows = []
+    with lib.destination(max(sizes_nbytes)) as dst:
+        for i, (thp, n) in rounds([(t, n) for t in (False, True) for n in sizes_nbytes], repeats=repeats,
+                                  warmup=warmup, seed=seed, label="page backing"):
+            place = _place(lib)
+            with lib.buffer(n, thp=thp) as p:
+                got = backing(p, n)
+                lc = lib.lock_copy(p, n, dst, calls)
+            if i >= 0:
+                rows += _lock_copy_rows(lib, "backing", got, n, i, lc, place, backing=got,
+                                        backing_asked="thp" if thp else "4k", label=f"{got}, {fmt_nbytes(n)}")
+    return frame(rows, STATE_EFFECTS)
+
+
+def placements(gpu_node: int, *, per_node: int = 2) -> list[tuple[int, int, str]]:
+    """(cpu, its node, relation to the GPU) to pin the timing thread to: up to ``per_node`` CPUs
+    of every NUMA node this process may run on (the first and the last of each)."""
+    out = []
+    for node, cpus in ms.cpus_by_node().items():
+        relation = "GPU's node" if gpu_node >= 0 and node == gpu_node else \
+            ("other node" if gpu_node >= 0 and node >= 0 else "GPU node unknown")
+        picks = list(dict.fromkeys([cpus[0], cpus[-1]]))[:per_node]
+        out += [(c, node, relation) for c in picks]
+    return out
+
+
+def thread_placement(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repeats: int = 5,
+                     warmup: int = 1, seed: int = SEED) -> pd.DataFrame:
+    """The timing thread pinned (sched_setaffinity) to CPUs of each NUMA node in turn: the null
+    call, the re-register of held registered memory (4 KiB), and per size the copy pageable and
+    locked with the lock and unlock. ``state``: "cpu C, node N (relation to the GPU's node)"."""
+    gnode = ms.placement(lib.device)["gpu_node"]
+    points = [(c, node, rel, n) for c, node, rel in placements(gnode) for n in sizes_nbytes]
+    rows = []
+    with lib.destination(max(sizes_nbytes)) as dst:
+        for i, (cpu, node, rel, n) in rounds(points, repeats=repeats, warmup=warmup, seed=seed,
+                                             label="thread placement"):
+            with ms.pinned_to(cpu):
+                place = _place(lib)
+                state = f"cpu {cpu}, node {node} ({rel})"
+                null_ns, null_rc = lib.null(calls)
+                with lib.buffer(n, thp=False) as p:
+                    got = backing(p, n)
+                    lc = lib.lock_copy(p, n, dst, max(1, calls // 4))
+                with lib.buffer(4096, thp=False) as p:
+                    age = lib.reg_age(p, 4096, "reregister", calls)
+            if i < 0:
+                continue
+            extra = {"cpu": cpu, "cpu_node": node, "relation": rel}
+            rows += _lock_copy_rows(lib, "placement", state, n, i, lc, place, label=f"{state}, {fmt_nbytes(n)}",
+                                    backing=got, **extra)
+            rows += [_row(lib, "placement", state, "null", 0, i, k, null_ns[k], null_rc[k], place,
+                          label=f"{state}, null", backing="", **extra) for k in range(calls)]
+            rows += [_row(lib, "placement", state, "reregister_held", 4096, i, k, age.held_ns[k], age.held_rc[k], place,
+                          label=f"{state}, re-register 4 KiB", backing="4k", **extra) for k in range(calls)]
+    return frame(rows, STATE_EFFECTS)
+
+
+def gpu_readings(snapshots: Sequence[tuple[str, dict]], platform: str) -> pd.DataFrame:
+    """GPU_STATE rows, one per field of each (when, ``machine_state.snapshot``): its text and whether
+    it was available."""
+    rows = []
+    for when, snap in snapshots:
+        for f in ms.FIELDS:
+            if f == "unavailable":
+                continue
+            v = snap.get(f, "")
+            ok = v not in ("", None) and not (isinstance(v, int) and v < 0)
+            rows.append({"when": when, "field": f, "value": str(v) if ok else "", "available": ok,
+                         "unavailable": "" if ok else snap.get("unavailable", ""), "platform": platform})
+    return frame(rows, GPU_STATE)
+
+
+# -- the repeat as the unit ---------------------------------------------------------------------
+def repeat_medians(df: pd.DataFrame, by: Sequence[str] = ("section", "state", "op", "nbytes")) -> pd.DataFrame:
+    """The median ns of every round (``repeat``) per ``by``, successful calls only; keeps ``label``."""
+    ok = df[df.rc == 0]
+    keys = [*by, "repeat"] + (["label"] if "label" in df.columns and "label" not in by else [])
+    return ok.groupby(keys, as_index=False, sort=False).ns.median()
+
+
+def repeat_summary(df: pd.DataFrame, by: Sequence[str] = ("section", "state", "op", "nbytes")) -> pd.DataFrame:
+    """STATE_SUMMARY per ``by``: the median of the round medians with its bootstrap 95 % interval
+    over the rounds; the spread within a round (median over rounds of IQR / median; NaN where a
+    round has one call, e.g. the ``first`` age) and between rounds ((largest - smallest round
+    median) / their median)."""
+    ok = df[df.rc == 0]
+    rows = []
+    for key, g in ok.groupby(list(by), sort=False):
+        per = [x.ns.to_numpy(dtype=float) for _, x in g.groupby("repeat")]
+        e, (within, between) = over_repeats(per), spreads(per)
+        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "repeats": len(per),
+                     "calls": int(sum(map(len, per))), "median_ns": e.value, "lo_ns": e.low, "hi_ns": e.high,
+                     "within_spread": within, "between_spread": between})
+    return frame(rows, {**{b: STATE_EFFECTS.get(b, "str") for b in by}, **STATE_SUMMARY})
+
+
+# -- for the notebook ---------------------------------------------------------------------------
+def open_or_reason(rt) -> tuple[object | None, str]:
+    """state.c for ``rt``'s platform, or None and why not in one sentence."""
+    from ..nativelib import NativeUnavailable
+    from ..statelib import load
+    try:
+        return load(rt.name, getattr(rt, "device", 0)), ""
+    except NativeUnavailable as e:
+        return None, str(e)
+
+
+SECTIONS = {"registration_age": registration_age, "allocator_state": allocator_state, "page_backing": page_backing,
+            "thread_placement": thread_placement}
+REPEAT_UNITS = ("process", "round")
+
+
+def in_processes(name: str, lib, *, repeats: int = 5, warmup: int = 1, timeout_s: int = 600, **kw) -> pd.DataFrame:
+    """Section ``name`` with each repeat a fresh process (``python -m pinpath.experiments.state``):
+    the runtime started anew, ``warmup`` untimed rounds, then one timed round in its own shuffled
+    order; ``repeat`` is the process's number. NativeUnavailable (one sentence) if one fails."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from .. import progress
+    from ..nativelib import NativeUnavailable
+    pkg_parent = str(Path(__file__).resolve().parents[2])
+    env = {k: v for k, v in os.environ.items() if k != progress.ENV}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
+    frames = []
+    with tempfile.TemporaryDirectory(prefix="pinpath-state-") as d:
+        for r in range(int(repeats)):
+            out = Path(d) / f"{r}.parquet"
+            args = json.dumps({**kw, "repeats": 1, "warmup": warmup, "seed": SEED + r})
+            cmd = [sys.executable, "-m", "pinpath.experiments.state", name, lib.platform, str(lib.device), args, str(out)]
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                raise NativeUnavailable(f"{lib.platform}: a process of {name} did not finish in {timeout_s} s") from None
+            if p.returncode != 0 or not out.is_file():
+                last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+                raise NativeUnavailable(f"{lib.platform}: a process of {name} failed ({last})")
+            frames.append(pd.read_parquet(out).assign(repeat=r))
+            progress.step(name.replace("_", " "), r + 1, int(repeats))
+    return pd.concat(frames, ignore_index=True)
+
+
+def section(fn, lib, reason: str = "", *, unit: str = "process", **kw) -> pd.DataFrame:
+    """``fn(lib, **kw)`` with ``unit`` "round" (rounds in this process), or with "process" each
+    repeat a fresh process (``in_processes``); or a one-row frame whose ``not_available`` says why
+    it could not run (no library here, a platform without the call, a setup the runtime refused)."""
+    from ..errors import BadParameter
+    from ..nativelib import NativeUnavailable
+    if unit not in REPEAT_UNITS:
+        raise BadParameter(f"the unit of repeat is one of {', '.join(REPEAT_UNITS)}, not {unit!r}")
+    if lib is None:
+        return pd.DataFrame([{"not_available": reason}])
+    try:
+        if unit == "process":
+            return frame(in_processes(fn.__name__, lib, **kw).to_dict("records"), STATE_EFFECTS)
+        return fn(lib, **kw)
+    except NativeUnavailable as e:
+        return pd.DataFrame([{"not_available": str(e)}])
+
+
+def _main(argv) -> int:
+    """``python -m pinpath.experiments.state SECTION PLATFORM DEVICE JSON_KWARGS OUT.parquet``:
+    one process's rounds of a section, written to OUT (what ``in_processes`` starts)."""
+    import json
+    import sys
+
+    from ..nativelib import NativeUnavailable
+    from ..statelib import load
+    name, platform, device, kw, out = argv
+    try:
+        df = SECTIONS[name](load(platform, int(device)), **json.loads(kw))
+    except NativeUnavailable as e:
+        print(str(e), file=sys.stderr)
+        return 3
+    df.to_parquet(out)
+    return 0
+
+
+def read_gpu(when: str, device: int = 0) -> tuple[str, dict]:
+    """(when, ``machine_state.snapshot``): the GPU's clocks and persistence and the thread's placement now."""
+    return when, ms.snapshot(device)
+
+
+def _ratio(s: pd.DataFrame, num: dict, den: dict) -> float:
+    pick = lambda q: s.loc[np.logical_and.reduce([s[k] == v for k, v in q.items()]), "median_ns"]  # noqa: E731
+    a, b = pick(num), pick(den)
+    return float(a.iloc[0] / b.iloc[0]) if len(a) and len(b) and b.iloc[0] else float("nan")
+
+
+def conclusion(age: pd.DataFrame, alloc: pd.DataFrame, back: pd.DataFrame, place: pd.DataFrame) -> str:
+    """A short Markdown conclusion written from the sections' data (medians of round medians)."""
+    lines = []
+    if "not_available" not in age.columns and len(age):
+        s = repeat_summary(age)
+        for (op, n), _ in s[s.op != "register"].groupby(["op", "nbytes"], sort=False):
+            q = {"op": op, "nbytes": n}
+            lines.append(f"- **registration age**, {op} at {fmt_nbytes(n)}: first / held "
+                         f"{_ratio(s, {**q, 'state': 'first'}, {**q, 'state': 'held'}):.3g}x, fresh / held "
+                         f"{_ratio(s, {**q, 'state': 'fresh'}, {**q, 'state': 'held'}):.3g}x.")
+    if "not_available" not in alloc.columns and len(alloc):
+        s = repeat_summary(alloc)
+        a = s[s.op == "alloc"]
+        for n, g in a.groupby("nbytes"):
+            hi, lo = g.loc[g.median_ns.idxmax()], g.loc[g.median_ns.idxmin()]
+            lines.append(f"- **allocator state**, pinned allocate of {fmt_nbytes(n)}: from {lo.median_ns / 1e3:.3g} us "
+                         f"({lo.state}) to {hi.median_ns / 1e3:.3g} us ({hi.state}), {hi.median_ns / lo.median_ns:.3g}x.")
+    if "not_available" not in back.columns and len(back):
+        s = repeat_summary(back)
+        for n in sorted(set(s.nbytes)):
+            parts = [f"{op} {_ratio(s, {'op': op, 'nbytes': n, 'state': 'thp'}, {'op': op, 'nbytes': n, 'state': '4k'}):.3g}x"
+                     for op in _LOCK_COPY_OPS if op in set(s.op)]
+            lines.append(f"- **page backing** at {fmt_nbytes(n)}, THP / 4 KiB: " + ", ".join(parts)
+                         + (" (THP was not granted here)" if "thp" not in set(s.state) else "") + ".")
+    if "not_available" not in place.columns and len(place):
+        s = repeat_summary(place)
+        for (op, n), g in s.groupby(["op", "nbytes"], sort=False):
+            if g.median_ns.min() > 0 and len(g) > 1:
+                lines.append(f"- **thread placement**, {op}{f' {fmt_nbytes(n)}' if n else ''}: largest / smallest "
+                             f"median over the CPUs {g.median_ns.max() / g.median_ns.min():.3g}x "
+                             f"({len(set(g.state))} CPUs).")
+    reasons = [str(d.not_available.iloc[0]) for d in (age, alloc, back, place) if "not_available" in d.columns]
+    lines += [f"- not measured here: {r}" for r in dict.fromkeys(reasons)]
+    return "**What this notebook found** (medians of the per-round medians; the intervals are in the tables " \
+           "above)\n\n" + "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,170 @@
+"""The state of the machine a figure is taken in, for experiments to put in their rows: the
+timing thread's CPU and NUMA node, the GPU's NUMA node, the GPU's clocks and persistence mode.
+Whatever cannot be read is recorded as unavailable, with why, never guessed.
+
+- ``snapshot(device=0) -> dict``: the fields of ``FIELDS`` now (nvidia-smi asked once per call).
+- ``row_fields(snap) -> dict``: the three placement fields experiments add to each row;
+  ``placement(device) -> dict``: the same read now without asking nvidia-smi for clocks.
+- ``pinned_to(cpu)``: a context in which the calling thread runs on ``cpu`` only (sched_setaffinity).
+- ``cpus_by_node() -> {node: [cpu, ...]}``: the CPUs this process may run on, by NUMA node.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["FIELDS", "SMI_FIELDS", "thread_cpu", "cpu_node", "cpus_by_node", "gpu_node", "gpu_readings",
+           "snapshot", "placement", "row_fields", "pinned_to"]
+
+#: nvidia-smi --query-gpu fields read each time (they change), and their names in a snapshot
+SMI_FIELDS = {"clocks.sm": "sm_clock_mhz", "clocks.mem": "mem_clock_mhz", "clocks.max.sm": "sm_clock_max_mhz",
+              "clocks.max.mem": "mem_clock_max_mhz", "persistence_mode": "persistence_mode", "pstate": "pstate",
+              "clocks_event_reasons.active": "clock_event_reasons", "temperature.gpu": "temperature_c",
+              "power.draw": "power_w"}
+#: every key of a snapshot ("unavailable" says what could not be read, and why)
+FIELDS = ("thread_cpu", "thread_node", "gpu_node", "gpu_node_from", *SMI_FIELDS.values(), "unavailable")
+_SYS = Path("/sys/devices/system")
+
+
+def thread_cpu() -> int:
+    """The CPU the calling thread last ran on (field 39 of /proc/thread-self/stat); -1 if unknown."""
+    try:
+        stat = Path("/proc/thread-self/stat").read_text()
+        return int(stat[stat.rindex(")") + 2:].split()[36])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def cpu_node(cpu: int) -> int:
+    """The NUMA node of ``cpu`` (its nodeN entry in sysfs); -1 where sysfs does not say."""
+    for p in (_SYS / "cpu" / f"cpu{cpu}").glob("node[0-9]*"):
+        return int(p.name[4:])
+    return -1
+
+
+def _cpulist(text: str) -> list[int]:
+    out = []
+    for part in filter(None, text.strip().split(",")):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
+
+
+def cpus_by_node() -> dict[int, list[int]]:
+    """The CPUs this process may run on, by NUMA node (-1: no NUMA information in sysfs)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    out: dict[int, list[int]] = {}
+    for cpu in allowed:
+        out.setdefault(cpu_node(cpu), []).append(cpu)
+    return dict(sorted(out.items()))
+
+
+def _smi_index(device: int) -> str:
+    """The index nvidia-smi knows the device by (it ignores CUDA_VISIBLE_DEVICES)."""
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+    visible = [v.strip() for v in first if v.strip()]
+    return visible[device] if device < len(visible) else str(device)
+
+
+def _smi(fields: list[str], device: int) -> tuple[list[str] | None, str]:
+    """nvidia-smi's values of ``fields`` for ``device``, or None and why not."""
+    if not shutil.which("nvidia-smi"):
+        return None, "no nvidia-smi on PATH"
+    try:
+        r = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits",
+                            "-i", _smi_index(device)], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"nvidia-smi did not answer ({e})"
+    values = [v.strip() for v in r.stdout.strip().split(",")]
+    if r.returncode != 0 or len(values) != len(fields):
+        return None, f"nvidia-smi said: {(r.stdout.strip() or r.stderr.strip() or 'nothing').splitlines()[0]}"
+    return values, ""
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_node(device: int = 0) -> tuple[int, str]:
+    """(the GPU's NUMA node, where that came from) from its PCI device's numa_node in sysfs
+    (bus id from nvidia-smi); (-1, why not) where it cannot be read."""
+    values, why = _smi(["pci.bus_id"], device)
+    if values is None:
+        return -1, f"gpu_node: {why}"
+    domain, _, rest = values[0].lower().partition(":")
+    path = Path("/sys/bus/pci/devices") / f"{domain[-4:]}:{rest}" / "numa_node"
+    try:
+        node = int(path.read_text().strip())
+    except (OSError, ValueError):
+        node = -1
+    if node >= 0:
+        return node, f"sysfs numa_node of PCI {domain[-4:]}:{rest}"
+    # sysfs says -1 (no NUMA information) or cannot be read: nvidia-smi's topology may know
+    try:
+        r = subprocess.run(["nvidia-smi", "topo", "-C", "-i", _smi_index(device)], capture_output=True, text=True,
+                           timeout=20)
+        m = re.search(r"NUMA IDs? of closest CPU:\s*(\d+)", r.stdout)
+    except (OSError, subprocess.TimeoutExpired):
+        m = None
+    if m:
+        return int(m.group(1)), "nvidia-smi topo -C"
+    return -1, f"gpu_node: {path} gives no node and nvidia-smi topo -C names none"
+
+
+def gpu_readings(device: int = 0) -> tuple[dict[str, str], list[str]]:
+    """The SMI_FIELDS now ({snapshot name: nvidia-smi's text}) and what was unavailable. A field this
+    driver does not know is asked again alone, so one unknown field costs only itself."""
+    names = list(SMI_FIELDS)
+    values, why = _smi(names, device)
+    if values is None and why.startswith("nvidia-smi said"):
+        values = [(v or [""])[0] if v is not None else "" for v, _ in (_smi([f], device) for f in names)]
+    if values is None:
+        return {SMI_FIELDS[f]: "" for f in names}, [f"GPU clocks and persistence: {why}"]
+    out, missing = {}, []
+    for f, v in zip(names, values):
+        ok = v and not v.startswith("[") and v not in ("N/A", "Not Supported")
+        out[SMI_FIELDS[f]] = v if ok else ""
+        if not ok:
+            missing.append(f"{f}: {v or 'not known to this nvidia-smi'}")
+    return out, missing
+
+
+def snapshot(device: int = 0, *, gpu: bool = True) -> dict:
+    """The FIELDS now, for the calling thread and GPU ``device`` (``gpu=False``: no GPU asked, its
+    fields unavailable)."""
+    cpu = thread_cpu()
+    snap = {"thread_cpu": cpu, "thread_node": cpu_node(cpu) if cpu >= 0 else -1}
+    if gpu:
+        node, source = gpu_node(device)
+        readings, missing = gpu_readings(device)
+    else:
+        node, source, readings, missing = -1, "gpu_node: not asked", {v: "" for v in SMI_FIELDS.values()}, ["no GPU asked"]
+    snap.update(gpu_node=node, gpu_node_from=source if node >= 0 else "", **readings)
+    snap["unavailable"] = "; ".join(([source] if node < 0 else []) + missing)
+    return snap
+
+
+def placement(device: int = 0) -> dict:
+    """``row_fields`` without asking the GPU for its clocks: the calling thread's CPU and node now,
+    the GPU's node (read once per process)."""
+    cpu = thread_cpu()
+    return {"thread_cpu": cpu, "thread_node": cpu_node(cpu) if cpu >= 0 else -1, "gpu_node": gpu_node(device)[0]}
+
+
+def row_fields(snap: dict) -> dict:
+    """What an experiment puts in each row: the timing thread's CPU and node, the GPU's node."""
+    return {k: snap[k] for k in ("thread_cpu", "thread_node", "gpu_node")}
+
+
+@contextmanager
+def pinned_to(cpu: int):
+    """The calling thread runs on ``cpu`` alone inside the block (its affinity is put back after)."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield cpu
+    finally:
+        os.sched_setaffinity(0, before)

@@ -1,0 +1,58 @@
+"""The lines LLVM's libomptarget prints under ``LIBOMPTARGET_INFO`` (and pinpath's own region
+markers), read once for notebook 13 (experiments.real_runtime) and ``pinpath advise``.
+
+Bit 32 (0x20) prints every copy (LLVM 19: offload/src/OpenMP/Mapping.cpp printCopyInfoImpl; the
+plugin layer prints the same words for its kernel launch environment):
+
+  omptarget device 0 info: Copying data from host to device, HstPtr=0x..., TgtPtr=0x..., Size=384, Name=pos[0:pos_len]
+  omptarget device 0 info: Copying data from device to host, TgtPtr=0x..., HstPtr=0x..., Size=245760, Name=out[0:out_len]
+
+(older releases: "Libomptarget device 0 info: ..."). Bit 16 (0x10) prints each kernel launch
+(llvm-project offload/test/offloading/small_trip_count.c, run with LIBOMPTARGET_INFO=16):
+
+  PluginInterface device 0 info: Launching kernel __omp_offloading_..._main_l12 with 4 blocks and 32 threads in SPMD mode
+  CUDA device 0 info: Launching kernel ... with 4 blocks and 32 threads in Generic mode   (older releases)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+__all__ = ["DIRECTION", "MARK_RE", "COPY_RE", "LAUNCH_RE", "events"]
+
+DIRECTION = {"host": "h2d", "device": "d2h"}   # by where the copy starts
+MARK_RE = re.compile(r"^pinpath-region: (?:invocation step=(\d+) invocation=(\d+)|(teardown))$")
+COPY_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: Copying data from (?P<src>host|device) to "
+                     r"(?P<dst>host|device), (?P<l1>Hst|Tgt)Ptr=(?P<p1>0x[0-9a-fA-F]+), (?P<l2>Hst|Tgt)Ptr="
+                     r"(?P<p2>0x[0-9a-fA-F]+), Size=(?P<nbytes>\d+)(?:, Name=(?P<name>.*))?$")
+LAUNCH_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: Launching kernel (?P<kernel>\S+) with ")
+
+
+def events(text: str) -> Iterator[tuple[str, dict]]:
+    """("marker", {segment, step, invocation}), ("copy", {direction, nbytes, name, source, device,
+    host_ptr, tgt_ptr}), ("launch", {kernel, device}) for each line that is one, in order, and
+    ("unreadable", {line, text}) for a line that says "Copying data from" but cannot be read."""
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.rstrip("\r")
+        if line.startswith("pinpath-region: "):
+            m = MARK_RE.match(line)
+            if m:
+                yield "marker", ({"segment": "teardown", "step": -1, "invocation": -1} if m.group(3) else
+                                 {"segment": "invocation", "step": int(m.group(1)), "invocation": int(m.group(2))})
+            continue
+        if " info: " not in line:
+            continue
+        c = COPY_RE.match(line)
+        if c:
+            ptrs = {c.group("l1"): c.group("p1"), c.group("l2"): c.group("p2")}
+            yield "copy", {"direction": DIRECTION[c.group("src")], "nbytes": int(c.group("nbytes")),
+                           "name": c.group("name") or "", "source": c.group("source").strip('"'),
+                           "device": int(c.group("device")), "host_ptr": ptrs.get("Hst", ""),
+                           "tgt_ptr": ptrs.get("Tgt", "")}
+            continue
+        k = LAUNCH_RE.match(line)
+        if k:
+            yield "launch", {"kernel": k.group("kernel"), "device": int(k.group("device"))}
+        elif "info: Copying data from" in line:
+            yield "unreadable", {"line": number, "text": line}

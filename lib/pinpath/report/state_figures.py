@@ -1,0 +1,60 @@
+"""The figures of notebook 14 ("what changes a transfer's cost"): one per state, drawn from the
+per-round medians (so each bar's interval spans the rounds, not the calls), and the GPU's clocks
+as read. A section that could not run gets a figure saying why."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from ..experiments.state import AGES, repeat_medians
+from ..units import fmt_nbytes
+from .figures import case_bars
+
+__all__ = ["state_bars", "gpu_clocks", "said"]
+
+
+def said(text: str, title: str = ""):
+    """A figure that only says ``text`` (why its section has no data here)."""
+    fig, ax = plt.subplots(figsize=(7.5, 1.6))
+    ax.axis("off")
+    ax.text(0.0, 0.5, text, wrap=True, va="center", ha="left", fontsize="small")
+    ax.set_title(title)
+    return fig
+
+
+def state_bars(df: pd.DataFrame, x: Sequence[str], hue: str, *, title: str):
+    """Median over rounds of each round's median ns per ``x`` (columns joined into one label; a
+    column ``nbytes`` shown in binary units) and ``hue``, with the 5-95 % of the round medians."""
+    if "not_available" in df.columns or not len(df):
+        return said(str(df.not_available.iloc[0]) if "not_available" in df.columns else "no data", title)
+    by = list(dict.fromkeys(["section", "state", "op", "nbytes", *x, hue]))
+    med = repeat_medians(df, by)
+    shown = [med[c].map(fmt_nbytes) if c == "nbytes" else med[c].astype(str) for c in x]
+    med["case"] = shown[0].str.cat(shown[1:], sep=", ") if len(shown) > 1 else shown[0]
+    if hue == "state":   # ages in their order: first, fresh, held (cases keep their order)
+        med = med.sort_values(hue, key=lambda s: s.map({a: i for i, a in enumerate(AGES)}).fillna(len(AGES)),
+                              kind="stable")
+    return case_bars(med, "case", "ns", hue=hue, title=title, ylabel="median per round (time per call)")
+
+
+def gpu_clocks(gpu: pd.DataFrame, *, title: str = "GPU clocks when each section began"):
+    """The SM and memory clocks (MHz) read at each point, beside their maxima; where none could be
+    read, a figure saying what was unavailable."""
+    clocks = gpu[gpu.field.isin(["sm_clock_mhz", "mem_clock_mhz", "sm_clock_max_mhz", "mem_clock_max_mhz"])
+                 & gpu.available.fillna(False).astype(bool)] if "field" in gpu.columns else gpu.iloc[:0]
+    if not len(clocks):
+        why = gpu.unavailable[gpu.unavailable != ""].iloc[0] if "unavailable" in gpu.columns and \
+            (gpu.unavailable != "").any() else "no readings"
+        return said(f"GPU clocks and persistence unavailable here: {why}", title)
+    df = clocks.assign(mhz=pd.to_numeric(clocks.value, errors="coerce"))
+    fig, ax = plt.subplots(figsize=(7.5, 3.5))
+    for field, g in df.groupby("field"):
+        ax.plot(g.when, g.mhz, marker="o", label=field.replace("_mhz", "").replace("_", " "))
+    ax.set_ylabel("MHz")
+    ax.set_title(title)
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig

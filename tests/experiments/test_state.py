@@ -1,0 +1,149 @@
+"""Notebook 14's states on the host platform: state.c built and timed, rounds as the unit of
+repeat, every registration and allocation undone, the thread really pinned, and the machine
+state recorded (with what is unavailable said)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pinpath import machine_state as ms
+from pinpath import nativelib, osinfo, statelib
+from pinpath.experiments import state
+from pinpath.schema import GPU_STATE, STATE_EFFECTS, STATE_SUMMARY, check_frame
+
+
+@pytest.fixture(scope="module")
+def lib():
+    why = statelib.why_not("host")
+    if why:
+        pytest.skip(why)
+    return statelib.load("host")
+
+
+def test_the_library_is_built_once_and_says_what_it_lacks(lib):
+    assert statelib.load("host") is lib and nativelib.build("host", source="state.c") == lib.path
+    assert lib.path.name.startswith("state-host-") and not lib.has_query and lib.has_pinned and lib.has_copy
+    with lib.buffer(8192, thp=False) as p:
+        with pytest.raises(nativelib.NativeUnavailable, match="no pointer query"):
+            lib.reg_age(p, 8192, "query", 2)
+        r = lib.reg_age(p, 8192, "reregister", 3)
+        assert r.register_ns > 0 and r.first_rc == 0 and len(r.held_ns) == len(r.fresh_ns) == 3
+        assert (r.held_rc == 0).all() and (r.fresh_ns > 0).all()
+
+
+def test_registration_age_rounds_and_rows(lib):
+    base = osinfo.vmlck_nbytes()
+    df = check_frame(state.registration_age(lib, sizes_nbytes=[4096, 65536], calls=3, repeats=5, warmup=0),
+                     STATE_EFFECTS)
+    assert osinfo.vmlck_nbytes() == base                      # every registration undone
+    assert set(df.op) == {"register", "reregister"} and df.attrs["skipped"]
+    assert sorted(set(df.repeat)) == [0, 1, 2, 3, 4] and set(df.state) == {"first", "fresh", "held"}
+    per = df.groupby(["state", "op", "nbytes", "repeat"]).size()
+    assert per.xs("held").eq(3).all() and per.xs("first").eq(1).all()
+    assert set(df.backing) <= {"4k", "unknown"} and (df.thread_cpu >= 0).all() and (df.gpu_node == -1).all()
+    s = check_frame(state.repeat_summary(df), STATE_SUMMARY)
+    assert (s.repeats == 5).all() and (s.lo_ns <= s.median_ns).all() and (s.median_ns <= s.hi_ns).all()
+    assert s[s.state == "first"].within_spread.isna().all() and s[s.state == "held"].within_spread.notna().all()
+
+
+def test_allocator_states_are_set_up_and_undone(lib):
+    base = osinfo.vmlck_nbytes()
+    df = check_frame(state.allocator_state(lib, sizes_nbytes=[4096], live_counts=[8], calls=4, repeats=5, warmup=0),
+                     STATE_EFFECTS)
+    assert osinfo.vmlck_nbytes() == base
+    assert set(df.state) == {"empty", "8 live pinned", "8 live registered", "after 8 frees"}
+    assert set(df.op) == {"alloc", "free"} and (df.rc == 0).all() and (df.ns > 0).all()
+    held = df[df.state == "8 live pinned"]
+    assert (held.live_pinned == 8).all() and (held.live_registered == 0).all()
+
+
+def test_page_backing_records_what_linux_gave(lib):
+    df = check_frame(state.page_backing(lib, sizes_nbytes=[4 << 20], calls=2, repeats=5, warmup=0), STATE_EFFECTS)
+    assert set(df.op) == {"copy_pageable", "lock", "copy_locked", "unlock"} and (df.rc == 0).all()
+    assert set(df[df.backing_asked == "4k"].state) == {"4k"}
+    if osinfo.thp_mode() in ("always", "madvise"):
+        assert "thp" in set(df[df.backing_asked == "thp"].state)
+    assert (df.state == df.backing).all()
+
+
+def test_the_timing_thread_is_pinned_where_it_says(lib):
+    cpus = sorted(os.sched_getaffinity(0))
+    df = check_frame(state.thread_placement(lib, sizes_nbytes=[4096], calls=4, repeats=5, warmup=0), STATE_EFFECTS)
+    assert sorted(set(df.cpu)) == sorted({cpus[0], cpus[-1]}) and (df.thread_cpu == df.cpu).all()
+    assert (df.relation == "GPU node unknown").all() and set(df.op) >= {"null", "reregister_held", "lock"}
+    assert sorted(os.sched_getaffinity(0)) == cpus                  # the affinity is put back
+
+
+def test_the_interval_is_over_rounds_not_calls():
+    rows = [{"section": "s", "state": "a", "op": "x", "nbytes": 1, "repeat": r, "call": k, "ns": 1000 * (r + 1) + k,
+             "rc": 0} for r in range(5) for k in range(50)]
+    s = state.repeat_summary(pd.DataFrame(rows)).iloc[0]
+    assert s.repeats == 5 and s.calls == 250 and s.median_ns == 3024.5
+    assert s.hi_ns - s.lo_ns >= 1000 and s.between_spread == pytest.approx(4000 / 3024.5)
+    assert s.within_spread < 0.03
+
+
+def _fake_smi(tmp_path, monkeypatch, body: str):
+    exe = tmp_path / "nvidia-smi"
+    exe.write_text("#!/bin/sh\n" + body)
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    ms.gpu_node.cache_clear()
+
+
+def test_snapshot_says_what_is_unavailable(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    ms.gpu_node.cache_clear()
+    snap = ms.snapshot()
+    assert set(snap) == set(ms.FIELDS) and snap["gpu_node"] == -1 and snap["sm_clock_mhz"] == ""
+    assert "no nvidia-smi on PATH" in snap["unavailable"] and snap["thread_cpu"] in os.sched_getaffinity(0)
+    _fake_smi(tmp_path, monkeypatch, 'case "$1" in --query-gpu=pci.bus_id) echo "00000000:FF:1F.7";;\n'
+                                     '*) echo "1980, 2619, 1980, 2619, Enabled, P0, [N/A], 31, 75.2";; esac\n')
+    snap = ms.snapshot()
+    assert snap["sm_clock_mhz"] == "1980" and snap["persistence_mode"] == "Enabled" and snap["pstate"] == "P0"
+    assert snap["clock_event_reasons"] == "" and "clocks_event_reasons.active: [N/A]" in snap["unavailable"]
+    assert snap["gpu_node"] == -1 and "0000:ff:1f.7/numa_node gives no node and nvidia-smi topo" in snap["unavailable"]
+    _fake_smi(tmp_path, monkeypatch, 'case "$1" in --query-gpu=pci.bus_id) echo "00000000:FF:1F.7";;\n'
+                                     'topo) echo "NUMA IDs of closest CPU: 1";; *) exit 2;; esac\n')
+    assert ms.gpu_node() == (1, "nvidia-smi topo -C")
+    gpu = check_frame(state.gpu_readings([("start", snap)], "cuda"), GPU_STATE)
+    assert gpu.set_index("field").available["sm_clock_mhz"] and not gpu.set_index("field").available["gpu_node"]
+    ms.gpu_node.cache_clear()
+
+
+def test_a_section_that_cannot_run_says_why_and_the_conclusion_comes_from_data(lib):
+    why = state.section(state.registration_age, None, "cuda: no compiler here")
+    assert list(why.columns) == ["not_available"] and why.not_available.iloc[0] == "cuda: no compiler here"
+    age = state.registration_age(lib, sizes_nbytes=[4096], calls=2, repeats=5, warmup=0)
+    text = state.conclusion(age, why, why, why)
+    assert text.startswith("**What this notebook found**") and "reregister at 4 KiB: first / held" in text
+    assert text.count("not measured here: cuda: no compiler here") == 1
+    assert np.isfinite(float(text.split("first / held ")[1].split("x")[0]))
+
+
+@pytest.mark.parametrize("platform,query,pinned,copy", [("cuda", True, True, True), ("hsa", True, True, False)])
+def test_the_gpu_builds_compile_and_export_every_symbol(platform, query, pinned, copy):
+    """state.c against the real headers and library where they are here (no GPU needed)."""
+    reason = statelib.why_not(platform)
+    if reason:
+        pytest.skip(reason)
+    lib = statelib.load(platform)
+    assert (lib.has_query, lib.has_pinned, lib.has_copy) == (query, pinned, copy)
+    assert all(hasattr(lib._lib, name) for name in statelib._SIGNATURES)
+    if not copy:     # no device allocation in the table: no copy destination, decided in C
+        assert lib._lib.ps_dev_alloc(4096) is None
+
+
+def test_each_repeat_can_be_a_fresh_process(lib):
+    """unit="process": every repeat a new process (its own runtime start and shuffle), numbered."""
+    df = check_frame(state.section(state.registration_age, lib, unit="process", sizes_nbytes=[4096], calls=2,
+                                   repeats=2, warmup=0), STATE_EFFECTS)
+    assert sorted(set(df.repeat)) == [0, 1] and set(df.state) == {"first", "fresh", "held"}
+    assert df.groupby("repeat").size().tolist() == [6, 6]   # register, first, 2 held, 2 fresh per process
+    with pytest.raises(Exception, match="unit of repeat is one of process, round"):
+        state.section(state.registration_age, lib, unit="thread", sizes_nbytes=[4096])

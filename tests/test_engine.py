@@ -1,0 +1,154 @@
+"""The native transfer engine: every policy moves the bytes, paths come from the runtime's
+answers, the call log holds each op's calls, bad plans are refused in one sentence, threads run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pinpath import engine
+from pinpath.errors import BadParameter, UnknownName
+from pinpath.experiments.sweep import DeviceBuffers
+from pinpath.memkinds import host_buffer
+from pinpath.vocab import MemoryKind
+
+POLICIES = ["stage_per_copy", "lock_always", "query_then_lock", "nextgen", "nextgen_lock_mapped", "stage_pooled",
+            "prepinned", "driver_pageable"]
+
+
+@pytest.fixture
+def eng(any_rt):
+    reason = engine.why_not(any_rt.name) if any_rt.name in ("cuda", "hsa", "host") else "no engine build"
+    if reason:
+        pytest.skip(reason)
+    return engine.load(any_rt.name)
+
+
+def _moved(rt, eng, policy, nbytes, *, pinned_first=False):
+    """H2D then D2H of one buffer in one plan; returns (executed, host bytes, device bytes after H2D)."""
+    with host_buffer(MemoryKind.HEAP, nbytes, rt=rt, seed=3) as buf, DeviceBuffers(rt) as dev:
+        dptr = dev.get(nbytes)
+        want_dev = buf.array.copy()
+        p = engine.Plan()
+        b = p.buffer(buf.ptr, dptr, nbytes)
+        if pinned_first:
+            p.app_lock(b)
+        p.map(b)
+        p.transfer(b, "h2d")
+        done1 = eng.run(policy, p)
+        got_dev = rt.read_device(dptr, nbytes)
+        p2 = engine.Plan()
+        b2 = p2.buffer(buf.ptr, dptr, nbytes)
+        buf.array[:] = 0xA5
+        p2.transfer(b2, "d2h")
+        p2.unmap(b2)
+        if pinned_first:
+            p2.app_unlock(b2)
+        done2 = eng.run(policy, p2)
+        return done1, done2, want_dev, got_dev, buf.array.copy()
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("nbytes", [4096, 3 << 20])
+def test_every_policy_moves_the_bytes(any_rt, eng, policy, nbytes):
+    done1, done2, want, got_dev, back = _moved(any_rt, eng, policy, nbytes)
+    assert np.array_equal(got_dev, want), (policy, done1.path(1))
+    assert np.array_equal(back, want), (policy, done2.path(0))
+    assert done1.path(1) not in ("copy_failed", "failed") and done2.path(0) not in ("copy_failed", "failed")
+
+
+def test_paths_follow_the_runtime_answers(any_rt, eng):
+    """nextgen below its threshold stages through the exact pool, at it locks; with the application's
+    own pin, lock_always meets memory locked already: CUDA answers 712 (a path of its own, already_locked,
+    with the refusal in `error`), HSA and mlock grant the re-lock (locked)."""
+    small = _moved(any_rt, eng, "nextgen", 4096)[0]
+    big = _moved(any_rt, eng, "nextgen", 1 << 20)[0]
+    assert small.path(1) == "staged_pooled_miss" and big.path(1) == "locked"
+    pinned = _moved(any_rt, eng, "lock_always", 4096, pinned_first=True)[0]
+    rows = pinned.transfers()
+    t = rows[rows.event == "transfer"].iloc[0]
+    if any_rt.name == "cuda":
+        assert t.path == "already_locked" and "712" in t.error and t.unlock_ns == 0
+    else:
+        assert t.path == "locked" and t.error == "" and t.lock_ns > 0 and t.unlock_ns > 0
+
+
+def test_the_call_log_holds_each_ops_calls(any_rt, eng):
+    done = _moved(any_rt, eng, "stage_per_copy", 8192)[0]
+    rows, calls = done.transfers(), done.calls(any_rt.call_categories)
+    t = rows[rows.event == "transfer"].iloc[0]
+    mine = calls[calls.transfer_id == t.op_index]
+    assert len(mine) == t.n_calls >= 4 and list(mine.call) == [c.split("=")[0] for c in t.calls.split()]
+    assert set(mine.category) >= {"alloc", "copy", "wait", "free"}
+    assert (mine.start_ns >= t.start_ns).all() and (mine.end_ns <= t.end_ns).all()
+    phases = t[[c for c in rows.columns if c.endswith("_ns") and c not in ("start_ns", "end_ns", "total_ns",
+                                                                           "dma_event_ns")]]
+    assert int(phases.sum()) <= t.total_ns and t.alloc_ns > 0 and t.free_ns > 0
+
+
+def test_bad_plans_are_refused(host_rt):
+    eng = engine.load("host")
+    p = engine.Plan()
+    with pytest.raises(BadParameter, match="names buffer 0"):
+        p.map(0)
+    a = np.ones(4096, np.uint8)
+    b = p.buffer(a.ctypes.data, a.ctypes.data, 4096)
+    p.transfer(b, "h2d", nbytes=8192)            # runs past the buffer
+    with pytest.raises(engine.EngineFailed, match="refused the plan"):
+        eng.run("lock_always", p)
+    with pytest.raises(UnknownName, match="lock_sometimes"):
+        eng.run("lock_sometimes", engine.Plan())
+
+
+def test_a_small_call_log_is_an_error_not_a_cut(host_rt):
+    eng = engine.load("host")
+    a, d = np.ones(4096, np.uint8), np.zeros(4096, np.uint8)
+    p = engine.Plan()
+    b = p.buffer(a.ctypes.data, d.ctypes.data, 4096)
+    for _ in range(4):
+        p.transfer(b, "h2d")
+    with pytest.raises(engine.EngineFailed, match="overflowed"):
+        eng.run("stage_per_copy", p, calls_per_op=1)
+
+
+def test_threads_share_the_map_and_balance_their_locks(any_rt, eng):
+    """Four threads map one buffer each under nextgen_lock_mapped and transfer from it: every
+    transfer hits the map, and every lock the policy made is undone by the last unmap. The buffers
+    are 256 KiB, above glibc's mmap threshold, so no two share a page (on mlock a neighbour's lock
+    makes a shared page's mapping read as locked: C11's situation, tested elsewhere)."""
+    n, nbytes = 4, 256 << 10
+    with DeviceBuffers(any_rt) as dev:
+        bufs = [host_buffer(MemoryKind.HEAP, nbytes, rt=any_rt, seed=i) for i in range(n)]
+        try:
+            hb = [cm.__enter__() for cm in bufs]
+            p = engine.Plan()
+            ids = [p.buffer(h.ptr, dev.get(nbytes, seed=i), nbytes) for i, h in enumerate(hb)]
+            for t, b in enumerate(ids):
+                p.map(b, thread=t)
+                for _ in range(20):
+                    p.transfer(b, "h2d", thread=t)
+                p.unmap(b, thread=t)
+            rows = eng.run("nextgen_lock_mapped", p).transfers()
+            assert p.nthreads == n and set(rows.thread_id) == set(range(n))
+            assert set(rows[rows.event == "transfer"].path) == {"map_hit"}
+            calls = " ".join(rows.calls)
+            lock, unlock = engine.load(any_rt.name).calls[:2]
+            assert calls.count(f"{lock}=0") == calls.count(f"{unlock}=0") >= 1
+            for h, b in zip(hb, ids):
+                assert np.array_equal(any_rt.read_device(p.buffers[b][1], nbytes), h.array)
+        finally:
+            for cm in bufs:
+                cm.__exit__(None, None, None)
+
+
+def test_the_pinned_allocator_adopts_runtime_memory(any_rt, eng):
+    with host_buffer(MemoryKind.PINNED, 8192, rt=any_rt, seed=5) as buf, DeviceBuffers(any_rt) as dev:
+        p = engine.Plan()
+        b = p.buffer(buf.ptr, dev.get(8192), 8192, "pinned")
+        p.adopt(b)
+        p.map(b)
+        p.transfer(b, "h2d")
+        p.unmap(b)
+        done = eng.run("pinned_allocator", p)
+        assert [done.path(i) for i in range(4)] == ["adopted", "refcounted", "external_pinned", "released"]
+        assert done.transfers().n_calls.iloc[2] == 2   # one copy, one wait: no lock, no query

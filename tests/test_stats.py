@@ -1,0 +1,59 @@
+"""Intervals over repeats: the figure is the median of the repeat medians, the interval is
+resampled over repeats, and the spreads inside and between repeats are IQR / median."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pinpath.stats import MIN_REPEATS, diff_ci, median_ci, ratio_ci, relative_iqr, share_ci
+
+
+def test_without_repeats_the_calls_are_the_unit():
+    e = median_ci([1, 2, 3, 4, 100])
+    assert e.value == 3 and e.n == 5 and e.n_repeats == 1
+    assert e.within_spread == pytest.approx((4 - 2) / 3) and math.isnan(e.between_spread)
+
+
+def test_with_repeats_the_figure_and_interval_come_from_the_repeat_medians():
+    # repeat 0..2: ten calls at 10; repeat 3..4: four at 10 and six at 30 -> medians 10,10,10,30,30
+    x, r = [], []
+    for rep in range(5):
+        vals = [10] * 10 if rep < 3 else [10] * 4 + [30] * 6
+        x += vals
+        r += [rep] * 10
+    assert np.median(x) == 10
+    e = median_ci(x, r)
+    assert e.value == 10 and e.n == 50 and e.n_repeats == 5
+    assert e.low == 10 and e.high == 30          # five repeat medians resampled, not fifty calls
+    assert e.within_spread == 0.0                 # median of (0, 0, 0, 20/30, 20/30)
+    assert e.between_spread == pytest.approx((30 - 10) / 10)
+
+
+def test_a_repeat_of_one_call_has_no_within_spread():
+    e = median_ci([1.0, 2.0, 3.0, 4.0, 5.0], [0, 1, 2, 3, 4])
+    assert math.isnan(e.within_spread) and e.n_repeats == 5
+
+
+def test_ratio_and_difference_over_repeats():
+    num, num_r = [100, 100, 200, 200, 200, 300], [0, 0, 1, 1, 2, 2]
+    den, den_r = [10, 10, 10, 10, 20, 20], [0, 0, 1, 1, 2, 2]
+    e = ratio_ci(num, den, num_r, den_r)
+    assert e.value == pytest.approx(200 / 10) and e.n_repeats == 3
+    d = diff_ci(num, den, num_r, den_r)
+    assert d.value == pytest.approx(190) and d.low <= d.value <= d.high
+    assert e.between_spread == pytest.approx(max(relative_iqr([100, 200, 250]), relative_iqr([10, 10, 20])))
+
+
+def test_ratio_ci_against_zero_is_not_a_number():
+    assert math.isnan(ratio_ci([1, 2], [0, 0]).value)
+
+
+def test_share_over_repeats_pairs_part_and_whole():
+    part, whole, rep = [1, 1, 3, 3], [10, 10, 10, 10], [0, 0, 1, 1]
+    e = share_ci(part, whole, rep)
+    assert e.value == pytest.approx(0.2) and e.n_repeats == 2 and e.low == pytest.approx(0.1)
+
+
+def test_min_repeats_is_five():
+    assert MIN_REPEATS == 5

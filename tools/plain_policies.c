@@ -1,0 +1,244 @@
+/* plain_policies: the yardstick for pinpath's native engine. The same transfer policies, written
+ * by hand as an application or runtime developer would write them in plain C, with no plan, no
+ * call log and no phase timing: clock, the policy's calls, clock.
+ *
+ * Build: as nativelib builds tools (-DPINPATH_CUDA with cuda_runtime_api.h and libcudart, or
+ * -DPINPATH_HOST with libc only: mlock/munlock and a worker thread that does the "device" copy).
+ * Usage: plain_policies OUT REPEATS ROUNDS SPEC...    SPEC = policy:direction:nbytes, OUT a file or -
+ * Output, one line per timed transfer: policy,direction,nbytes,repeat,round,ns
+ * Each repeat visits the policies in a shuffled order; for each, it allocates that policy's
+ * buffers anew (malloc'd, touched with a non-zero pattern), warms each of its specs up once,
+ * times ROUNDS transfers of each, its specs interleaved in a shuffled order, and frees them
+ * (the engine runs one plan per policy the same way). Built as an executable it is a process of
+ * its own; built as a shared object, plain_main runs it inside the caller's process (the same
+ * CUDA runtime and allocator state as the engine beside it).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+static int64_t now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+#if defined(PINPATH_CUDA)
+#include <cuda_runtime_api.h>
+static cudaStream_t stream;
+static void setup(void) {
+    cudaSetDevice(0);
+    cudaFree(0);
+    if (!stream) cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+}
+static void *dev_alloc(size_t n) { void *p = NULL; cudaMalloc(&p, n); cudaMemset(p, 0x5a, n); return p; }
+static void dev_free(void *p) { cudaFree(p); }
+static void pin(void *p, size_t n) { cudaHostRegister(p, n, cudaHostRegisterDefault); }
+static void unpin(void *p) { cudaHostUnregister(p); }
+static int pinned(void *p) {
+    struct cudaPointerAttributes a;
+    return cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeHost;
+}
+static void *pinned_alloc(size_t n) { void *p = NULL; cudaMallocHost(&p, n); return p; }
+static void pinned_free(void *p) { cudaFreeHost(p); }
+static void copy(void *dst, const void *src, size_t n, int h2d) {
+    cudaMemcpyAsync(dst, src, n, h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, stream);
+}
+static void sync_all(void) { cudaStreamSynchronize(stream); }
+#elif defined(PINPATH_HOST)
+/* the host platform: "device" memory is a second mapping, copied by one worker thread */
+static pthread_t worker;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static void *w_dst; static const void *w_src; static size_t w_n; static int w_busy;
+static void *work(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        while (!w_busy) pthread_cond_wait(&cv, &mu);
+        pthread_mutex_unlock(&mu);
+        memcpy(w_dst, w_src, w_n);
+        pthread_mutex_lock(&mu);
+        w_busy = 0;
+        pthread_cond_broadcast(&cv);
+    }
+    return NULL;
+}
+static int started;
+static void setup(void) { if (!started++) pthread_create(&worker, NULL, work, NULL); }
+static void *dev_alloc(size_t n) { void *p = malloc(n); memset(p, 0x5a, n); return p; }
+static void dev_free(void *p) { free(p); }
+static void pin(void *p, size_t n) { mlock(p, n); }
+/* Linux's only lock query: the VmFlags ("lo") of the mapping that holds p in /proc/self/smaps */
+static int pinned(void *p) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    int inside = 0, locked = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = lo <= (unsigned long)p && (unsigned long)p < hi;
+        else if (inside && !strncmp(line, "VmFlags:", 8)) { locked = strstr(line, " lo") != NULL; break; }
+    }
+    if (f) fclose(f);
+    return locked;
+}
+static void *pinned_alloc(size_t n) {
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    mlock(p, n);
+    return p;
+}
+static size_t pinned_n;   /* host munmap needs the size: the last allocation's */
+static void pinned_free(void *p) { munlock(p, pinned_n); munmap(p, pinned_n); }
+static void copy(void *dst, const void *src, size_t n, int h2d) {
+    (void)h2d;
+    pthread_mutex_lock(&mu);
+    while (w_busy) pthread_cond_wait(&cv, &mu);
+    w_dst = dst; w_src = src; w_n = n; w_busy = 1;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+static void sync_all(void) {
+    pthread_mutex_lock(&mu);
+    while (w_busy) pthread_cond_wait(&cv, &mu);
+    pthread_mutex_unlock(&mu);
+}
+#else
+#error "build with -DPINPATH_CUDA or -DPINPATH_HOST"
+#endif
+
+#if defined(PINPATH_HOST)
+static void unpin_n(void *p, size_t n) { munlock(p, n); }
+#else
+static void unpin_n(void *p, size_t n) { (void)n; unpin(p); }
+#endif
+
+typedef struct { char policy[32]; int h2d; size_t n; char *host; void *dev; void *pool; int registered; } spec_t;
+
+/* one transfer of spec s under its policy, waited for; returns its time */
+static int64_t one(spec_t *s) {
+    char *h = s->host;
+    size_t n = s->n;
+    const char *p = s->policy;
+    int64_t t0 = now();
+    if (!strcmp(p, "driver_pageable") || !strcmp(p, "prepinned") || !strcmp(p, "nextgen_lock_mapped")) {
+        copy(s->h2d ? s->dev : h, s->h2d ? (void *)h : s->dev, n, s->h2d);
+        sync_all();
+    } else if (!strcmp(p, "lock_always") || !strcmp(p, "query_then_lock") ||
+               (!strcmp(p, "nextgen") && n >= (1u << 20))) {
+        if (!strcmp(p, "query_then_lock") && pinned(h)) {   /* not in these runs: the buffer is pageable */
+            copy(s->h2d ? s->dev : h, s->h2d ? (void *)h : s->dev, n, s->h2d);
+            sync_all();
+        } else {
+            pin(h, n);
+            copy(s->h2d ? s->dev : h, s->h2d ? (void *)h : s->dev, n, s->h2d);
+            sync_all();
+            unpin_n(h, n);
+        }
+    } else if (!strcmp(p, "stage_per_copy")) {
+#if defined(PINPATH_HOST)
+        pinned_n = n;
+#endif
+        char *b = pinned_alloc(n);
+        if (s->h2d) { memcpy(b, h, n); copy(s->dev, b, n, 1); sync_all(); }
+        else { copy(b, s->dev, n, 0); sync_all(); memcpy(h, b, n); }
+        pinned_free(b);
+    } else {   /* stage_pooled, nextgen below the threshold: a pooled buffer, kept */
+        char *b = s->pool;
+        if (s->h2d) { memcpy(b, h, n); copy(s->dev, b, n, 1); sync_all(); }
+        else { copy(b, s->dev, n, 0); sync_all(); memcpy(h, b, n); }
+    }
+    return now() - t0;
+}
+
+static size_t pool_class(const char *policy, size_t n) {
+    if (strcmp(policy, "stage_pooled")) return n;   /* nextgen's pool: exact sizes */
+    size_t c = 4096;
+    while (c < n) c <<= 1;
+    return c;
+}
+
+static void run_policy(spec_t *specs, int *idx, int k, int r, int rounds, FILE *out) {
+    for (int i = 0; i < k; ++i) {
+        spec_t *s = &specs[idx[i]];
+        s->host = malloc(s->n);
+        for (size_t b = 0; b < s->n; ++b) s->host[b] = (char)(1 + (b * 131 + (size_t)r) % 251);
+        s->dev = dev_alloc(s->n);
+        s->pool = NULL;
+        if (!strcmp(s->policy, "stage_pooled") || !strcmp(s->policy, "nextgen")) {
+#if defined(PINPATH_HOST)
+            pinned_n = pool_class(s->policy, s->n);
+#endif
+            s->pool = pinned_alloc(pool_class(s->policy, s->n));
+        }
+        if (!strcmp(s->policy, "prepinned") || !strcmp(s->policy, "nextgen_lock_mapped")) pin(s->host, s->n);
+        one(s);   /* warm-up */
+    }
+    for (int round = 0; round < rounds; ++round) {
+        for (int i = k - 1; i > 0; --i) { int j = rand() % (i + 1), t = idx[i]; idx[i] = idx[j]; idx[j] = t; }
+        for (int i = 0; i < k; ++i) {
+            spec_t *s = &specs[idx[i]];
+            int64_t t = one(s);
+            fprintf(out, "%s,%s,%zu,%d,%d,%lld\n", s->policy, s->h2d ? "h2d" : "d2h", s->n, r, round, (long long)t);
+        }
+    }
+    for (int i = 0; i < k; ++i) {
+        spec_t *s = &specs[idx[i]];
+        if (!strcmp(s->policy, "prepinned") || !strcmp(s->policy, "nextgen_lock_mapped")) unpin_n(s->host, s->n);
+        if (s->pool) {
+#if defined(PINPATH_HOST)
+            pinned_n = pool_class(s->policy, s->n);
+#endif
+            pinned_free(s->pool);
+        }
+        dev_free(s->dev);
+        free(s->host);
+    }
+}
+
+__attribute__((visibility("default"))) int plain_main(int argc, char **argv) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: plain_policies OUT REPEATS ROUNDS policy:direction:nbytes ...\n");
+        return 2;
+    }
+    int repeats = atoi(argv[2]), rounds = atoi(argv[3]), ns = argc - 4;
+    spec_t *specs = calloc((size_t)ns, sizeof *specs);
+    int *pol = calloc((size_t)ns, sizeof *pol), npol = 0;   /* the first spec of each policy */
+    for (int i = 0; i < ns; ++i) {
+        char dir[8];
+        unsigned long long n;
+        if (sscanf(argv[4 + i], "%31[a-z_]:%7[a-z2]:%llu", specs[i].policy, dir, &n) != 3 || n == 0) {
+            fprintf(stderr, "plain_policies: bad spec %s\n", argv[4 + i]);
+            return 2;
+        }
+        specs[i].h2d = !strcmp(dir, "h2d");
+        specs[i].n = (size_t)n;
+        int seen = 0;
+        for (int j = 0; j < npol; ++j) seen |= !strcmp(specs[pol[j]].policy, specs[i].policy);
+        if (!seen) pol[npol++] = i;
+    }
+    FILE *out = strcmp(argv[1], "-") ? fopen(argv[1], "w") : stdout;
+    if (!out) { perror(argv[1]); return 2; }
+    setup();
+    srand(20201019);
+    int *idx = malloc(sizeof(int) * (size_t)ns);
+    for (int r = 0; r < repeats; ++r) {
+        for (int i = npol - 1; i > 0; --i) { int j = rand() % (i + 1), t = pol[i]; pol[i] = pol[j]; pol[j] = t; }
+        for (int p = 0; p < npol; ++p) {
+            int k = 0;
+            for (int i = 0; i < ns; ++i)
+                if (!strcmp(specs[i].policy, specs[pol[p]].policy)) idx[k++] = i;
+            run_policy(specs, idx, k, r, rounds, out);
+        }
+    }
+    if (out != stdout) fclose(out); else fflush(stdout);
+    free(idx); free(pol); free(specs);
+    return 0;
+}
+
+int main(int argc, char **argv) { return plain_main(argc, argv); }

@@ -254,3 +254,11 @@ def test_legend_keeps_its_entries_when_titled():
     assert len(legends) == 1 and legends[0].get_title().get_text() == "call; backing"
     assert {"lock / pageable", "4k", "thp"} <= {t.get_text() for t in legends[0].get_texts()}
     _legend_outside(fig)
+
+
+def test_a_notice_figure_needs_only_its_words():
+    fig, ax = plt.subplots()
+    ax.axis("off")
+    assert figures.problems(fig) == ["no words"]
+    ax.text(0, 0.5, "not applicable here: no GPU")
+    assert figures.problems(fig) == []

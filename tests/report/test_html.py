@@ -340,7 +340,7 @@ def test_claims_with_reading_show_the_reason_and_count_meant_and_analogues_apart
     run_dir, man = make_run(tmp_path)
     df = claims_frame()
     df["why"] = [f"CUDA refuses a re-register in 0.8 us, row {i}" for i in range(15)]
-    df["interval"] = "every test holds with its whole interval on the claim's side"
+    df["rule_detail"] = "every test holds with its whole interval on the claim's side"
     df["reading"] = ["analogue" if i % 3 == 0 else "as meant" for i in range(15)]
     df["subject"] = "HSA/ROCT"
     page = H.render_index(run_dir, man, claims=df).read_text()

@@ -65,6 +65,8 @@ def problems(fig) -> list[str]:
     """What ``words(fig)`` lacks: a title, an axis label on any axes that draws data (panels
     side by side may share the first one's y label), a legend title, a raw column name."""
     w = words(fig)
+    if not w["axes"]:          # a notice (why nothing could be drawn): its words are the figure
+        return [] if any(t.get_text().strip() for ax in fig.axes for t in ax.texts) or fig.texts else ["no words"]
     out = [] if w["title"] else ["no title"]
     for i, a in enumerate(w["axes"]):
         if not a["xlabel"]:

@@ -141,7 +141,7 @@ def _text(x) -> str:
 
 
 #: where a claims.csv with readings keeps the sentence on the intervals that decided (shown under the reason)
-_INTERVAL_COLUMNS = ("interval", "decided", "decision")
+_INTERVAL_COLUMNS = ("rule_detail", "interval", "decided")
 
 
 def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None) -> list[dict]:
@@ -154,6 +154,7 @@ def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None) -> l
         new = _text(g("reading")) != ""        # claims.csv with a reading: "why" is the data's own reason
         rows.append({
             "reading": READINGS.get(_text(g("reading")), _text(g("reading"))), "subject": _text(g("subject")),
+            "analogue": _text(g("analogue")),
             "interval": next((_text(g(k)) for k in _INTERVAL_COLUMNS if _text(g(k))), "") if new else "",
             "id": _text(g("id")), "who": _text(g("who")), "short": _text(g("short")),
             "claim": _text(g("claim")), "thread": _text(g("thread")), "metric": _text(g("metric")),

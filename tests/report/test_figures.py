@@ -228,10 +228,10 @@ def test_every_figure_of_the_smoke_run_has_a_title_and_axis_words(smoke_run):
         stem = p.name.removesuffix(".figures.json")
         seen.update({f"{stem}-{name}": w for name, w in json.loads(p.read_text()).items()})
     assert sorted(seen) == saved
-    bad = {name: w["problems"] for name, w in seen.items() if w["problems"] or not w["title"]}
+    bad = {name: w["problems"] for name, w in seen.items() if w["problems"] or (w["axes"] and not w["title"])}
     assert not bad, bad
+    assert any(w["axes"] for w in seen.values())         # not every figure a notice
     for name, w in seen.items():
-        assert w["axes"], name
         for ax in w["axes"]:
             assert ax["xlabel"], name
 

@@ -138,7 +138,7 @@ def test_summary_counts_readings_and_says_why_when_claims_csv_has_them(run):
     df["subject"] = "CUDA runtime/driver"
     df.to_csv(run_dir / "report" / "claims.csv", index=False)
     text = S.summary_markdown(run_dir, [])
-    assert "as meant: " in text and "by an analogue: " in text
+    assert "as meant, " in text and "by an analogue, " in text
     assert "CUDA refuses the re-register in 0.8 us, claim 3" in text and "(analogue)" in text
     tables = _tables(_md().parse(text))
     assert len(tables) == 1 and {len(r) for r in tables[0]} == {6}

@@ -118,6 +118,12 @@ def verdict_groups(verdicts, readings=None) -> list[tuple[str, dict]]:
 
 
 def verdict_sentence(verdicts, readings=None) -> str:
-    """``'as meant: 7 hold, 1 does not hold; by an analogue: 3 hold'`` (or, without readings,
-    ``'10 hold, 2 do not hold'``)."""
-    return "; ".join((f"{label}: " if label else "") + count_verdicts(c) for label, c in verdict_groups(verdicts, readings))
+    """``'as meant, 7 hold, 1 does not hold; by an analogue, 3 hold; not applicable here, 2'`` (or,
+    without readings, ``'10 hold, 2 do not hold'``)."""
+    parts = []
+    for label, c in verdict_groups(verdicts, readings):
+        if label == READINGS["not applicable"] and set(k for k, n in c.items() if n) <= {"not applicable"}:
+            parts.append(f"{label}, {sum(c.values())}")       # "15 are not applicable" says it twice
+        else:
+            parts.append((f"{label}, " if label else "") + count_verdicts(c))
+    return "; ".join(parts)

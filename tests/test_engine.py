@@ -152,3 +152,21 @@ def test_the_pinned_allocator_adopts_runtime_memory(any_rt, eng):
         done = eng.run("pinned_allocator", p)
         assert [done.path(i) for i in range(4)] == ["adopted", "refcounted", "external_pinned", "released"]
         assert done.transfers().n_calls.iloc[2] == 2   # one copy, one wait: no lock, no query
+
+
+def test_the_engine_and_the_python_policies_take_the_same_paths(host_rt):
+    """The Python policies stay as the readable reference: on the same sweep and replica, every
+    policy takes the same paths through both (counts of each path per policy, size and direction)."""
+    from pinpath import experiments as ex
+    sizes = [4096, 1 << 20]
+    key = ["policy", "nbytes", "direction", "path"]
+    pols = [p for p in POLICIES if p != "stage_per_copy"] + ["stage_per_copy"]
+    native = ex.policy_sweep(host_rt, policies=pols, sizes_nbytes=sizes, repeats=2, engine="native")
+    python = ex.policy_sweep(host_rt, policies=pols, sizes_nbytes=sizes, repeats=2, warmup=1, engine="python")
+    seen = [set(map(tuple, df[df.event == "transfer"][key].drop_duplicates().to_numpy())) for df in (native, python)]
+    assert seen[0] == seen[1]
+    rep = [ex.replica(host_rt, policies=["nextgen", "nextgen_lock_mapped", "prepinned", "lock_always"], nw_values=[2, 69],
+                      steps=1, invocations_per_step=3, user_pinned=[False, True], engine=e)[0] for e in ("native", "python")]
+    cols = ["policy", "user_pinned", "nw", "event", "array", "path"]
+    paths = [df[df.event.isin(["map", "transfer", "unmap"])].groupby(cols).size() for df in rep]
+    assert paths[0].to_dict() == paths[1].to_dict()

@@ -8,6 +8,7 @@
 #   tools/h200-run.sh probe            tools/offload-probe.sh (the real libomptarget region)
 #   tools/h200-run.sh notebooks PRESET a,b   some notebooks -> $OUT/notebooks.tar
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
+#   tools/h200-run.sh advise           the region and the stencil traced and timed, pinpath advise -> $OUT/advise.tar
 # Steps may follow one another: tools/h200-run.sh test reference h200
 # Needs: wheelhouse/ (make wheelhouse PYVER=3.12 SKIP="what the node has") and, for notebook 13,
 # build/offload/ (make offload-bundle), both carried to the node.
@@ -16,6 +17,7 @@ cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/build/h200-out}
 mkdir -p "$OUT"
+py() { PYTHONPATH=$PWD/.site:$PWD/lib python3 "$@"; }   # pinpath and the wheels with the node's Python
 make setup ENV=system PYTHON=python3 >"$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 2; }
 nvidia-smi --query-gpu=name,driver_version,pci.bus_id,clocks.sm,clocks.mem,persistence_mode --format=csv
 status=0
@@ -44,7 +46,7 @@ while [ $# -gt 0 ]; do
     pytest)      # pytest FILES: some test files -> $OUT/pytest.log
       files=$1; shift
       # shellcheck disable=SC2086
-      PYTHONPATH=$PWD/.site:$PWD/lib timeout 300 python3 -m pytest -q -p no:cacheprovider $files >"$OUT/pytest.log" 2>&1 \
+      timeout 300 env PYTHONPATH=$PWD/.site:$PWD/lib python3 -m pytest -q -p no:cacheprovider $files >"$OUT/pytest.log" 2>&1 \
         || status=1
       tail -25 "$OUT/pytest.log"
       ;;
@@ -54,6 +56,25 @@ while [ $# -gt 0 ]; do
       ;;
     probe)
       tools/offload-probe.sh 2>&1 | tail -30 || status=1
+      ;;
+    advise)      # both offload applications traced (plain) and timed (every variant), then pinpath advise
+      STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
+      export LD_LIBRARY_PATH=$PWD/build/offload-runtime/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} OMP_TARGET_OFFLOAD=MANDATORY
+      d=build/advise-run; rm -rf $d; mkdir -p $d
+      for app in region stencil; do
+        bin=$(ls build/offload/$app-sm_* | head -1)
+        args=(--nw 16 --steps 5); [ $app = stencil ] && args=(--nx 4096 --ny 512 --steps 200 --checkpoint 50)
+        LIBOMPTARGET_INFO=32 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
+        for v in plain app_pinned lock_mapped; do
+          mode=$v envs=(); [ $v = lock_mapped ] && mode=plain envs=(LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1)
+          env "${envs[@]}" "$bin" --variant $mode "${args[@]}" >$d/$app-$v.out 2>$d/$app-$v.err || status=1
+          awk -F, -v v=$v '/^#/ {next} /^variant,/ {if (!h++) print; next} {$1 = v; print}' OFS=, $d/$app-$v.out
+        done >$d/$app-real.csv
+        py -m pinpath advise $d/$app.info --platform cuda --real $d/$app-real.csv --application $app \
+          --out $d/$app 2>&1 | tail -3 || status=1
+      done
+      awk 'FNR == 1 && NR > 1 {next} {print}' $d/*/prediction.csv | tee $d/prediction.csv
+      tar -C build -cf "$OUT/advise.tar" advise-run
       ;;
     *) echo "h200-run: unknown step $step" >&2; exit 2 ;;
   esac

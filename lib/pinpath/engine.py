@@ -18,7 +18,6 @@ from __future__ import annotations
 import ctypes
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -259,20 +258,10 @@ def load(platform: str, device: int = 0) -> Engine:
         if eng is None:
             tc = nativelib.toolchain(platform)
             path = nativelib.build(platform, tc, source="engine.c")
-            eng = _LOADED[(platform, device)] = Engine(path, platform, device, rc_name=_namer(platform, tc))
+            eng = _LOADED[(platform, device)] = Engine(path, platform, device, rc_name=nativelib.load(platform).rc_name)
         return eng
-
-
-def _namer(platform: str, tc) -> Any:
-    """The runtime's name for a code, as the C timing library names it."""
-    lib = nativelib.load(platform)
-    return lib.rc_name
 
 
 def why_not(platform: str) -> str:
     """"" if the engine builds and loads for ``platform`` here, else one sentence saying why not."""
-    try:
-        load(platform)
-    except NativeUnavailable as e:
-        return str(e)
-    return ""
+    return nativelib.reason_not(load, platform)

@@ -45,9 +45,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import BadParameter, PinpathError, RuntimeCallFailed
+from .hsa_status import status_name
 
 __all__ = ["compiler", "NativeUnavailable", "NativeLib", "Toolchain", "Timed", "RelockUnlock", "Staged", "C12Timed",
-           "PLATFORMS", "toolchain", "build", "build_program", "load", "why_not", "cache_dir"]
+           "PLATFORMS", "toolchain", "build", "build_program", "load", "why_not", "reason_not", "cache_dir"]
 
 PLATFORMS = ("cuda", "hsa", "host")
 ABI = 1                      #: must equal PP_ABI in ptime.c
@@ -405,10 +406,6 @@ class NativeLib:
             name = self._lib.pp_error_name(rc)
             return name.decode() if name else f"cudaError {rc}"
         if self.platform == "hsa":
-            try:
-                from .runtimes.hsa_ import status_name
-            except ImportError:
-                return f"hsa_status_t {rc:#x}"
             return status_name(rc)
         from .libc import errno_name
         return errno_name(rc)
@@ -557,11 +554,16 @@ def load(platform: str, device: int = 0) -> NativeLib:
         return lib
 
 
-def why_not(platform: str) -> str:
-    """"" if the library for ``platform`` builds and loads here, else one sentence saying why not
-    (a missing compiler, header or library). It does not start the runtime."""
+def reason_not(load_fn, platform: str) -> str:
+    """"" if ``load_fn(platform)`` builds and loads its library here, else its one sentence why not."""
     try:
-        load(platform)
+        load_fn(platform)
     except NativeUnavailable as e:
         return str(e)
     return ""
+
+
+def why_not(platform: str) -> str:
+    """"" if the library for ``platform`` builds and loads here, else one sentence saying why not
+    (a missing compiler, header or library). It does not start the runtime."""
+    return reason_not(load, platform)

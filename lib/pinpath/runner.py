@@ -27,7 +27,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from . import atomic
 from . import manifest as mf
@@ -41,6 +41,9 @@ from . import paths
 from .runtimes import open_runtime
 from .trace import measure_harness
 from .vocab import Platform, Relock, choose
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Plan", "plan", "init_run", "run_notebook", "finalize", "run", "resume", "compare",
            "available_notebooks", "Interrupted", "KERNEL_NAME"]

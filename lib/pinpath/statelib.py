@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import BadParameter
-from .nativelib import NativeUnavailable, build, load as load_ptime, toolchain
+from .nativelib import NativeUnavailable, build, load as load_ptime, reason_not, toolchain
 
 __all__ = ["ABI", "StateLib", "SetupRefused", "RegAge", "LockCopy", "Alloc", "load", "why_not"]
 
@@ -194,8 +194,4 @@ def load(platform: str, device: int = 0) -> StateLib:
 
 def why_not(platform: str) -> str:
     """"" if state.c builds and loads for ``platform``, else one sentence saying why not."""
-    try:
-        load(platform)
-    except NativeUnavailable as e:
-        return str(e)
-    return ""
+    return reason_not(load, platform)

@@ -24,7 +24,7 @@ from ..errors import BadParameter, NotAvailable
 from ..runtimes.base import has
 from ..schema import frame, THREADS
 from ..vocab import Capability, Direction, MemoryKind, Policy
-from .sweep import SEED, DeviceBuffers, checks, expect, grid, poison
+from .sweep import SEED, DeviceBuffers, checks, expect, grid, page_locked, poison
 
 __all__ = ["use_native", "native_why_not", "native_policy_sweep", "native_replica", "native_concurrency", "ROUNDS"]
 
@@ -187,11 +187,20 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
                     plan.sync(bp, invocation=inv, array="", **ctx)
                 for name, b in arrays:
                     plan.unmap(b, invocation=-1, array=name, **ctx)
-                if pinned:
-                    for name, b in arrays:
-                        plan.app_unlock(b, invocation=-1, array=name, **ctx)
                 done = eng.run(policy, plan, threshold_nbytes=threshold_nbytes, kernel_fn=kernel_fn)
-                rows = done.transfers()
+                rows, calls = done.transfers(), done.calls(rt.call_categories)
+                if pinned:   # the application's pins still held? (mlock keeps no count: a runtime's unlock undoes them)
+                    if not all(page_locked(rt, b.ptr) for b in (pos, out)):
+                        moved = rows.event == "transfer"
+                        rows.loc[moved, "hazard"] = "the application's pinned arrays were unlocked by the runtime " \
+                                                    "during this step"
+                    unpin = native_engine.Plan()
+                    for name, b in arrays:
+                        unpin.app_unlock(unpin.buffer(*plan.buffers[b][:3]), invocation=-1, array=name, **ctx)
+                    undone = eng.run(policy, unpin)
+                    more = undone.calls(rt.call_categories)
+                    more["transfer_id"] += len(rows)
+                    rows, calls = pd.concat([rows, undone.transfers()], ignore_index=True), pd.concat([calls, more])
                 if checks(verify, step):
                     want = replica_expected(pos.array.view(np.float64), nw, nsplines).view(np.uint8).ravel() \
                         if kernel else dev.content[out_d]
@@ -200,7 +209,6 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
                     ok_out = expect(bool(np.array_equal(out.array, want)), f"replica {policy} (native): D2H of the output")
                     moved = rows.event == "transfer"
                     rows.loc[moved, "verified"] = np.where(rows.loc[moved, "array"] == "pos", ok_pos, ok_out)
-                calls = done.calls(rt.call_categories)
                 calls["transfer_id"] += n_rows
                 rows.insert(0, "transfer_id", range(n_rows, n_rows + len(rows)))
                 n_rows += len(rows)

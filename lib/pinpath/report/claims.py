@@ -537,7 +537,7 @@ def _c10_lock(data):
         raise Missing("the replica made no lock calls with or without user pinning")
     refused = int((a.rc > 0).sum())
     with_ = (f"{len(a)} lock calls of the runtime with user pinning"
-             + (f" (all refused: the path a runtime that always tries pays)" if refused == len(a)
+             + (" (all refused: the path a runtime that always tries pays)" if refused == len(a)
                 else f" ({refused} refused)" if refused else "") + f" average {fmt_ns(a.duration_ns.mean())}")
     detail = f"{with_}; {len(b)} without average {fmt_ns(b.duration_ns.mean())}; thread: 51438 ns vs 84873 ns"
     return Result([("lock calls", ratio_ci(a.duration_ns, b.duration_ns, _rep(a), _rep(b)))], detail,

@@ -18,6 +18,7 @@ import re
 from types import SimpleNamespace
 
 from ..errors import RuntimeUnavailable
+from ..hsa_status import HSA_STATUS, NEWER_STATUS_NAMES, STATUS_NAMES, status_name  # noqa: F401  (re-exported)
 
 __all__ = ["LIBRARY", "HSA_CONSTANTS", "K", "NEWER_STATUS_NAMES", "STATUS_NAMES", "POINTER_TYPE_NAMES",
            "status_name", "Agent", "Signal", "MemoryPool", "PointerInfoStruct", "AsyncCopyTime", "STRUCTS",
@@ -30,48 +31,7 @@ LIBRARY = "libhsa-runtime64.so.1"
 #: every enum constant the bindings use, with its value in hsa.h / hsa_ext_amd.h
 #: (the test compiles those headers and compares each one)
 HSA_CONSTANTS: dict[str, int] = {
-    # hsa_status_t (hsa.h)
-    "HSA_STATUS_SUCCESS": 0x0,
-    "HSA_STATUS_INFO_BREAK": 0x1,
-    "HSA_STATUS_ERROR": 0x1000,
-    "HSA_STATUS_ERROR_INVALID_ARGUMENT": 0x1001,
-    "HSA_STATUS_ERROR_INVALID_QUEUE_CREATION": 0x1002,
-    "HSA_STATUS_ERROR_INVALID_ALLOCATION": 0x1003,
-    "HSA_STATUS_ERROR_INVALID_AGENT": 0x1004,
-    "HSA_STATUS_ERROR_INVALID_REGION": 0x1005,
-    "HSA_STATUS_ERROR_INVALID_SIGNAL": 0x1006,
-    "HSA_STATUS_ERROR_INVALID_QUEUE": 0x1007,
-    "HSA_STATUS_ERROR_OUT_OF_RESOURCES": 0x1008,
-    "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT": 0x1009,
-    "HSA_STATUS_ERROR_RESOURCE_FREE": 0x100A,
-    "HSA_STATUS_ERROR_NOT_INITIALIZED": 0x100B,
-    "HSA_STATUS_ERROR_REFCOUNT_OVERFLOW": 0x100C,
-    "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS": 0x100D,
-    "HSA_STATUS_ERROR_INVALID_INDEX": 0x100E,
-    "HSA_STATUS_ERROR_INVALID_ISA": 0x100F,
-    "HSA_STATUS_ERROR_INVALID_CODE_OBJECT": 0x1010,
-    "HSA_STATUS_ERROR_INVALID_EXECUTABLE": 0x1011,
-    "HSA_STATUS_ERROR_FROZEN_EXECUTABLE": 0x1012,
-    "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME": 0x1013,
-    "HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED": 0x1014,
-    "HSA_STATUS_ERROR_VARIABLE_UNDEFINED": 0x1015,
-    "HSA_STATUS_ERROR_EXCEPTION": 0x1016,
-    "HSA_STATUS_ERROR_INVALID_ISA_NAME": 0x1017,
-    "HSA_STATUS_ERROR_INVALID_CODE_SYMBOL": 0x1018,
-    "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL": 0x1019,
-    "HSA_STATUS_ERROR_INVALID_FILE": 0x1020,
-    "HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER": 0x1021,
-    "HSA_STATUS_ERROR_INVALID_CACHE": 0x1022,
-    "HSA_STATUS_ERROR_INVALID_WAVEFRONT": 0x1023,
-    "HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP": 0x1024,
-    "HSA_STATUS_ERROR_INVALID_RUNTIME_STATE": 0x1025,
-    "HSA_STATUS_ERROR_FATAL": 0x1026,
-    # AMD additions to hsa_status_t (hsa_ext_amd.h)
-    "HSA_STATUS_ERROR_INVALID_MEMORY_POOL": 40,
-    "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION": 41,
-    "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION": 42,
-    "HSA_STATUS_ERROR_MEMORY_FAULT": 43,
-    "HSA_STATUS_CU_MASK_REDUCED": 44,
+    **HSA_STATUS,
     # hsa_system_info_t
     "HSA_SYSTEM_INFO_VERSION_MAJOR": 0,
     "HSA_SYSTEM_INFO_VERSION_MINOR": 1,
@@ -108,25 +68,7 @@ HSA_CONSTANTS: dict[str, int] = {
 #: the same constants as attributes, for the code (one source of truth)
 K = SimpleNamespace(**HSA_CONSTANTS)
 
-#: statuses absent from the ROCm 5.2 headers, names only (pinpath never compares with them;
-#: a runtime that predates one never returns it): value -> (name, first ROCr release declaring it)
-NEWER_STATUS_NAMES: dict[int, tuple[str, tuple[int, int]]] = {
-    45: ("HSA_STATUS_ERROR_OUT_OF_REGISTERS", (6, 1)),
-    46: ("HSA_STATUS_ERROR_RESOURCE_BUSY", (6, 4)),
-    47: ("HSA_STATUS_ERROR_NOT_SUPPORTED", (7, 2)),
-}
-
-#: hsa_status_t value -> its name
-STATUS_NAMES: dict[int, str] = {
-    **{v: k for k, v in HSA_CONSTANTS.items() if k.startswith("HSA_STATUS_")},
-    **{v: name for v, (name, _) in NEWER_STATUS_NAMES.items()},
-}
 POINTER_TYPE_NAMES = {v: k for k, v in HSA_CONSTANTS.items() if k.startswith("HSA_EXT_POINTER_TYPE_")}
-
-
-def status_name(rc: int) -> str:
-    """``0x1008`` -> ``'HSA_STATUS_ERROR_OUT_OF_RESOURCES'``; unknown values keep their number."""
-    return STATUS_NAMES.get(rc, f"HSA_STATUS_UNKNOWN_{rc:#x}")
 
 
 # -- structs (field names are the C member names, so the layout test can look them up) ------

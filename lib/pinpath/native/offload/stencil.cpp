@@ -121,11 +121,14 @@ int main(int argc, char **argv) {
     if (o.markers) std::fprintf(stderr, "pinpath-region: invocation step=%d invocation=0\n", step);
     const int64_t start = now_ns();
     int64_t moved = 0, u = now_ns();
-#pragma omp target update from(g[top:nx], g[bottom:nx])
+    // one section per directive: OpenMP allows one array section of a variable per motion clause
+#pragma omp target update from(g[top:nx])
+#pragma omp target update from(g[bottom:nx])
     moved += now_ns() - u;
     exchange(g, nx, ny);
     u = now_ns();
-#pragma omp target update to(g[ghost_top:nx], g[ghost_bottom:nx])
+#pragma omp target update to(g[ghost_top:nx])
+#pragma omp target update to(g[ghost_bottom:nx])
     moved += now_ns() - u;
 #pragma omp target teams distribute parallel for collapse(2)
     for (long y = 1; y < ny - 1; ++y)

@@ -117,10 +117,13 @@ advise: $(if $(TRACE),setup,)  ## replay an application's transfer trace under e
 	@[ -n "$$TRACE" ] || { echo 'make advise needs TRACE=<file> (LIBOMPTARGET_INFO=32 stderr, rocprofv3 memory-copy CSV or hsa_stats.csv)'; exit 2; }
 	$(PY) -m pinpath advise "$$TRACE" --platform "$$PLATFORM" $${OUT:+--out "$$OUT"}
 
-lab: setup  ## JupyterLab on 127.0.0.1 (token) with the pinpath kernel registered
+lab: setup  ## JupyterLab on 127.0.0.1 (token), pinpath's kernel the default; executed reference notebooks read-only in build/lab/executed/
 	$(VENV)/bin/python -m pip install -q $(PIP_FROM) -e ".[$$EXTRAS,lab]"
 	$(VENV)/bin/python -m ipykernel install --sys-prefix --name pinpath --display-name "Python (pinpath)"
-	$(VENV)/bin/jupyter lab --ip 127.0.0.1 --no-browser --ServerApp.root_dir=$(CURDIR) $(if $(filter 0,$(shell id -u)),--allow-root,)
+	mkdir -p $(VENV)/share/jupyter/lab/settings && cp tools/lab/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
+	$(VENV)/bin/python tools/lab/executed_copies.py "$(CURDIR)"
+	$(VENV)/bin/jupyter lab --config=tools/lab/jupyter_server_config.py --ServerApp.root_dir=$(CURDIR) \
+	  $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 # pure-Python dependencies published only as source (Snakemake's connection_pool): made into wheels
 # first, here, so that the binary-only download for the node's Python finds them

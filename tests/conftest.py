@@ -4,6 +4,13 @@ runtime a test opened has undone each lock and allocation it made."""
 from __future__ import annotations
 
 import gc
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +91,35 @@ def any_rt(request):
     except RuntimeUnavailable as e:
         pytest.skip(str(e))
     yield from _checked(rt, request)
+
+
+# -- the project's own notebooks, once per session ----------------------------------------------
+SMOKE_LOCK_NBYTES = 8 << 20      #: a non-root user's usual `ulimit -l`, for the smoke run
+
+
+def _smoke_lock_limit() -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    soft = SMOKE_LOCK_NBYTES if hard == resource.RLIM_INFINITY else min(SMOKE_LOCK_NBYTES, hard)
+    resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, hard))
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """The project's own notebooks, smoke preset, host platform, through the command line, as a
+    fresh non-root user runs them (8 MiB RLIMIT_MEMLOCK, no CAP_IPC_LOCK): (run folder,
+    manifest, stderr). One run for the session: the runner's, report's and browser tests read it.
+    ``PINPATH_SMOKE_RUN=<run folder>`` reads that run instead (its stderr is then empty)."""
+    if os.environ.get("PINPATH_SMOKE_RUN"):      # look again at a run made before, without waiting
+        run_dir = Path(os.environ["PINPATH_SMOKE_RUN"]).resolve()
+        return run_dir, json.loads((run_dir / "manifest.json").read_text()), ""
+    prefix = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("running as root, and setpriv (util-linux) is missing to drop CAP_IPC_LOCK")
+        prefix = ["setpriv", "--bounding-set=-ipc_lock", "--inh-caps=-ipc_lock", "--"]
+    out = tmp_path_factory.mktemp("outs")
+    r = subprocess.run([*prefix, sys.executable, "-m", "pinpath", "run", "--preset", "smoke", "--platform", "host",
+                        "--outputs", str(out)], capture_output=True, text=True, preexec_fn=_smoke_lock_limit)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run_dir = (out / "latest").resolve()
+    return run_dir, json.loads((run_dir / "manifest.json").read_text()), r.stderr

@@ -213,3 +213,52 @@ def test_limits_bars():
                                           (1536, "1.50 KiB"), (12, "12 B")])
 def test_binary_size(nbytes, text):
     assert figures.binary_size(nbytes) == text
+
+
+def test_every_figure_of_the_smoke_run_has_a_title_and_axis_words(smoke_run):
+    """Each figure the notebooks saved, as matplotlib's Axes API read it when it was saved
+    (``status/<stem>.figures.json``): a title, words on every axis that draws data, legends
+    with a title, no raw column names."""
+    import json
+    run_dir = smoke_run[0]
+    saved = sorted(p.stem for p in (run_dir / "figures").glob("*.png"))
+    assert saved
+    seen = {}
+    for p in (run_dir / "status").glob("*.figures.json"):
+        stem = p.name.removesuffix(".figures.json")
+        seen.update({f"{stem}-{name}": w for name, w in json.loads(p.read_text()).items()})
+    assert sorted(seen) == saved
+    bad = {name: w["problems"] for name, w in seen.items() if w["problems"] or (w["axes"] and not w["title"])}
+    assert not bad, bad
+    assert any(w["axes"] for w in seen.values())         # not every figure a notice
+    for name, w in seen.items():
+        for ax in w["axes"]:
+            assert ax["xlabel"], name
+
+
+def test_problems_names_what_a_figure_lacks():
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [3, 4], label="a")
+    ax.legend()
+    assert set(figures.problems(fig)) == {"no title", "axes 0: no x label", "axes 0: no y label",
+                                          "axes 0: a legend without a title"}
+    ax.set(title="t", xlabel="transfer size", ylabel="nbytes")
+    ax.legend(title="policy")
+    assert figures.problems(fig) == ["axes 0: ylabel is the column name 'nbytes'"]
+
+
+def test_legend_keeps_its_entries_when_titled():
+    d = cost_frame().assign(call=lambda d: d.op + " / " + d.state)
+    fig = figures.vs_size(d, "ns", hue="call", style="backing")
+    legends = [lg for ax in fig.axes for lg in ([ax.get_legend()] if ax.get_legend() else [])] + list(fig.legends)
+    assert len(legends) == 1 and legends[0].get_title().get_text() == "call; backing"
+    assert {"lock / pageable", "4k", "thp"} <= {t.get_text() for t in legends[0].get_texts()}
+    _legend_outside(fig)
+
+
+def test_a_notice_figure_needs_only_its_words():
+    fig, ax = plt.subplots()
+    ax.axis("off")
+    assert figures.problems(fig) == ["no words"]
+    ax.text(0, 0.5, "not applicable here: no GPU")
+    assert figures.problems(fig) == []

@@ -285,3 +285,105 @@ def test_claims_section_given_by_the_runner_links_only_existing_pages(tmp_path):
                                          ("Headline figures", H.figures_section(run_dir))]).read_text()
     assert "href='03_c6_c7_c9_lock_cost.html'" in page and "99_missing_page.html" not in page
     assert page.count("<h2>Claims</h2>") == 1 and page.count("<h2>Headline figures</h2>") == 1
+
+
+def test_notebook_conclusions_restated_from_the_claims_table(tmp_path):
+    """The conclusion a notebook wrote from its own data is replaced, in the executed notebook
+    and its page, by the run's verdicts: the two can never disagree."""
+    import nbformat
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+    from pinpath.report import tables
+    run_dir, man = make_run(tmp_path)
+    df = claims_frame()
+    local = df[df.id == "C11"].assign(verdict="not measured", measured=math.nan)
+    md = tables.conclusion(local)
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("Markdown(tables.conclusion(judged))")
+    cell.outputs = [nbformat.v4.new_output("execute_result", {"text/markdown": md, "text/plain": "<Markdown>"},
+                                           execution_count=1)]
+    nb.cells = [cell]
+    stem = "09_c11_hazard_limits"
+    nbformat.write(nb, run_dir / "notebooks" / f"{stem}.ipynb")
+    (run_dir / "report" / f"{stem}.html").write_text(f"<html><body><div>{markdown2html_mistune(md)}</div></body></html>")
+    assert "C11 not measured" in md
+    df.loc[df.id == "C11", "why"] = EVIL
+    H.render_index(run_dir, man, claims=df)
+    final = df.set_index("id").loc["C11", "verdict"]
+    page = (run_dir / "report" / f"{stem}.html").read_text()
+    text = nbformat.read(run_dir / "notebooks" / f"{stem}.ipynb", 4).cells[0].outputs[0].data["text/markdown"]
+    for out in (page, text):
+        assert f"C11 {final}" in out and "C11 not measured" not in out and "What the run found" in out
+        assert "<script>" not in out
+    H.render_index(run_dir, man, claims=df)              # again: the same page
+    assert (run_dir / "report" / f"{stem}.html").read_text() == page
+
+
+def test_index_order_fidelity_collapsed_and_unreadable_data_said(tmp_path):
+    run_dir, man = make_run(tmp_path)
+    man["unreadable_data"] = ["lock_cost.parquet"]
+    (run_dir / "report" / "fidelity.csv").write_text(
+        "quantity,platform,kind,backing,nbytes,python_ns,native_ns,ratio,null_call_ns\n"
+        "lock,cuda,heap,4k,4096,100,90,1.1,10\nquery,cuda,heap,thp,8192,100,90,1.1,10\n")
+    page = H.render_index(run_dir, man).read_text()
+    assert page.index("<h2>Claims</h2>") < page.index("<h2>Headline figures</h2>") < page.index("<h2>Fidelity</h2>")
+    fid = page[page.index("<h2>Fidelity</h2>"):]
+    assert "<details class='block'>" in fid and "<details class='block' open" not in fid.split("</details>")[0]
+    assert "Every row: platform cuda, memory kind heap." in fid and "<th>platform</th>" not in fid.split("</table>")[0]
+    assert "<th>backing</th>" in fid                    # a column that varies stays
+    assert "Data that could not be read" in page and "lock_cost.parquet" in page
+    (run_dir / "report" / "claims.csv").write_bytes(b"\xff\xfe\x00\x01garbage\n\x00")
+    page = H.render_index(run_dir, man).read_text()
+    assert "report/claims.csv" in page.split("Data that could not be read")[1].split("</div>")[0]
+
+
+def test_claims_with_reading_show_the_reason_and_count_meant_and_analogues_apart(tmp_path):
+    run_dir, man = make_run(tmp_path)
+    df = claims_frame()
+    df["why"] = [f"CUDA refuses a re-register in 0.8 us, row {i}" for i in range(15)]
+    df["rule_detail"] = "every test holds with its whole interval on the claim's side"
+    df["reading"] = ["analogue" if i % 3 == 0 else "as meant" for i in range(15)]
+    df["subject"] = "HSA/ROCT"
+    page = H.render_index(run_dir, man, claims=df).read_text()
+    assert "as meant:</span>" in page and "by an analogue:</span>" in page
+    assert "<span class='why'>CUDA refuses a re-register in 0.8 us, row 4</span>" in page
+    assert page.index("row 4</span>") < page.index("every test holds with its whole interval", page.index("row 4</span>"))
+    assert "about HSA/ROCT" in page
+    old = H.render_index(run_dir, man).read_text()        # claims.csv without them: one row of counts, no labels
+    assert "class='reading-label'" not in old and "about HSA" not in old
+
+
+def test_notebook_tables_in_units_without_missing_markers_or_scientific_notation():
+    from pinpath.report import tables
+    df = pd.DataFrame({"nbytes": [4096, 800_000_000], "median_ns": [1234.5, math.nan], "ratio": [1.144107, 90083.0],
+                       "error": [pd.NA, "712"], "granted": [True, False], "extra": [{"a": None}, [1, 2]],
+                       "tiny": [1.2e-5, 3.0]})
+    html = tables.table_html(df)
+    text = re.sub(r"<[^>]+>", " ", html)
+    for good in ("4 KiB", "763 MiB", "1.23 us", "1.14", "90083", "yes", "no", "a: \u2014", "1, 2", "0.000012"):
+        assert good in text, good
+    assert not re.search(r"\bNaN\b|\bNone\b|&lt;NA&gt;|<NA>|\d[eE][+-]\d", text), text
+    assert "<script" not in tables.table_html(pd.DataFrame({"x": [EVIL]}))
+
+
+def test_long_notebook_tables_show_twenty_rows_and_link_the_whole_csv(tmp_path):
+    from pinpath.report import tables
+    (tmp_path / "data").mkdir()
+    tables.setup_display(tmp_path, "03_x")
+    try:
+        html = tables.table_html(pd.DataFrame({"nbytes": [4096 * (i + 1) for i in range(45)], "ns": range(45)}))
+        assert html.count("<tr>") <= 1 + tables.MAX_ROWS and "The first 20 of 45 rows" in html
+        assert "href='../data/03_x.table-1.csv'" in html
+        assert len(pd.read_csv(tmp_path / "data" / "03_x.table-1.csv")) == 45
+        assert "of" not in tables.table_html(pd.DataFrame({"a": [1, 2]}))       # a short table is whole
+    finally:
+        tables.setup_display()
+
+
+def test_each_notebook_opens_with_what_it_measures_and_why():
+    """The first paragraph under each notebook's title: what it measures, then why, in about two
+    sentences, before the thread's quotes."""
+    for nb in sorted((PROJECT_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        src = "".join(json.loads(nb.read_text())["cells"][0]["source"])
+        title, first = src.split("\n\n")[:2]
+        assert title.startswith("# ") and first.startswith("This notebook "), nb.name
+        assert 2 <= len(re.findall(r"[.:](\s|$)", first)) <= 3 and len(first) < 500, (nb.name, first)

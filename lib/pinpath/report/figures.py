@@ -21,7 +21,7 @@ import seaborn as sns
 from ..units import fmt_ns
 from ..units import binary_size
 
-__all__ = ["theme", "vs_size", "phase_bars", "case_bars", "timeline", "vs_threads", "overlap_bars",
+__all__ = ["theme", "words", "problems", "vs_size", "phase_bars", "case_bars", "timeline", "vs_threads", "overlap_bars",
            "answers_grid", "stats_bars", "limits_bars", "lock_cost_by_backing", "binary_size", "LABELS"]
 
 Reference = Union[tuple[str, float], Sequence[tuple[str, float]], Mapping[str, float], None]
@@ -31,14 +31,56 @@ LABELS = {
     "ns": "time per call", "total_ns": "time per transfer", "overhead_ns": "runtime overhead per transfer",
     "wall_ns": "wall time of all chains", "inside_ns": "time inside the braces", "AverageNs": "average time per call",
     "gb_per_s": "bandwidth (GB/s, decimal)", "nbytes": "transfer size", "threads": "host threads offloading at once",
-    "queues": "number of queues",
+    "queues": "number of queues", "nw": "walkers (nw, miniqmc's unit of work)",
+    "label": "runtime variant, walkers (nw)", "op_state": "call (memory state)", "array": "array (direction)",
+    "policy": "policy", "source": "timed by", "case": "case",
 }
+#: column names that are no words for a reader
+_RAW_NAMES = {"nbytes", "ns", "total_ns", "overhead_ns", "wall_ns", "AverageNs", "label", "step", "nw", "op_state"}
 _DECADES_FOR_LOG = math.log10(20)      # a span of 20x or more gets a log axis
 
 
 def theme() -> None:
     sns.set_theme(style="whitegrid", context="notebook")
     plt.rcParams.update({"legend.frameon": False, "axes.titlesize": "medium", "figure.titlesize": "large"})
+
+
+def words(fig) -> dict:
+    """What a reader of ``fig`` is told, read through matplotlib's Axes API: the figure's title
+    and, per axes that draws data, its title, axis labels and legend title."""
+    axes = []
+    for ax in fig.axes:
+        drawn = ax.lines or ax.patches or ax.collections or ax.images
+        if not drawn or not ax.get_visible() or not ax.axison:
+            continue
+        legend = ax.get_legend() or next((lg for lg in fig.legends), None)
+        axes.append({"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+                     "legend": legend.get_title().get_text() if legend is not None else None,
+                     "entries": [t.get_text() for t in legend.get_texts()] if legend is not None else []})
+    sup = fig.get_suptitle()
+    return {"title": sup or next((a["title"] for a in axes if a["title"]), ""), "axes": axes}
+
+
+def problems(fig) -> list[str]:
+    """What ``words(fig)`` lacks: a title, an axis label on any axes that draws data (panels
+    side by side may share the first one's y label), a legend title, a raw column name."""
+    w = words(fig)
+    if not w["axes"]:          # a notice (why nothing could be drawn): its words are the figure
+        return [] if any(t.get_text().strip() for ax in fig.axes for t in ax.texts) or fig.texts else ["no words"]
+    out = [] if w["title"] else ["no title"]
+    for i, a in enumerate(w["axes"]):
+        if not a["xlabel"]:
+            out.append(f"axes {i}: no x label")
+        if not a["ylabel"] and not (i and w["axes"][0]["ylabel"]):
+            out.append(f"axes {i}: no y label")
+        if a["legend"] == "":
+            out.append(f"axes {i}: a legend without a title")
+        if a["legend"] is not None and not a["entries"]:
+            out.append(f"axes {i}: a legend without entries")
+        for k in ("xlabel", "ylabel", "legend"):
+            if a[k] in _RAW_NAMES:
+                out.append(f"axes {i}: {k} is the column name {a[k]!r}")
+    return out
 
 
 def _label(col: str) -> str:
@@ -155,14 +197,23 @@ def _draw_references(ax, refs: list[tuple[str, float]], axis: str = "y") -> None
     log = (ax.get_yscale() if axis == "y" else ax.get_xscale()) == "log"
     kw = {"color": "0.2", "ls": (0, (5, 3)), "lw": 1.1, "zorder": 1.8}
     box = {"boxstyle": "square,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75}
-    for i, (label, value) in enumerate(refs):
+    span = (math.log10(hi / lo) if log and lo > 0 else (hi - lo)) or 1.0
+    placed: list[tuple[float, bool, str]] = []      # (position, right side, va) of the labels so far
+    for label, value in sorted(refs, key=lambda r: -r[1]):
         if axis == "y":
             ax.axhline(value, **kw)
-            right = i % 2 == 0
+            pos = math.log10(value) if log else value
+            near = [(r, va) for q, r, va in placed if abs(q - pos) < 0.09 * span]
+            right, va = True, "bottom"
+            if near:      # a label close above: this one goes to the other end, under its line
+                right, va = not near[-1][0], "top"
+            placed.append((pos, right, va))
             ax.annotate(label, xy=(0.99 if right else 0.01, value), xycoords=("axes fraction", "data"),
-                        ha="right" if right else "left", va="bottom", fontsize="small", color="0.1", bbox=box,
+                        ha="right" if right else "left", va=va, fontsize="small", color="0.1", bbox=box,
                         zorder=5)
         else:
+            i = len(placed)
+            placed.append((value, True, "bottom"))
             ax.axvline(value, **kw)
             ax.annotate(label, xy=(value, 1.0), xycoords=("data", "axes fraction"), xytext=(0, 3 + 13 * i),
                         textcoords="offset points", ha="center", va="bottom", fontsize="small", color="0.1",
@@ -182,6 +233,12 @@ def _legend_outside(ax, title: str | None = None) -> None:
         uniq = dict(zip(labels, handles))
         ax.legend(uniq.values(), uniq.keys(), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small",
                   title=title, title_fontsize="small")
+
+
+def _retitle_legend(g, title: str) -> None:
+    """A FacetGrid's legend drawn again with ``title``, the figure's right margin made to fit it."""
+    if g.legend is not None:
+        sns.move_legend(g, "upper left", bbox_to_anchor=(1.0, 0.92), title=title, frameon=False)
 
 
 # -- figures ---------------------------------------------------------------------------------
@@ -208,18 +265,22 @@ def vs_size(df: pd.DataFrame, y: str, *, hue: str, style: str | None = None, col
     if col:
         g.set_titles(col_template="{col_name}")
         g.figure.subplots_adjust(wspace=0.18)
-    if g.legend is not None and not style:
-        g.legend.set_title(_label(hue))
+    _retitle_legend(g, _label(hue) if not style else f"{_label(hue)}; {_label(style)}")
     if title:
         g.figure.suptitle(title, y=1.03)
     return g.figure
 
 
 def phase_bars(df: pd.DataFrame, phases: list[str], *, row: str, col: str | None = None, title: str = "",
-               reference: Reference = None):
-    """Stacked medians of each phase (``<phase>_ns`` columns), one bar per ``row`` value."""
+               reference: Reference = None, share: bool = False):
+    """Stacked medians of each phase (``<phase>_ns`` columns), one bar per ``row`` value.
+    ``share``: each bar as the shares of its total (per cent), so that every size reads alike
+    where the times span decades."""
     keys = [k for k in (col, row) if k]
     med = df.groupby(keys)[[f"{p}_ns" for p in phases]].median()
+    if share:
+        med = med.div(med.sum(axis=1), axis=0) * 100
+        reference = None
     cols = list(med.index.get_level_values(col).unique()) if col else [None]
     fig, axes = plt.subplots(1, len(cols), figsize=(5.5 * len(cols), 0.45 * len(med) / len(cols) + 1.8),
                              squeeze=False)
@@ -232,8 +293,13 @@ def phase_bars(df: pd.DataFrame, phases: list[str], *, row: str, col: str | None
         for color, p in zip(palette, phases):
             ax.barh(labels, part[f"{p}_ns"], left=left, color=color, label=p.replace("_", " "))
             left = left + part[f"{p}_ns"]
-        _ns_axis(ax, log=False, axis="x")
-        ax.set_xlabel("median time")
+        if share:
+            ax.set_xlim(0, 100)
+            ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:.0f} %"))
+            ax.set_xlabel("share of the median transfer time")
+        else:
+            _ns_axis(ax, log=False, axis="x")
+            ax.set_xlabel("median time")
         ax.set_ylabel("transfer size" if row == "nbytes" else _label(row))
         ax.set_title(str(c) if c is not None else "")
         _draw_references(ax, refs, axis="x")
@@ -247,24 +313,31 @@ def phase_bars(df: pd.DataFrame, phases: list[str], *, row: str, col: str | None
     return fig
 
 
-def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, title: str = "",
-              logy: bool | None = True, ylabel: str = "", reference: Reference = None):
-    """Median of ``y`` (a time in ns) per ``x`` (and ``hue``) with a 5-95 % interval."""
-    fig, ax = plt.subplots(figsize=(7.5, 4))
-    sns.barplot(data=df, x=x, y=y, hue=hue, estimator="median", errorbar=("pi", 90), ax=ax)
-    _ns_axis(ax, _want_log(logy, df[y]))
-    ax.set_ylabel(ylabel or _label(y))
-    ax.set_xlabel(_label(x))
-    ax.set_title(title)
-    if max((len(t.get_text()) for t in ax.get_xticklabels()), default=0) > 6:
-        for label in ax.get_xticklabels():
-            label.set_rotation(30)
-            label.set_horizontalalignment("right")
-    _draw_references(ax, _references(reference))
-    if hue:
-        _legend_outside(ax, hue)
-    fig.tight_layout()
-    return fig
+def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, col: str | None = None,
+              title: str = "", logy: bool | None = True, ylabel: str = "", xlabel: str = "",
+              reference: Reference = None):
+    """Median of ``y`` (a time in ns) per ``x`` (and ``hue``, one panel per ``col``) with a 5-95 %
+    interval: seaborn's catplot, the legend titled in words beside the panels."""
+    words = _label(hue) if hue else None
+    d = df.rename(columns={hue: words}) if hue else df
+    g = sns.catplot(data=d, x=x, y=y, hue=words, col=col, kind="bar", estimator="median", errorbar=("pi", 90),
+                    height=4, aspect=1.6 if col is None else 1.1, sharey=True, legend="auto" if hue else False)
+    log = _want_log(logy, df[y])
+    refs = _references(reference)
+    for i, ax in enumerate(g.axes.flat):
+        _ns_axis(ax, log)
+        ax.set_ylabel((ylabel or _label(y)) if i == 0 else "")
+        ax.set_xlabel(xlabel or _label(x))
+        if max((len(t.get_text()) for t in ax.get_xticklabels()), default=0) > 6:
+            for label in ax.get_xticklabels():
+                label.set_rotation(30)
+                label.set_horizontalalignment("right")
+        _draw_references(ax, refs)
+    if col:
+        g.set_titles(col_template="{col_name}")
+    if title:
+        g.figure.suptitle(title, y=1.03)
+    return g.figure
 
 
 def timeline(transfers: pd.DataFrame, calls: pd.DataFrame, *, invocations: int = 1, title: str = ""):
@@ -285,6 +358,7 @@ def timeline(transfers: pd.DataFrame, calls: pd.DataFrame, *, invocations: int =
                            color=colors[cat], label=cat)
     _legend_outside(ax, "call")
     ax.set_yticks(range(len(policies)), policies)
+    ax.set_ylabel("policy")
     ax.invert_yaxis()
     ax.set_xlabel("time since the invocation's first call (us)")
     ax.set_title(title)
@@ -292,24 +366,30 @@ def timeline(transfers: pd.DataFrame, calls: pd.DataFrame, *, invocations: int =
     return fig
 
 
-def vs_threads(df: pd.DataFrame, y: str, *, hue: str = "policy", title: str = "", ns: bool = True,
-               logy: bool | None = True, ylabel: str = "", reference: Reference = None):
-    """Per-thread values against the thread count, one line per ``hue`` with a 5-95 % band."""
-    fig, ax = plt.subplots(figsize=(7.5, 4))
-    sns.lineplot(data=df, x="threads", y=y, hue=hue, marker="o", estimator="median", errorbar=("pi", 90), ax=ax)
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(mticker.FixedLocator(sorted(df.threads.unique())))
-    ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{int(v)}"))
-    ax.xaxis.set_minor_locator(mticker.NullLocator())
-    ax.set_xlabel(_label("threads"))
-    if ns:
-        _ns_axis(ax, _want_log(logy, df[y]))
-    ax.set_ylabel(ylabel or _label(y))
-    ax.set_title(title)
-    _draw_references(ax, _references(reference))
-    _legend_outside(ax, hue)
-    fig.tight_layout()
-    return fig
+def vs_threads(df: pd.DataFrame, y: str, *, hue: str = "policy", col: str | None = None, title: str = "",
+               ns: bool = True, logy: bool | None = True, ylabel: str = "", reference: Reference = None):
+    """Per-thread values against the thread count (a log-2 axis), one line per ``hue`` with a
+    5-95 % band, one panel per ``col``: seaborn's relplot, the legend titled in words."""
+    words = _label(hue)
+    g = sns.relplot(data=df.rename(columns={hue: words}), x="threads", y=y, hue=words, col=col, kind="line",
+                    marker="o", estimator="median", errorbar=("pi", 90), height=4, aspect=1.5 if col is None else 1.1)
+    log = _want_log(logy, df[y])
+    refs = _references(reference)
+    for i, ax in enumerate(g.axes.flat):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(mticker.FixedLocator(sorted(df.threads.unique())))
+        ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{int(v)}"))
+        ax.xaxis.set_minor_locator(mticker.NullLocator())
+        ax.set_xlabel(_label("threads"))
+        if ns:
+            _ns_axis(ax, log)
+        ax.set_ylabel((ylabel or _label(y)) if i == 0 else "")
+        _draw_references(ax, refs)
+    if col:
+        g.set_titles(col_template="{col_name}")
+    if title:
+        g.figure.suptitle(title, y=1.03)
+    return g.figure
 
 
 def overlap_bars(ov: pd.DataFrame, *, reference: Reference = None):
@@ -338,8 +418,13 @@ def answers_grid(probes: pd.DataFrame, title: str = ""):
                 cmap=sns.color_palette(["#8fd18f", "#b5dcf2", "#f2a3a3", "#f2d7a3"], as_cmap=True),
                 vmin=-0.5, vmax=3.5, linewidths=1, linecolor="white")
     ax.grid(False)
-    ax.set_xlabel("step of the probe")
-    ax.set_ylabel("")
+    actions = d.groupby("step").action.unique()
+    if all(len(a) == 1 for a in actions):      # the same call at each step of every probe: name it
+        ax.set_xticks(np.arange(len(grid.columns)) + 0.5, [actions[c][0] for c in grid.columns])
+        ax.set_xlabel("call made at each step, in order")
+    else:
+        ax.set_xlabel("step of the probe, in order (the table above names each call)")
+    ax.set_ylabel("probe (a sequence of calls on one buffer)")
     ax.set_title(title)
     fig.tight_layout()
     return fig
@@ -357,7 +442,7 @@ def stats_bars(ours: pd.DataFrame, thread: pd.DataFrame, *, names=None, title: s
     sns.barplot(data=d, y="Name", x="AverageNs", hue="source", ax=ax)
     _ns_axis(ax, log=True, axis="x")
     ax.set_xlabel("average time per call")
-    ax.set_ylabel("")
+    ax.set_ylabel("call")
     ax.set_title(title)
     _draw_references(ax, _references(reference), axis="x")
     _legend_outside(ax, "source")
@@ -378,7 +463,12 @@ def limits_bars(limits: pd.DataFrame, title: str = ""):
                 ha="left", va="bottom", fontsize="small")
     _size_axis(ax, "x", log=False)
     ax.set_xlabel("bytes asked for (dashed: RLIMIT_MEMLOCK of the probe)")
-    ax.set_ylabel("")
+    ax.set_ylabel("request (call and size)")
+    past = limits[limits.granted.astype(bool) & (limits.nbytes > limit)]
+    if len(past):        # the limit did not bind: say so where the bars are
+        ax.annotate(f"{len(past)} request(s) above the limit granted: this runtime's locks are not held to "
+                    "RLIMIT_MEMLOCK here", xy=(0.0, -0.32), xycoords="axes fraction", fontsize="small", color="0.25",
+                    annotation_clip=False)
     ax.set_title(title, pad=14)
     _legend_outside(ax, "answer")
     fig.tight_layout()
@@ -424,8 +514,7 @@ def lock_cost_by_backing(df: pd.DataFrame, *, ops: Sequence[str] | None = ("lock
         ax.set_ylabel("time per call" if i == 0 else "")
         ax.set_title(_backing_title(backing))
         _draw_references(ax, refs)
-    if g.legend is not None and not style:
-        g.legend.set_title("call (state)")
+    _retitle_legend(g, "call (memory state)" + ("; memory kind" if style else ""))
     if title:
         g.figure.suptitle(title, y=1.03)
     return g.figure

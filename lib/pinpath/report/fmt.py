@@ -8,7 +8,8 @@ import math
 
 from ..units import _decimals, binary_size
 
-__all__ = ["format_measured", "format_threshold", "binary_size"]   # binary_size: the report's size formatter
+__all__ = ["format_measured", "format_threshold", "binary_size", "count_verdicts", "cut_words",
+           "verdict_groups", "verdict_sentence", "VERDICT_ORDER", "READINGS"]   # binary_size: the report's size formatter
 
 _NS_SCALES = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
 
@@ -65,3 +66,64 @@ def format_threshold(comparison, threshold, unit: str = "") -> str:
     return f"{sign} {format_measured(threshold, unit=unit)}"
 
 
+
+
+#: a verdict word as the predicate of a count: (one, several)
+_PREDICATES = {"holds": ("holds", "hold"), "does not hold": ("does not hold", "do not hold"),
+               "inconclusive": ("is inconclusive", "are inconclusive"),
+               "not applicable": ("is not applicable", "are not applicable"),
+               "not measured": ("is not measured", "are not measured")}
+
+
+def count_verdicts(counts) -> str:
+    """``{'holds': 10, 'does not hold': 2}`` -> ``'10 hold, 2 do not hold'``: verdict counts in
+    correct English, in the order given, zero counts left out."""
+    parts = []
+    for word, n in counts.items():
+        if not n:
+            continue
+        one, several = _PREDICATES.get(word, (f"is {word}", f"are {word}"))
+        parts.append(f"{n} {one if n == 1 else several}")
+    return ", ".join(parts)
+
+
+def cut_words(text: str, limit: int) -> str:
+    """``text`` cut at a word boundary to at most ``limit`` characters (an ellipsis marks the
+    cut); never mid-word."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    head = text[: limit].rsplit(" ", 1)[0].rstrip(" ,;:(-")
+    return (head or text[: limit]) + " \u2026"
+
+
+#: the verdict words, in the order the report counts them
+VERDICT_ORDER = ("holds", "does not hold", "inconclusive", "not applicable", "not measured")
+#: a claim's reading (claims.csv's ``reading``): how the runs measure it, as the reports say it
+READINGS = {"as meant": "as meant", "analogue": "by an analogue", "not applicable": "not applicable here"}
+
+
+def verdict_groups(verdicts, readings=None) -> list[tuple[str, dict]]:
+    """Verdict counts per reading: ``[('as meant', {'holds': 7, ...}), ('by an analogue', ...)]``;
+    one group named ``''`` when there are no readings (claims.csv of runs before the column)."""
+    readings = list(readings) if readings is not None else [""] * len(list(verdicts))
+    groups: dict[str, dict] = {}
+    for v, r in zip(verdicts, readings):
+        r = "" if not isinstance(r, str) else r.strip()
+        label = READINGS.get(r, r)
+        c = groups.setdefault(label, {w: 0 for w in VERDICT_ORDER})
+        c[v] = c.get(v, 0) + 1
+    order = list(READINGS.values())
+    return sorted(groups.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
+
+
+def verdict_sentence(verdicts, readings=None) -> str:
+    """``'as meant, 7 hold, 1 does not hold; by an analogue, 3 hold; not applicable here, 2'`` (or,
+    without readings, ``'10 hold, 2 do not hold'``)."""
+    parts = []
+    for label, c in verdict_groups(verdicts, readings):
+        if label == READINGS["not applicable"] and set(k for k, n in c.items() if n) <= {"not applicable"}:
+            parts.append(f"{label}, {sum(c.values())}")       # "15 are not applicable" says it twice
+        else:
+            parts.append((f"{label}, " if label else "") + count_verdicts(c))
+    return "; ".join(parts)

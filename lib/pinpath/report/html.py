@@ -17,7 +17,6 @@ import os
 import re
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -28,9 +27,9 @@ from ..paths import PROJECT_ROOT
 from ..units import fmt_ns
 from ..atomic import write_text_atomic
 from . import regress
-from .fmt import _exact_binary, _isnum, binary_size, format_measured, format_threshold
+from .fmt import READINGS, _exact_binary, _isnum, binary_size, format_measured, format_threshold, verdict_groups
 
-__all__ = ["render_notebook", "render_index", "external_scripts", "claims_section", "figures_section",
+__all__ = ["render_notebook", "render_index", "restate_conclusions", "external_scripts", "claims_section", "figures_section",
            "fidelity_section", "render_compare", "format_measured", "format_threshold", "verdict_word",
            "binary_size", "Scrubber", "VERDICTS", "STATUSES", "compare_rows"]
 
@@ -141,6 +140,10 @@ def _text(x) -> str:
     return str(x)
 
 
+#: where a claims.csv with readings keeps the sentence on the intervals that decided (shown under the reason)
+_INTERVAL_COLUMNS = ("rule_detail", "interval", "decided")
+
+
 def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None) -> list[dict]:
     link = None if linkable is None else set(linkable)
     rows = []
@@ -148,7 +151,11 @@ def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None) -> l
         g = lambda k: rec.get(k)   # noqa: E731 - columns of older claims.csv may be missing
         verdict = verdict_word(g("verdict"))
         nb = _text(g("notebook"))
+        new = _text(g("reading")) != ""        # claims.csv with a reading: "why" is the data's own reason
         rows.append({
+            "reading": READINGS.get(_text(g("reading")), _text(g("reading"))), "subject": _text(g("subject")),
+            "analogue": _text(g("analogue")),
+            "interval": next((_text(g(k)) for k in _INTERVAL_COLUMNS if _text(g(k))), "") if new else "",
             "id": _text(g("id")), "who": _text(g("who")), "short": _text(g("short")),
             "claim": _text(g("claim")), "thread": _text(g("thread")), "metric": _text(g("metric")),
             "measured": format_measured(g("measured"), g("low"), g("high"), _text(g("unit"))),
@@ -176,9 +183,10 @@ def claims_section(claims_df, *, linkable: Iterable[str] | None = None) -> Marku
     ``linkable``: the notebook stems that have an HTML page (None: link every notebook;
     ``render_index`` fills it in)."""
     rows = _claim_rows(claims_df, Scrubber(), linkable)
-    counts = Counter(r["verdict"] for r in rows)
-    summary = [(w, cls, counts[w]) for w, cls in VERDICTS.items() if counts[w]]
-    summary += [(w, "v-other", n) for w, n in counts.items() if w not in VERDICTS]
+    groups = verdict_groups([r["verdict"] for r in rows],
+                            [r["reading"] and next((k for k, v in READINGS.items() if v == r["reading"]), r["reading"])
+                             for r in rows])
+    summary = [(label, [(w, VERDICTS.get(w, "v-other"), n) for w, n in c.items() if n]) for label, c in groups]
     out = _ClaimsHTML(_ENV.get_template("_claims.html").render(rows=rows, summary=summary))
     out.claims = claims_df
     return out
@@ -209,6 +217,9 @@ def figures_section(run_dir: Path, per_notebook: int = 1, *, embed: bool = True)
 def fidelity_section(fidelity_df) -> Markup:
     """``report/fidelity.csv``: each quantity timed through Python beside a native C timing."""
     rows = []
+    names = {"platform": "platform", "kind": "memory kind", "backing": "backing", "quantity": "quantity"}
+    same = {c: _text(fidelity_df[c].iloc[0]) for c in names
+            if c in fidelity_df.columns and len(fidelity_df) and fidelity_df[c].nunique(dropna=False) == 1}
     for rec in fidelity_df.to_dict("records"):
         py, nat, ratio = rec.get("python_ns"), rec.get("native_ns"), rec.get("ratio")
         rows.append({
@@ -221,7 +232,8 @@ def fidelity_section(fidelity_df) -> Markup:
             "null": fmt_ns(rec.get("null_call_ns")) if _isnum(rec.get("null_call_ns")) else "",
         })
     return Markup(_ENV.get_template("_fidelity.html").render(
-        rows=Scrubber().tree(rows), ratio_head="Python \u00f7 native"))
+        rows=Scrubber().tree(rows), ratio_head="Python \u00f7 native", hide=list(same),
+        caption=Scrubber()(", ".join(f"{names[c]} {v}" for c, v in same.items()))))
 
 
 # -- the manifest as a tree of tables -----------------------------------------------------------
@@ -284,6 +296,15 @@ def _read_csv(path: Path):
     return pd.read_csv(path, keep_default_na=True) if path.is_file() else None
 
 
+def _read_csv_or_none(path: Path, unreadable: list[str]):
+    """``_read_csv``; a file that cannot be read is added to ``unreadable`` (and is None)."""
+    try:
+        return _read_csv(path)
+    except (ValueError, UnicodeDecodeError, OSError):
+        unreadable.append(f"report/{path.name}")
+        return None
+
+
 def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[str, Any]] | None = None, *,
                  claims=None) -> Path:
     """Write ``report/index.html`` and return its path.
@@ -304,15 +325,16 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[s
     pages = {p.stem for p in report.glob("*.html")} if report.is_dir() else set()
 
     sections: dict[str, Markup] = {}
+    unreadable = [str(x) for x in (manifest.get("unreadable_data") or [])]
     if claims is None:
-        claims = _read_csv(report / "claims.csv")
+        claims = _read_csv_or_none(report / "claims.csv", unreadable)
     sections["Claims"] = (claims_section(claims, linkable=pages) if claims is not None and len(claims)
-                          else Markup("<p class='muted'>No claims table in this run (report/claims.csv is missing "
-                                      "or empty).</p>"))
-    fidelity = _read_csv(report / "fidelity.csv")
+                          else Markup("<p class='muted'>No claims table in this run (report/claims.csv is missing, "
+                                      "empty or unreadable).</p>"))
+    sections["Headline figures"] = figures_section(run_dir)
+    fidelity = _read_csv_or_none(report / "fidelity.csv", unreadable)
     if fidelity is not None:
         sections["Fidelity"] = fidelity_section(fidelity)
-    sections["Headline figures"] = figures_section(run_dir)
     extras = []
     for title, body in extra_sections or ():
         if isinstance(body, _ClaimsHTML) and body.claims is not None:
@@ -344,14 +366,66 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[s
         "commit": _text(git.get("commit"))[:12], "dirty": git.get("dirty"),
         "sections": [{"title": t, "anchor": re.sub(r"[^a-z0-9]+", "-", t.lower()).strip("-"), "body": b}
                      for t, b in ordered],
-        "notebooks": notebooks, "trouble": trouble,
+        "notebooks": notebooks, "trouble": trouble, "unreadable": unreadable,
         "legend": [(s, *STATUSES[s]) for s in used],
         "manifest_head": head, "manifest_blocks": blocks,
     }
     page = _ENV.get_template("index.html").render(**scrub.tree(ctx))
+    if claims is not None and len(claims):
+        restate_conclusions(run_dir, claims)       # the notebooks' conclusions say what the claims table says
     path = report / "index.html"
     write_text_atomic(path, scrub(page))
     return path
+
+
+_CONCLUSION = re.compile(r"<!-- pinpath:conclusion ([A-Za-z0-9 ]*) -->.*?<!-- /pinpath:conclusion -->", re.DOTALL)
+
+
+def restate_conclusions(run_dir: Path, claims_df) -> list[str]:
+    """Replace each notebook's conclusion (``tables.conclusion``, judged on that notebook's
+    data alone) with the run's verdicts for the same claims, in the executed notebook and in
+    its page, so that both say what ``report/claims.csv`` says. Returns the notebooks changed."""
+    import json
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+    from .tables import conclusion
+    run_dir = Path(run_dir)
+    by_id = {str(r): i for i, r in enumerate(claims_df["id"])} if "id" in claims_df.columns else {}
+
+    def final(m: re.Match) -> str | None:
+        ids = [i for i in m.group(1).split() if i in by_id]
+        return conclusion(claims_df.iloc[[by_id[i] for i in ids]], final=True) if ids else None
+    changed = []
+    for nb in sorted((run_dir / "notebooks").glob("[0-9]*.ipynb")):
+        if nb.is_symlink() or (run_dir / "report" / f"{nb.stem}.html").is_symlink():
+            continue          # a run folder is untrusted: nothing is written through a link
+        try:
+            doc = json.loads(nb.read_text())
+        except (ValueError, OSError, UnicodeDecodeError):
+            continue
+        hit = False
+        for cell in doc.get("cells", []):
+            for o in cell.get("outputs", []) or []:
+                md = (o.get("data") or {}).get("text/markdown")
+                text = "".join(md) if isinstance(md, list) else md
+                if isinstance(text, str) and _CONCLUSION.search(text):
+                    o["data"]["text/markdown"] = _CONCLUSION.sub(lambda m: final(m) or m.group(0), text)
+                    hit = True
+        if not hit:
+            continue
+        write_text_atomic(nb, json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n")
+        page = run_dir / "report" / f"{nb.stem}.html"
+        if page.is_file():
+            html = page.read_text()
+            write_text_atomic(page, _CONCLUSION.sub(
+                lambda m: (markdown2html_mistune(f).strip() if (f := final(m)) else m.group(0)), html))
+        changed.append(nb.stem)
+    return changed
+
+
+#: added to a notebook page: a table's headers wrap, so that a wide table fits the page instead of
+#: being cut at its right edge
+_NOTEBOOK_STYLE = ("<style>.jp-RenderedHTMLCommon table{max-width:100%}"
+                   ".jp-RenderedHTMLCommon th,.jp-RenderedHTMLCommon td{white-space:normal;overflow-wrap:break-word}</style>\n")
 
 
 def render_notebook(nb_path: Path, html_path: Path) -> None:
@@ -364,7 +438,7 @@ def render_notebook(nb_path: Path, html_path: Path) -> None:
         if exporter.has_trait(trait):
             setattr(exporter, trait, "")
     body, _ = exporter.from_notebook_node(nbformat.read(nb_path, as_version=4))
-    body = _strip_empty_scripts(body)
+    body = _strip_empty_scripts(body).replace("</head>", _NOTEBOOK_STYLE + "</head>", 1)
     html_path = Path(html_path)
     write_text_atomic(html_path, Scrubber(html_path.parent.parent)(body))
 

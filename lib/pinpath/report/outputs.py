@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 
-from ..atomic import replacing
+from ..atomic import replacing, write_text_atomic
 from ..errors import UnknownName
 from ..schema import DATASETS, check_frame
 
@@ -23,6 +24,7 @@ class NotebookOutputs:
         self.run_dir = Path(run_dir) if run_dir else None
         self.stem = stem
         self.saved: dict = {"_notebook": {}, "_harness": {}}
+        self.figures: dict[str, dict] = {}
 
     def data(self, df: pd.DataFrame, dataset: str) -> None:
         """Save ``df`` as the run's data set ``dataset`` (a name of ``schema.DATASETS``; a frame
@@ -57,8 +59,14 @@ class NotebookOutputs:
             pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd", compression_level=9)
 
     def figure(self, fig, name: str) -> None:
-        """Save the figure (it is shown by the notebook as the cell's figure, not returned)."""
+        """Save the figure (it is shown by the notebook as the cell's figure, not returned), and
+        what it tells a reader (``figures.words``: titles, axis labels, legends) in
+        ``status/<stem>.figures.json``, which the tests read."""
+        from .figures import problems, words
+        self.figures[name] = {**words(fig), "problems": problems(fig)}
         if self.run_dir is None:
             return
         with replacing(self.run_dir / "figures" / f"{self.stem}-{name}.png") as tmp:
             fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+        write_text_atomic(self.run_dir / "status" / f"{self.stem}.figures.json",
+                          json.dumps(self.figures, indent=1, ensure_ascii=False))

@@ -3,19 +3,20 @@ width that reads well there, and the whole run folder as one zip that opens offl
 
 ``share_run(run_dir)`` writes, inside the run folder::
 
-    share/summary.md        platform line, claims table, lock/unlock beside the thread's rocprof rows,
-                            headline figures, how to reproduce (under 80 lines)
-    share/figures/*.png     the headline figures, about 900 px wide
+    share/summary.md        platform line, the verdicts counted, one claims table, what data is
+                            missing, two figures, how to reproduce (about 40 lines)
+    share/figures/*.png     those figures, about 900 px wide (to attach to the comment)
     share/<run-id>.zip      <run-id>/ with report/, notebooks/, data/, figures/, manifest.json
                             (not share/); <run-id>/index.html leads to report/index.html
 
 ``render_compare_markdown(runs)`` is the Markdown form of ``html.render_compare``.
-Command line: ``python -m pinpath.report.share [RUN]`` (RUN: a run folder or run id; default
+Command line: ``python -m pinpath.report.share [--inline] [RUN]`` (RUN: a run folder or run id; default
 ``outputs/latest``).
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import math
@@ -23,9 +24,9 @@ import os
 import re
 import sys
 import zipfile
-from collections import Counter
 from pathlib import Path
 from typing import Sequence
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -34,16 +35,20 @@ from ..paths import OUTPUTS_DIR
 from ..runfolder import find_run
 from ..atomic import replacing, write_bytes_atomic, write_text_atomic
 from . import regress
-from .html import VERDICTS, Scrubber, compare_rows, format_measured, verdict_word
+from .fmt import cut_words, verdict_sentence
+from .html import Scrubber, compare_rows, format_measured, verdict_word
 
 __all__ = ["share_run", "summary_markdown", "render_compare_markdown", "zip_run", "resize_figures",
            "headline_figures", "lock_unlock_table", "md_cell", "HEADLINE_ORDER", "main"]
 
 #: notebooks whose first figure heads the summary, in this order (stem prefixes)
 HEADLINE_ORDER = ("03_", "01_", "02_", "08_", "06_", "04_")
-MAX_LINES = 80
+MAX_LINES = 42
+MAX_FIGURES = 2
 _LONE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")   # could open or close emphasis
 _SKIP = {"share", "__pycache__", ".ipynb_checkpoints"}
+_TEMPORARY = re.compile(r"\.tmp$|\.partial\.ipynb$|^\.latest")       # written while a run runs: not final
+_ODD = re.compile(r"[\\\x00-\x1f\x7f]")
 _STORED = {".png", ".parquet", ".zip", ".gz", ".jpg", ".jpeg"}      # already compressed
 
 
@@ -54,8 +59,8 @@ def md_cell(value, *, code: bool = False, limit: int | None = None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     text = " ".join(str(value).split())
-    if limit and len(text) > limit:
-        text = text[: limit - 1].rstrip() + "\u2026"
+    if limit:
+        text = cut_words(text, limit)
     if code:
         return "`" + text.replace("`", "'").replace("|", "\\|") + "`" if text else ""
     for ch in "\\`*[]<|~":
@@ -69,40 +74,70 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[i
         ["| " + " | ".join(r) + " |" for r in rows]
 
 
-def _claims(run_dir: Path) -> pd.DataFrame | None:
+def md_code(value, *, in_table: bool = False) -> str:
+    """``value`` as a Markdown code span that nothing in it can end: the fence is longer than
+    any run of backticks inside, one line, pipes escaped inside a table cell."""
+    text = " ".join(str(value).split()) or "?"
+    runs = [len(m) for m in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if runs else ""
+    if in_table:
+        text = text.replace("|", "\\|")
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _claims(run_dir: Path) -> tuple[pd.DataFrame | None, str]:
+    """report/claims.csv, and why it could not be read ('' when it was)."""
     p = run_dir / "report" / "claims.csv"
-    return pd.read_csv(p) if p.is_file() else None
+    if not p.is_file():
+        return None, "report/claims.csv is missing"
+    try:
+        return pd.read_csv(p), ""
+    except (ValueError, UnicodeDecodeError, OSError) as e:
+        return None, f"report/claims.csv could not be read ({type(e).__name__})"
 
 
-def _claims_rows(claims: pd.DataFrame, scrub: Scrubber) -> list[list[str]]:
+def _str(r: dict, key: str) -> str:
+    v = r.get(key)
+    return " ".join(v.split()) if isinstance(v, str) else ""
+
+
+_GROUP = re.compile(r"\s*\[[^\]]*\]\s*$")     # a metric's group label, "[4 KiB d2h]": the table has no room
+
+
+def _claims_rows(claims: pd.DataFrame, scrub: Scrubber, with_why: bool) -> list[list[str]]:
     rows = []
     for r in claims.to_dict("records"):
-        short = r.get("short")
-        if not isinstance(short, str) or not short.strip():
-            short = r.get("claim")
-        measured = format_measured(r.get("measured"), r.get("low"), r.get("high"),
-                                   r.get("unit") if isinstance(r.get("unit"), str) else "")
-        if r.get("unit") == "count" and measured and isinstance(r.get("metric"), str):
-            measured = f"{measured} ({r['metric']})"      # a bare count says nothing without what it counts
+        short = _str(r, "short") or _str(r, "claim")
+        subject = _str(r, "subject")
+        measured = format_measured(r.get("measured"), r.get("low"), r.get("high"), _str(r, "unit"))
+        metric = cut_words(_GROUP.sub("", _str(r, "metric")), max(30, 100 - len(measured)))   # the figure stays whole
+        figure = (f"{metric}: {measured}" if metric and measured else measured) or "\u2014"
         verdict = verdict_word(r.get("verdict"))
-        rows.append([f"**{md_cell(r.get('id'))}**", md_cell(scrub(str(short or "")), limit=70),
-                     md_cell(scrub(str(r.get("thread") or "")), limit=60),
-                     md_cell(scrub(measured), limit=70) or "\u2014",
-                     f"**{verdict}**" if verdict == "does not hold" else md_cell(verdict)])
+        vcell = f"**{verdict}**" if verdict == "does not hold" else md_cell(verdict)
+        if _str(r, "reading") == "analogue":
+            vcell += " (analogue)"
+        row = [f"**{md_cell(r.get('id'))}**",
+               md_cell(cut_words(scrub(short + (f" ({subject})" if subject else "")), 60)),
+               md_cell(cut_words(scrub(_str(r, "thread")), 50)),
+               md_cell(scrub(figure)), vcell]
+        if with_why:
+            row.append(md_cell(cut_words(scrub(_str(r, "why")), 140)))
+        rows.append(row)
     return rows
 
 
 def _verdict_counts(claims: pd.DataFrame) -> str:
-    n = Counter(verdict_word(v) for v in claims.verdict)
-    parts = [f"{n[w]} {w}" for w in VERDICTS if n[w]] + [f"{c} {w}" for w, c in n.items() if w not in VERDICTS]
-    return ", ".join(parts) + f" (of {len(claims)})"
+    verdicts = [verdict_word(v) for v in claims.verdict]
+    readings = claims["reading"] if "reading" in claims.columns else None
+    return f"{len(claims)} claims: " + verdict_sentence(verdicts, readings)
 
 
 def _api_stats(run_dir: Path) -> pd.DataFrame | None:
-    data = run_dir / "data"
-    exact = data / "api_stats.parquet"
-    found = [exact] if exact.is_file() else sorted(data.glob("*api_stats*.parquet"))
-    return pd.read_parquet(found[0]) if found else None
+    """data/api_stats.parquet: that data set's name exactly (a glob would also take e.g.
+    harness.08_c10_api_stats.parquet)."""
+    p = Path(run_dir) / "data" / "api_stats.parquet"
+    return pd.read_parquet(p) if p.is_file() else None
 
 
 def lock_unlock_table(run_dir: Path, platform: str = "") -> list[list[str]]:
@@ -126,49 +161,84 @@ def lock_unlock_table(run_dir: Path, platform: str = "") -> list[list[str]]:
     return rows
 
 
-def headline_figures(run_dir: Path, limit: int = 5, order: Sequence[str] = HEADLINE_ORDER) -> list[Path]:
+def headline_figures(run_dir: Path, limit: int = MAX_FIGURES, order: Sequence[str] = HEADLINE_ORDER, *,
+                     paths: Sequence[Path] | None = None) -> list[Path]:
     """The first figure of the notebooks named by ``order`` (stem prefixes), then of the
-    others, at most ``limit``."""
+    others, at most ``limit`` (``paths``: choose among these instead of the run's figures)."""
     firsts: dict[str, Path] = {}
-    for p in sorted((Path(run_dir) / "figures").glob("*.png")):
+    for p in sorted(paths if paths is not None else (Path(run_dir) / "figures").glob("*.png")):
         firsts.setdefault(p.name.split("-", 1)[0], p)
     def rank(stem: str) -> tuple[int, str]:
         return next((i for i, pre in enumerate(order) if stem.startswith(pre)), len(order)), stem
     return [firsts[s] for s in sorted(firsts, key=rank)][:limit]
 
 
-def summary_markdown(run_dir: Path, figures: Sequence[str] | None = None) -> str:
-    """``share/summary.md`` as text: GFM that reads well pasted into a comment; paths relative
-    to ``share/`` (``figures/NAME.png``); under 80 lines."""
+def missing_data(man: dict) -> list[str]:
+    """What a run lacks, one sentence each: data sets that could not be read, notebooks that
+    did not run to the end (their data may be missing)."""
+    out = []
+    bad = [str(b) for b in (man.get("unreadable_data") or [])]
+    if bad:
+        out.append(f"Data that could not be read (no claim is judged on it): {', '.join(bad)}.")
+    trouble = [f"{stem} ({(v or {}).get('status', 'unknown')})" for stem, v in (man.get("notebooks") or {}).items()
+               if (v or {}).get("status") != "ok"]
+    if trouble:
+        out.append(f"Notebooks that did not run to the end (their data may be missing): {', '.join(trouble)}.")
+    return out
+
+
+def _image(path: Path, inline: bool) -> str:
+    alt = md_cell(path.stem.replace("_", " ").replace("-", ": ", 1))
+    if inline:
+        return f"![{alt}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
+    return f"![{alt}](figures/{quote(path.name)})"
+
+
+def summary_markdown(run_dir: Path, figures: Sequence[str | Path] | None = None, *, inline: bool = False) -> str:
+    """``share/summary.md`` as text: GFM that fits an issue comment (under ``MAX_LINES`` lines,
+    one table, at most ``MAX_FIGURES`` figures). ``figures``: names in ``share/figures/`` or
+    paths; ``inline``: the figures as data URIs instead of files to attach. Every name taken
+    from the run is escaped; run id, preset, platform and host are code spans that nothing
+    in them can end."""
     run_dir = Path(run_dir)
     scrub = Scrubber(run_dir)
     man = scrub.tree(json.loads((run_dir / "manifest.json").read_text()))
     git, rt = man.get("git") or {}, man.get("runtime") or {}
     commit = str(git.get("commit") or "unknown")
+    judged = str((man.get("judged_by") or {}).get("commit") or commit)
     dirty = git.get("dirty")
-    state = " with uncommitted changes" if dirty else ("" if dirty is False else ", state unknown")
+    state = " (it had uncommitted changes)" if dirty else ("" if dirty is False else " (its state is unknown)")
     platform, preset = str(man.get("platform", "?")), str(man.get("preset", "?"))
-    out = [f"### pinpath run `{md_cell(man.get('run_id'), code=True).strip('`')}`", "",
-           f"**{md_cell(platform)}** on {md_cell(rt.get('device') or 'an unnamed device')}, driver "
-           f"{md_cell(rt.get('nvidia_driver') or rt.get('driver_version') or 'none')}; preset **{md_cell(preset)}**; commit `{commit[:12]}`{state}; "
-           f"run status {md_cell(man.get('status', '?'))}.", ""]
-    claims = _claims(run_dir)
+    host = (man.get("runner") or {}).get("host") or (man.get("machine") or {}).get("hostname")
+    driver = rt.get("nvidia_driver") or rt.get("driver_version")
+    out = [f"### pinpath run {md_code(man.get('run_id') or run_dir.name)}", "",
+           f"Platform {md_code(platform)} on {md_cell(rt.get('device') or 'an unnamed device')}"
+           + (f", driver {md_cell(driver)}" if driver else "") + (f", host {md_code(host)}" if host else "")
+           + f"; preset {md_code(preset)}; run status {md_code(man.get('status', '?'))}.", ""]
+    claims, why_not = _claims(run_dir)
     if claims is not None and len(claims):
-        out += [f"**Claims:** {_verdict_counts(claims)}.", ""]
-        out += _table(["id", "claim", "thread's figure", "measured here (95 % CI)", "verdict"],
-                      _claims_rows(claims, scrub))
+        with_why = "why" in claims.columns and "reading" in claims.columns     # the per-claim reason, when written
+        out += [f"**{_verdict_counts(claims)}.**", ""]
+        head = ["id", "claim", "thread's figure", "measured here (metric: value, 95 % CI)", "verdict"]
+        out += _table(head + (["why"] if with_why else []), _claims_rows(claims, scrub, with_why))
     else:
-        out += ["No claims table in this run (report/claims.csv is missing)."]
-    out += ["", "**Lock and unlock in rocprof's layout** (thread: ye-luo's `hsa_stats.csv`; ours: the replica's "
-                "traced calls" + ("" if _api_stats(run_dir) is not None else ", missing from this run") + ")", ""]
-    out += _table(["user pinning", "from", "Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage"],
-                  lock_unlock_table(run_dir, platform), right=(3, 4, 5, 6))
-    names = list(figures) if figures is not None else [p.name for p in headline_figures(run_dir)]
-    if names:
-        out += ["", "**Figures**", ""]
-        out += [f"![{md_cell(Path(n).stem.replace('_', ' '))}](figures/{n})" for n in names]
-    out += ["", f"Reproduce: `git checkout {commit}` then `make reproduce PRESET={preset} PLATFORM={platform}`. "
-                f"The whole run, offline: `{run_dir.name}.zip` (open `{run_dir.name}/index.html`)."]
+        out += [f"No claims table in this run ({why_not or 'report/claims.csv is empty'})."]
+    notes = missing_data(man)
+    if notes:
+        out += [""] + [md_cell(n) for n in notes]
+    paths = [Path(f) if isinstance(f, Path) else run_dir / "share" / "figures" / str(f)
+             for f in (figures if figures is not None else headline_figures(run_dir))][:MAX_FIGURES]
+    if paths:
+        out += ["", " ".join(_image(p, inline) for p in paths)]
+        if not inline:
+            out += ["", "*The figures are files in `share/figures/`: attach them to the comment (drag them in), "
+                        "or write this summary with `--inline` where the tracker accepts data URIs.*"]
+    out += ["", f"Reproduce: `git checkout {commit}`{state}, then "
+                + md_code(f"make reproduce PRESET={preset} PLATFORM={platform}")
+                + ("." if judged == commit else
+                   f". These data were measured at that commit and judged by `{judged}` "
+                   f"(`python -m pinpath finalize <run>` judges them again)."),
+            "", f"The whole run, offline: `{md_cell(run_dir.name)}.zip` (unzip it, then open `report/index.html`)."]
     text = scrub("\n".join(out)) + "\n"
     if text.count("\n") >= MAX_LINES:
         raise AssertionError(f"summary.md has {text.count(chr(10))} lines, more than {MAX_LINES - 1}")
@@ -196,6 +266,13 @@ _REDIRECT = """<!doctype html>
 """
 
 
+def _entry(rid: str, rel: Path) -> str:
+    """A zip entry name: ``<run-id>/`` then the run's relative path, ``/``-separated; a
+    backslash or control character in a name becomes ``_`` (an unzipper on Windows would take
+    a backslash for a folder)."""
+    return "/".join(_ODD.sub("_", part) for part in (rid, *rel.parts))
+
+
 def zip_run(run_dir: Path, out_zip: Path) -> Path:
     """The run folder as ``out_zip``: entries under ``<run-id>/``, ``<run-id>/index.html`` first
     (it leads to ``report/index.html``), then the report, then the rest; ``share/``, temporary
@@ -205,8 +282,8 @@ def zip_run(run_dir: Path, out_zip: Path) -> Path:
     files = []
     for p in sorted(run_dir.rglob("*")):
         rel = p.relative_to(run_dir)
-        if (rel.parts[0] in _SKIP or any(part in _SKIP for part in rel.parts) or p.is_symlink()
-                or not p.is_file() or p.name.endswith(".tmp")):
+        if (any(part in _SKIP for part in rel.parts) or p.is_symlink() or not p.is_file()
+                or _TEMPORARY.search(p.name)):
             continue
         files.append(rel)
     first = [r for r in files if r.as_posix() == "report/index.html"]
@@ -215,22 +292,41 @@ def zip_run(run_dir: Path, out_zip: Path) -> Path:
     with replacing(out_zip) as tmp:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
             if not (run_dir / "index.html").exists():
-                z.writestr(f"{rid}/index.html", _REDIRECT)
+                z.writestr(_entry(rid, Path("index.html")), _REDIRECT)
             for rel in files:
                 kind = zipfile.ZIP_STORED if rel.suffix.lower() in _STORED else zipfile.ZIP_DEFLATED
-                z.write(run_dir / rel, f"{rid}/{rel.as_posix()}", compress_type=kind)
+                z.write(run_dir / rel, _entry(rid, rel), compress_type=kind)
     return Path(out_zip)
 
 
-def share_run(run_dir: Path, *, width: int = 900, limit: int = 5) -> Path:
+def _readable_images(paths: Sequence[Path]) -> list[Path]:
+    """The PNGs among ``paths`` that open (a damaged figure is left out, not a traceback)."""
+    from PIL import Image
+    good = []
+    for p in paths:
+        try:
+            with Image.open(p) as im:
+                im.verify()
+            good.append(p)
+        except (OSError, ValueError, SyntaxError):
+            continue
+    return good
+
+
+def share_run(run_dir: Path, *, width: int = 900, limit: int = MAX_FIGURES, inline: bool = False) -> Path:
     """Write ``share/summary.md``, ``share/figures/`` and ``share/<run-id>.zip`` inside the run
-    folder; return the ``share`` folder."""
+    folder; return the ``share`` folder. ``inline``: the summary's figures as data URIs."""
     run_dir = Path(run_dir).resolve()
     if not (run_dir / "manifest.json").is_file():
         raise BadParameter(f"{run_dir.name}: not a pinpath run (no manifest.json)")
     share = run_dir / "share"
-    figs = resize_figures(headline_figures(run_dir, limit), share / "figures", width)
-    write_text_atomic(share / "summary.md", summary_markdown(run_dir, [p.name for p in figs]))
+    heads = _readable_images([p for p in sorted((run_dir / "figures").glob("*.png"))
+                              if p in headline_figures(run_dir, 99)])
+    figs = resize_figures(headline_figures(run_dir, limit, paths=heads), share / "figures", width)
+    for old in (share / "figures").glob("*.png"):
+        if old not in figs:
+            old.unlink()                  # figures of an earlier share that the summary no longer shows
+    write_text_atomic(share / "summary.md", summary_markdown(run_dir, figs, inline=inline))
     zip_run(run_dir, share / f"{run_dir.name}.zip")
     return share
 
@@ -262,10 +358,13 @@ def render_compare_markdown(runs: Sequence[tuple]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pinpath.report.share [RUN]``: share a run, print where the summary went."""
+    """``python -m pinpath.report.share [--inline] [RUN]``: share a run, print where the summary
+    went (``--inline``: its figures as data URIs)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    inline = "--inline" in args
+    args = [a for a in args if a != "--inline"]
     try:
-        share = share_run(find_run(args[0] if args else None, OUTPUTS_DIR))
+        share = share_run(find_run(args[0] if args else None, OUTPUTS_DIR), inline=inline)
     except BadParameter as e:
         print(f"pinpath: {e}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ RUN        ?= latest
 RUNS       ?=
 CELL_TIMEOUT ?=
 STRICT     ?=
+INLINE     ?=
 TRACE      ?=
 OUT        ?=
 WHEELHOUSE ?= wheelhouse
@@ -45,7 +46,7 @@ SLURM_CPUS      ?=
 SLURM_TIME      ?=
 SLURM_MEM       ?=
 ARCH       ?=
-export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STRICT TRACE OUT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
+export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STRICT INLINE TRACE OUT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
 export SLURM_PARTITION SLURM_ACCOUNT SLURM_GPUS SLURM_CPUS SLURM_TIME SLURM_MEM
 
 PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE),) $(if $(OFFLINE),--no-index,)
@@ -106,8 +107,8 @@ runs: setup  ## list the runs under outputs/ with their status (stale: its runne
 
 report: runs  ## the same as `make runs`; each run's summary report is outputs/<run-id>/report/index.html
 
-share: setup  ## write share/summary.md, ~900 px figures and <run-id>.zip of RUN (default: latest) into its folder
-	$(PY) -m pinpath share "$$RUN"
+share: setup  ## write share/summary.md, ~900 px figures and <run-id>.zip of RUN (default: latest) into its folder (INLINE=1: figures as data URIs)
+	$(PY) -m pinpath share "$$RUN" $${INLINE:+--inline}
 
 compare: setup  ## claims of RUNS="outputs/A outputs/B" side by side into outputs/compare.html and .md, with a regression check (STRICT=1: exit 1 on a changed verdict whose intervals do not overlap)
 	@[ -n "$$RUNS" ] || { echo 'make compare needs RUNS="outputs/A outputs/B"'; exit 2; }

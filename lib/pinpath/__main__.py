@@ -64,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("share", help="write share/summary.md, share/figures/ and share/<run-id>.zip inside a run folder")
     p.add_argument("run", nargs="?", default="latest", help="run folder or run id under outputs/ (default: latest)")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
+    p.add_argument("--inline", action="store_true",
+                   help="embed the figures in summary.md as data URIs (for trackers that accept them)")
     p = sub.add_parser("advise", help="replay an application's transfer trace under every policy and advise")
     p.add_argument("trace", type=Path, help="LIBOMPTARGET_INFO=32 stderr, rocprofv3 memory-copy CSV or rocprof hsa_stats.csv")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: outputs/advise-<time>/)")
@@ -117,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             from .report.share import share_run
             run_dir = runfolder.find_run(args.run, args.outputs or paths.OUTPUTS_DIR)
             runfolder.read_manifest(run_dir)      # one sentence for a broken run folder
-            share = share_run(run_dir)
+            share = share_run(run_dir, inline=args.inline)
             print(share / "summary.md")
             print(share / f"{share.parent.name}.zip")
             return 0

@@ -63,14 +63,15 @@ def fmt_nbytes(nbytes: int) -> str:
 
 
 def fmt_ns(ns: float) -> str:
-    """``62000`` -> ``'62.0 us'``."""
+    """``62000`` -> ``'62 us'``; ``999.7`` -> ``'1 us'``."""
     ns = float(ns)
     if ns != ns:
         return "n/a"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.3g} ns"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0)):
+        v = float(f"{ns / scale:.3g}")     # rounded first: 999.7 ns is '1 us', never '1e+03 ns'
+        if abs(v) >= 1 or unit == "ns":
+            return f"{v:.3g} {unit}"
+    return "n/a"
 
 
 def gb_per_s(nbytes: float, ns: float) -> float:

@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..stats import MIN_REPEATS, Estimate, diff_ci, median_ci, proportion_ci, ratio_ci, share_ci
 from ..trace import null_call_ns
-from ..units import fmt_nbytes, fmt_ns
+from ..units import binary_size, fmt_ns
 from ..vocab import Verdict
 from .fmt import format_measured
 
@@ -266,7 +266,7 @@ def _per_size(data, num: tuple[str, str], den: tuple[str, str], *, kind: str = "
     b, _ = _calls(data, *den, kind=kind, dataset=dataset)
     groups, facts = [], {}
     for n in sorted(set(a.nbytes) & set(b.nbytes)):
-        ga, gb, size = a[a.nbytes == n], b[b.nbytes == n], fmt_nbytes(n)
+        ga, gb, size = a[a.nbytes == n], b[b.nbytes == n], binary_size(n)
         groups.append((size, ratio_ci(ga.ns, gb.ns, _rep(ga), _rep(gb))))
         facts[size] = f"{_op_fact(ga, *num, size)}, {_op_fact(gb, *den, size).replace(' at ' + size, '')} ({src})"
     if not groups:
@@ -281,7 +281,7 @@ def _transfers(data: dict, name: str) -> pd.DataFrame:
 
 def _label(key) -> str:
     key = key if isinstance(key, tuple) else (key,)
-    return " ".join(fmt_nbytes(k) if isinstance(k, (int, np.integer)) else str(k) for k in key)
+    return " ".join(binary_size(k) if isinstance(k, (int, np.integer)) else str(k) for k in key)
 
 
 def _backings(a: pd.DataFrame, b: pd.DataFrame) -> str:
@@ -386,7 +386,7 @@ def _c2_share(data):
         raise Missing("no stage_per_copy transfers")
     groups, facts = [], {}
     for d, g in f.groupby("direction"):
-        label = f"{fmt_nbytes(int(f.nbytes.iloc[0]))} {d}"
+        label = f"{binary_size(int(f.nbytes.iloc[0]))} {d}"
         part = g.alloc_ns + g.grant_ns + g.free_ns
         groups.append((label, share_ci(part, g.total_ns, _rep(g))))
         facts[label] = (f"a per-copy staged {label} transfer takes {fmt_ns(median_ci(g.total_ns, _rep(g)).value)}, "
@@ -483,7 +483,7 @@ def _c7(data):
         query, _ = _calls(data, "query", "locked")
         groups, facts = [], {}
         for n in sorted(set(relock.nbytes) & set(query.nbytes) & set(unlock.nbytes)):
-            size = fmt_nbytes(n)
+            size = binary_size(n)
             a, u, q = (x[x.nbytes == n] for x in (relock, unlock, query))
             path = _path_ns([a, u])
             groups.append((size, ratio_ci(path.ns, q.ns, _rep(path), _rep(q))))
@@ -580,7 +580,7 @@ def _c11(data):
     lim = data.get("limits")
     scarce = ""
     if lim is not None and len(lim):
-        scarce = (f"; past a {fmt_nbytes(int(lim.limit_nbytes.iloc[0]))} RLIMIT_MEMLOCK, "
+        scarce = (f"; past a {binary_size(int(lim.limit_nbytes.iloc[0]))} RLIMIT_MEMLOCK, "
                   f"{int((~lim.granted.astype(bool)).sum())} of {len(lim)} requests were refused"
                   + (" and the kernel counted no locked memory (VmLck 0), so the limit was never exercised"
                      if "vmlck_nbytes" in lim and (lim.vmlck_nbytes == 0).all() else ""))

@@ -130,8 +130,9 @@ def test_threads_share_the_map_and_balance_their_locks(any_rt, eng):
                 p.unmap(b, thread=t)
             rows = eng.run("nextgen_lock_mapped", p).transfers()
             assert p.nthreads == n and set(rows.thread_id) == set(range(n))
-            maps = rows[rows.event != "transfer"][["thread_id", "event", "path", "error", "calls"]]
-            assert set(rows[rows.event == "transfer"].path) == {"map_hit"}, maps.to_string()
+            maps = rows[rows.event != "transfer"][["thread_id", "event", "path", "error", "calls", "start_ns", "end_ns"]]
+            ranges = [(hex(h.ptr), hex(h.ptr + nbytes)) for h in hb]
+            assert set(rows[rows.event == "transfer"].path) == {"map_hit"}, f"{maps.to_string()}\n{ranges}"
             calls = " ".join(rows.calls)
             lock, unlock = engine.load(any_rt.name).calls[:2]
             assert calls.count(f"{lock}=0") == calls.count(f"{unlock}=0") >= 1

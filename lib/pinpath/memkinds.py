@@ -98,21 +98,21 @@ _L.malloc.restype, _L.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
 _L.free.restype, _L.free.argtypes = None, (ctypes.c_void_p,)
 
 
-_L.mallopt.restype, _L.mallopt.argtypes = ctypes.c_int, (ctypes.c_int, ctypes.c_int)
-_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_NBYTES = -3, 128 * 1024
-_threshold_fixed: list[bool] = []
+_L.posix_memalign.restype = ctypes.c_int
+_L.posix_memalign.argtypes = (ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_size_t)
 
 
 def _heap(stack: ExitStack, nbytes, rt, seed, offset):
-    if not _threshold_fixed:
-        # glibc raises its mmap threshold as mmapped chunks are freed, so a later 1 MiB buffer
-        # would share pages with its neighbours on the heap (their locks then cover it); fixed,
-        # every buffer of 128 KiB or more is its own mapping in every run, as in tools/bench_calls.c
-        _L.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_NBYTES)
-        _threshold_fixed.append(True)
-    ptr = _L.malloc(nbytes)
-    if not ptr:
-        raise RuntimeCallFailed("host", "malloc", 12, libc.errno_name(12), nbytes)
+    # From the C heap, on whole pages of its own (posix_memalign to a page, the size rounded up to
+    # pages): malloc alone puts a buffer on pages its neighbours share, from the heap's free chunks
+    # whatever the mmap threshold, and then another buffer's lock covers it (a runtime that registers
+    # pages answers "already registered"; mlock's query reads the page as locked). Sharing a page is a
+    # state of its own, measured where it is meant: the unaligned and shared_page kinds, C11.
+    ptr = ctypes.c_void_p()
+    rc = _L.posix_memalign(ctypes.byref(ptr), PAGE_NBYTES, max(PAGE_NBYTES, -(-nbytes // PAGE_NBYTES) * PAGE_NBYTES))
+    if rc != 0 or not ptr.value:
+        raise RuntimeCallFailed("host", "posix_memalign", rc or 12, libc.errno_name(rc or 12), nbytes)
+    ptr = ptr.value
     stack.callback(_L.free, ptr)
     arr = view(ptr, nbytes)
     fill_random(arr, seed)

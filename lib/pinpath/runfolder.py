@@ -136,11 +136,13 @@ def write_part(run_dir: Path, stem: str, part: dict) -> None:
 
 def outputs_of(run_dir: Path, stem: str, part: dict | None = None) -> list[Path]:
     """The files notebook ``stem`` wrote into the run folder that exist: its executed notebook,
-    HTML page, kernel report, harness data, figures, and the data sets its ``part`` lists."""
+    HTML page, kernel report, figure record, harness data, long tables, figures, and the data sets
+    its ``part`` lists."""
     run_dir, stem = Path(run_dir), check_name(stem, "notebook")
     data = (part or {}).get("data") or []
     names = [f"notebooks/{stem}.ipynb", f"notebooks/.{stem}.partial.ipynb", f"report/{stem}.html",
-             f"status/{stem}.kernel.json", f"data/harness.{stem}.parquet",
+             f"status/{stem}.kernel.json", f"status/{stem}.figures.json", f"data/harness.{stem}.parquet",
+             *(f"data/{p.name}" for p in (run_dir / "data").glob(f"{stem}.table-*.csv")),
              *(f"data/{check_name(d, 'data file')}" for d in (data if isinstance(data, list) else [])),
              *(f"figures/{p.name}" for p in (run_dir / "figures").glob(f"{stem}-*"))]
     return [inside(run_dir, n) for n in dict.fromkeys(names) if (run_dir / n).is_file()]

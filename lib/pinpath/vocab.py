@@ -61,7 +61,7 @@ class MapOutcome(StrEnum):
 
 
 class MemoryKind(StrEnum):
-    HEAP = "heap"                  #: malloc'd memory, as a C or C++ application has it
+    HEAP = "heap"                  #: the C heap, as a C or C++ application has it, on pages of its own
     NUMPY = "numpy"                #: a numpy array (numpy asks for transparent huge pages on large ones)
     STACK = "stack"                #: a real pthread stack
     READ_ONLY = "read_only"        #: a private anonymous mapping made read-only

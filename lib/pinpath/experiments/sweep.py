@@ -58,9 +58,9 @@ def rounds(points: Sequence, *, repeats: int, warmup: int = 0, seed: int = SEED,
 class Rows(list):
     """The rows a sweep keeps: ``add`` drops those of ``rounds``' warm-up (repeat < 0)."""
 
-    def add(self, repeat: int, row) -> None:
+    def add(self, repeat: int, *rows) -> None:
         if repeat >= 0:
-            self.append(row)
+            self.extend(rows)
 
 
 def checks(verify: str, repeat: int) -> bool:

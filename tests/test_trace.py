@@ -73,3 +73,14 @@ def test_measure_harness_reports_every_metric():
     m = measure_harness(lambda: None, loops=200, rounds=5)
     assert set(m) >= {"clock_ns", "resolution_ns", "null_call_ns", "trace_overhead_ns", "trace_overhead_spread_ns"}
     assert m["trace_overhead_ns"] > 0 and m["clock_ns"] > 0 and m["resolution_ns"] >= 1
+
+
+def test_called_since_a_mark_sees_other_threads():
+    r = Recorder()
+    r.call("copy", lambda: 0)
+    mark = r.mark()
+    assert not r.called_since(mark, "copy")
+    t = threading.Thread(target=lambda: (r.call("lock", lambda: 0), r.call("copy", lambda: 0)))
+    t.start()
+    t.join()
+    assert r.called_since(mark, "copy") and r.called_since(mark, "lock") and not r.called_since(mark, "wait")

@@ -107,6 +107,14 @@ class Recorder:
         finally:
             spans.remove(mine)
 
+    def mark(self) -> int:
+        """A place in the log of calls, for ``called_since``."""
+        return len(self._raw)
+
+    def called_since(self, mark: int, name: str) -> bool:
+        """Whether any thread has recorded a call ``name`` after ``mark``."""
+        return any(c[0] == name for c in self._raw[mark:])
+
     def clear(self) -> None:
         """Forget the recorded calls (held resources are kept)."""
         self._raw = []

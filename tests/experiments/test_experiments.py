@@ -226,3 +226,34 @@ def test_a_failing_thread_does_not_hang_the_others(host_rt, monkeypatch):
     t.start()
     t.join(20)
     assert not t.is_alive() and done and "first transfer failed" in str(done[0].value)
+
+
+def test_rows_keep_no_warmup_round():
+    from pinpath.experiments.sweep import Rows, rounds
+    rows = Rows()
+    for i, p in rounds(["a", "b"], repeats=2, warmup=3):
+        rows.add(i, (i, p))
+    assert sorted(rows) == [(0, "a"), (0, "b"), (1, "a"), (1, "b")]
+
+
+@pytest.mark.parametrize("direction", ["h2d", "d2h"])
+def test_poisoned_destination_is_judged_after_the_transfer(host_rt, direction):
+    """Poisoned overwrites the destination; a transfer that did not happen is a failed check,
+    one that did is verified, an unchecked one is None."""
+    from pinpath.errors import VerificationFailed
+    from pinpath.experiments.sweep import POISON, DeviceBuffers, Poisoned
+    from pinpath.memkinds import host_buffer
+    with DeviceBuffers(host_rt) as dev, host_buffer("heap", 4096, rt=host_rt, seed=3) as buf:
+        dptr = dev.get(4096)
+        src = buf.array.copy() if direction == "h2d" else dev.content[dptr]
+        dst = Poisoned(host_rt, direction, buf.array, dptr, 4096, on=True, want=dev.content[dptr])
+        seen = host_rt.read_device(dptr, 4096) if direction == "h2d" else buf.array
+        assert (seen == POISON).all()
+        with pytest.raises(VerificationFailed, match="the test's copy left the destination different"):
+            dst.verdict("the test's copy")
+        if direction == "h2d":
+            host_rt.write_device(dptr, src)
+        else:
+            buf.array[:] = src
+        assert dst.verdict("the test's copy") is True
+        assert Poisoned(host_rt, direction, buf.array, dptr, 4096, on=False).verdict("unchecked") is None

@@ -11,7 +11,7 @@ from ..policies import make_policy
 from ..runtimes.base import has
 from ..schema import BANDWIDTH, LINK, frame
 from ..vocab import Capability, MemoryKind, Policy
-from .sweep import DeviceBuffers, checks, grid, rounds, transfer
+from .sweep import DeviceBuffers, Rows, checks, grid, rounds, transfer
 
 __all__ = ["bandwidth", "link_peak", "PCIE_LANE_GB_PER_S"]
 
@@ -30,7 +30,7 @@ def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10,
     over the same pinned buffer that bypass pinpath, where the runtime has them: the async copy
     + wait (``plain_loop``) and the synchronous copy (``sync_loop``). Every point once per
     round, in a shuffled order; each copy's device-event time where the runtime has events."""
-    rows = []
+    rows = Rows()
     loops = [name for name, (cap, _) in _LOOPS.items() if has(rt, cap)]
     with ExitStack() as stack:
         dev = stack.enter_context(DeviceBuffers(rt))
@@ -55,9 +55,8 @@ def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10,
                 # copy pays for its creation
                 row = {"path": "", "total_ns": getattr(rt, _LOOPS[case][1])(dst, src, n, d, 2)[-1],
                        "dma_event_ns": None, "verified": None}
-            if i >= 0:
-                rows.append({"case": case, "direction": d, "nbytes": n, "repeat": i, **row,
-                             "gb_per_s": n / row["total_ns"], "platform": rt.name})
+            rows.add(i, {"case": case, "direction": d, "nbytes": n, "repeat": i, **row,
+                         "gb_per_s": n / row["total_ns"], "platform": rt.name})
     return frame(rows, BANDWIDTH)
 
 

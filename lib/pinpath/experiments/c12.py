@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from contextlib import ExitStack
 
-import numpy as np
 import pandas as pd
 
 from ..errors import LockFailed
@@ -13,7 +12,7 @@ from ..memkinds import host_buffer
 from ..runtimes.base import device_alloc, event_pair, has, queue
 from ..schema import C12, frame
 from ..vocab import Capability, Direction, MemoryKind
-from .sweep import checks, expect, poison, rounds
+from .sweep import Poisoned, Rows, checks, rounds
 
 __all__ = ["c12_cases", "CASES"]
 _now = time.perf_counter_ns
@@ -48,7 +47,7 @@ def c12_cases(rt, *, nbytes: int, repeats: int = 5, warmup: int = 1, verify: str
         from ..nativelib import load
         lib = load(rt.name)
         lib = lib if lib.has_copy else None
-    rows = []
+    rows = Rows()
     with ExitStack() as stack:
         b = stack.enter_context(host_buffer(MemoryKind.HEAP, nbytes))
         dptr = stack.enter_context(device_alloc(rt, nbytes))
@@ -57,19 +56,13 @@ def c12_cases(rt, *, nbytes: int, repeats: int = 5, warmup: int = 1, verify: str
         sources = ["python"] + (["native"] if lib is not None else [])
         points = [(case, src) for case in CASES for src in sources if not (src == "native" and case == "pageable_copy")]
         for i, (case, src) in rounds(points, repeats=repeats, warmup=warmup, label="C12 cases"):
-            check = checks(verify, i)
-            if check:
-                poison(rt, Direction.H2D, b.array, dptr, nbytes)
+            dst = Poisoned(rt, Direction.H2D, b.array, dptr, nbytes, on=checks(verify, i))
             if src == "native":
                 row = _native_case(lib, int(case[0]), b, dptr, nbytes, q)
             else:
                 row = _python_case(rt, case, b, dptr, nbytes, q, e0, e1)
-            if check:
-                row["verified"] = expect(bool(np.array_equal(rt.read_device(dptr, nbytes), b.array)),
-                                         f"C12 {case} ({src})")
-            if i >= 0:
-                rows.append({"case": case, "nbytes": nbytes, "repeat": i, "source": src, "platform": rt.name,
-                             "verified": None, **row})
+            row["verified"] = dst.verdict(f"C12 {case} ({src})")
+            rows.add(i, {"case": case, "nbytes": nbytes, "repeat": i, "source": src, "platform": rt.name, **row})
     return frame(rows, C12)
 
 

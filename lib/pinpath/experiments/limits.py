@@ -10,7 +10,6 @@ import threading
 import time
 from contextlib import ExitStack
 
-import numpy as np
 import pandas as pd
 
 from ..errors import RuntimeCallFailed
@@ -20,7 +19,7 @@ from ..runtimes.base import device_alloc, has
 from ..schema import HAZARD, LIMITS, frame
 from ..units import PAGE_NBYTES
 from ..vocab import Capability, Direction, MemoryKind, Policy, Relock
-from .sweep import checks, expect, page_locked, poison, rounds
+from .sweep import Poisoned, checks, page_locked, rounds
 
 _now = time.perf_counter_ns
 
@@ -62,13 +61,11 @@ def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,
         pols = {p: stack.enter_context(make_policy(p, rt)) for p in policies}
         buf_a = HostBuffer(a_ptr, nbytes, MemoryKind.PAGE_SHARING, a, backing=raw.backing)
         for i, name in rounds(list(policies), repeats=iterations, warmup=0, label="C11 hazard"):
-            pol, check = pols[name], checks(verify, i)
-            if check:
-                poison(rt, Direction.H2D, a, dptr, nbytes)
+            pol, dst = pols[name], Poisoned(rt, Direction.H2D, a, dptr, nbytes, on=checks(verify, i))
             latch = rt.new_latch() if latch_ok else None
             if latch is not None:
                 rt.hold(latch, pol.q)
-            mark = len(rt.recorder._raw)
+            mark = rt.recorder.mark()
             seen: dict = {}
             b_locked = threading.Event()
 
@@ -77,7 +74,7 @@ def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,
                     rt.lock(base, b_nbytes)
                     b_locked.set()
                     deadline = _now() + 5_000_000_000
-                    while _now() < deadline and not any(c[0] == copy_call for c in rt.recorder._raw[mark:]):
+                    while _now() < deadline and not rt.recorder.called_since(mark, copy_call):
                         time.sleep(0)
                     seen["before"] = page_locked(rt, a_ptr)
                     if latch is not None:
@@ -107,8 +104,7 @@ def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,
             c0 = copies[0].start_ns if copies else rec.start_ns
             c1 = waits[-1].end_ns if waits else rec.end_ns
             inside = bool(seen.get("u0", 0) >= c0 and seen.get("u1", 0) <= c1)
-            ok = expect(bool(np.array_equal(rt.read_device(dptr, nbytes), a)), f"C11 {name} copy of A") \
-                if check else None
+            ok = dst.verdict(f"C11 {name} copy of A")
             rows.append({"policy": str(name), "iteration": i, "a_path": rec.path, "a_copy_start_ns": c0,
                          "a_copy_end_ns": c1, "b_unlock_start_ns": seen.get("u0", 0), "b_unlock_end_ns": seen.get("u1", 0),
                          "unlock_inside_copy": inside, "page_locked_before": seen.get("before"),

@@ -13,7 +13,7 @@ from ..memkinds import host_buffer
 from ..runtimes.base import has
 from ..schema import LOCK_COST, frame
 from ..vocab import Capability, MemoryKind
-from .sweep import grid, rounds
+from .sweep import Rows, grid, rounds
 
 __all__ = ["lock_cost"]
 
@@ -82,7 +82,7 @@ def lock_cost(rt, *, sizes_nbytes, kinds=(MemoryKind.HEAP, MemoryKind.HUGE_PAGES
     if native and has(rt, Capability.NATIVE):
         from ..nativelib import load
         lib = load(rt.name)
-    rows = []
+    rows = Rows()
     with ExitStack() as stack:
         bufs, skipped = {}, []
         for pt in grid(kind=kinds, nbytes=sizes_nbytes):
@@ -96,10 +96,9 @@ def lock_cost(rt, *, sizes_nbytes, kinds=(MemoryKind.HEAP, MemoryKind.HUGE_PAGES
             b = bufs[key] if what == "user" else pinned[key[1]]
 
             def add(op, state, call, ns, rc, err, source="python"):
-                if i >= 0:
-                    rows.append({"op": op, "state": state, "kind": str(b.kind), "backing": b.backing,
-                                 "nbytes": b.nbytes, "repeat": i, "call": call, "ns": ns, "rc": rc,
-                                 "error": err, "source": source, "platform": rt.name})
+                rows.add(i, {"op": op, "state": state, "kind": str(b.kind), "backing": b.backing,
+                             "nbytes": b.nbytes, "repeat": i, "call": call, "ns": ns, "rc": rc,
+                             "error": err, "source": source, "platform": rt.name})
             if what == "user":
                 _python_round(rt, b, add)
                 if lib is not None:

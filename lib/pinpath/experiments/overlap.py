@@ -15,6 +15,7 @@ from ..errors import NotAvailable
 from ..runtimes.base import device_alloc, has, need, queue
 from ..schema import OVERLAP, frame
 from ..vocab import Capability, Direction, MemoryKind
+from .sweep import Rows
 
 __all__ = ["overlap", "overlap_or_reason"]
 _now = time.perf_counter_ns
@@ -37,7 +38,7 @@ def overlap(rt, *, nbytes: int = 16 << 20, chains: int = 8, queues=(1, 2, 4), re
         rt.prepare_kernels()
     nw = max(1, nbytes // out_nbytes(1))
     d2h_nbytes = out_nbytes(nw) if kernel else nbytes
-    rows = []
+    rows = Rows()
     with ExitStack() as stack:
         ins = [stack.enter_context(host_buffer(MemoryKind.PINNED, nbytes, rt=rt, seed=i)) for i in range(chains)]
         outs = [stack.enter_context(host_buffer(MemoryKind.PINNED, d2h_nbytes, rt=rt, seed=50 + i)) for i in range(chains)]
@@ -70,9 +71,8 @@ def overlap(rt, *, nbytes: int = 16 << 20, chains: int = 8, queues=(1, 2, 4), re
                 ok = None
                 if rep == 0:
                     ok = all(np.array_equal(o.array, _expected(i, nw, kernel)) for i, o in zip(ins, outs))
-                if rep >= 0:
-                    rows.append({"queues": n_queues, "chains": chains, "nbytes": nbytes, "repeat": rep,
-                                 "wall_ns": wall, "verified": ok, "kernel": kernel, "platform": rt.name})
+                rows.add(rep, {"queues": n_queues, "chains": chains, "nbytes": nbytes, "repeat": rep,
+                               "wall_ns": wall, "verified": ok, "kernel": kernel, "platform": rt.name})
     return frame(rows, OVERLAP)
 
 

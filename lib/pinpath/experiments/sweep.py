@@ -23,8 +23,8 @@ from ..schema import TRANSFERS, frame, transfer_row
 from ..osinfo import find_vma
 from ..vocab import Direction, Relock
 
-__all__ = ["grid", "rounds", "checks", "poison", "expect", "transfer", "transfers_frame", "POISON",
-           "VERIFY_MODES", "DeviceBuffers", "SEED"]
+__all__ = ["grid", "rounds", "Rows", "checks", "poison", "expect", "Poisoned", "transfer", "transfers_frame",
+           "POISON", "VERIFY_MODES", "DeviceBuffers", "SEED"]
 
 VERIFY_MODES = ("all", "first", "none")
 SEED = 20201019   #: the shuffles of every experiment start from this seed (aomp#160 was opened in Oct 2020)
@@ -55,6 +55,14 @@ def rounds(points: Sequence, *, repeats: int, warmup: int = 0, seed: int = SEED,
             progress.step(label, n, total)
 
 
+class Rows(list):
+    """The rows a sweep keeps: ``add`` drops those of ``rounds``' warm-up (repeat < 0)."""
+
+    def add(self, repeat: int, *rows) -> None:
+        if repeat >= 0:
+            self.extend(rows)
+
+
 def checks(verify: str, repeat: int) -> bool:
     """Whether the transfer of ``repeat`` is byte-checked under ``verify``."""
     if verify not in VERIFY_MODES:
@@ -83,6 +91,31 @@ def expect(ok: bool, what: str) -> bool:
     if not ok:
         raise VerificationFailed(f"{what} left the destination different from the source")
     return True
+
+
+class Poisoned:
+    """The destination of one coming transfer, poisoned now (``on``) and compared with its
+    source by ``verdict`` after it, both outside the timed region. ``host`` is the host side;
+    a D2H's source is ``want``, what the device held (``DeviceBuffers.content``)."""
+
+    def __init__(self, rt, direction: Direction, host: np.ndarray, dev_ptr: int, nbytes: int, *, on: bool,
+                 want: np.ndarray | None = None) -> None:
+        self.rt, self.direction, self.host, self.dev_ptr, self.nbytes = rt, Direction(direction), host, dev_ptr, nbytes
+        self.on, self.want = on, want
+        if on:
+            poison(rt, self.direction, host, dev_ptr, nbytes)
+
+    def verdict(self, what: str) -> bool | None:
+        """True once the destination equals the source, None unchecked; VerificationFailed
+        naming ``what`` if it differs."""
+        if not self.on:
+            return None
+        n, host = self.nbytes, self.host[:self.nbytes]
+        if self.direction == Direction.H2D:
+            got, want = self.rt.read_device(self.dev_ptr, n), host
+        else:
+            got, want = host, self.want[:n]
+        return expect(bool(np.array_equal(got, want)), what)
 
 
 class DeviceBuffers(Closing):
@@ -130,18 +163,13 @@ def transfer(policy, buf: HostBuffer, dev: DeviceBuffers, dev_ptr: int, directio
     direction = Direction(direction)
     n = buf.nbytes - offset if nbytes is None else nbytes
     rt = policy.rt
-    if verify:
-        if direction == Direction.D2H:
-            dev.refresh(dev_ptr)
-        poison(rt, direction, buf.array[offset:], dev_ptr, n)
+    if verify and direction == Direction.D2H:
+        dev.refresh(dev_ptr)
+    dst = Poisoned(rt, direction, buf.array[offset:], dev_ptr, n, on=verify, want=dev.content.get(dev_ptr))
     with around if around is not None else nullcontext():
         rec = _waited(policy.transfer(buf, dev_ptr, direction, nbytes=n, offset=offset), policy.sync())
     if verify and rec.moved:
-        host = buf.array[offset:offset + n]
-        got = rt.read_device(dev_ptr, n) if direction == Direction.H2D else host
-        want = host if direction == Direction.H2D else dev.content[dev_ptr][:n]
-        ok = expect(bool(np.array_equal(got, want)),
-                    f"{rec.policy}: {rec.direction} of {n} bytes ({rec.kind}, path {rec.path})")
+        ok = dst.verdict(f"{rec.policy}: {rec.direction} of {n} bytes ({rec.kind}, path {rec.path})")
         rec = dataclasses.replace(rec, verified=ok)
     return rec
 

@@ -275,13 +275,22 @@ class PolicyBase(Closing):
             pool.put(staging, cls, after_sync=deferred, q=self.q if deferred else None)
         return TransferPath.STAGED_POOLED_HIT if hit else TransferPath.STAGED_POOLED_MISS
 
+    def _lock_own(self, owner, ptr: int, nbytes: int, ph: Phases) -> int:
+        """Lock a range for this policy's own use (``owner``: any token naming the user), the
+        locked alias back; a policy that keeps books of its locks overrides this and ``_unlock_own``."""
+        return ph.run(Phase.LOCK, self.rt.lock, ptr, nbytes)
+
+    def _unlock_own(self, owner, ptr: int, nbytes: int, ph: Phases) -> None:
+        ph.run(Phase.UNLOCK, self.rt.unlock, ptr, nbytes)
+
     def _lock_dma_unlock(self, ph: Phases, hptr: int, dev_ptr: int, nbytes: int,
                          direction: Direction) -> TransferPath:
         """Lock the user range with the flags a runtime passes, DMA from the locked alias, wait,
         unlock. A lock answered "already registered" is memory pinned by someone else: copy
         from it directly and leave it locked (``already_locked``). Other refusals propagate."""
+        owner = object()
         try:
-            alias = ph.run(Phase.LOCK, self.rt.lock, hptr, nbytes)
+            alias = self._lock_own(owner, hptr, nbytes, ph)
         except LockFailed as e:
             if not e.already_pinned:
                 raise
@@ -291,7 +300,7 @@ class PolicyBase(Closing):
         try:
             self._dma(ph, alias, dev_ptr, nbytes, direction, wait=True)
         finally:
-            ph.run(Phase.UNLOCK, self.rt.unlock, hptr, nbytes)
+            self._unlock_own(owner, hptr, nbytes, ph)
         return TransferPath.LOCKED
 
     def _pageable(self, ph: Phases, hptr: int, dev_ptr: int, nbytes: int, direction: Direction) -> TransferPath:

@@ -68,16 +68,31 @@ class PinnedMap:
             return self._entries[i]
         return None
 
+    def holding(self, ptr: int, nbytes: int) -> tuple[PinnedEntry | None, str]:
+        """The entry holding ``[ptr, ptr+nbytes)`` (None if none holds its start), or None and
+        why not where the range starts in an entry and runs past it."""
+        e = self.find(ptr)
+        if e is not None and not e.contains(ptr, nbytes):
+            return None, f"[{ptr:#x}, +{nbytes}) runs past the pinned entry [{e.host_ptr:#x}, +{e.nbytes})"
+        return e, ""
+
     def fits(self, ptr: int, nbytes: int) -> bool:
         """Whether ``[ptr, ptr+nbytes)`` can be inserted: it intersects no entry."""
+        return not self.overlap(ptr, nbytes)
+
+    def overlap(self, ptr: int, nbytes: int) -> str:
+        """Why ``[ptr, ptr+nbytes)`` cannot be inserted (it intersects an entry), or "" if it can."""
         i = bisect.bisect_right(self._starts, ptr)
         before = self._entries[i - 1] if i > 0 else None
         after = self._entries[i] if i < len(self._entries) else None
-        return not ((before and before.end > ptr) or (after and after.host_ptr < ptr + nbytes))
+        if (before and before.end > ptr) or (after and after.host_ptr < ptr + nbytes):
+            return f"[{ptr:#x}, +{nbytes}) intersects an entry of the pinned map"
+        return ""
 
     def insert(self, entry: PinnedEntry) -> None:
-        if not self.fits(entry.host_ptr, entry.nbytes):
-            raise OverlapRefused(f"[{entry.host_ptr:#x}, +{entry.nbytes}) intersects an entry of the pinned map")
+        why = self.overlap(entry.host_ptr, entry.nbytes)
+        if why:
+            raise OverlapRefused(why)
         i = bisect.bisect_right(self._starts, entry.host_ptr)
         self._starts.insert(i, entry.host_ptr)
         self._entries.insert(i, entry)
@@ -166,18 +181,20 @@ class Nextgen(PolicyBase):
         self._refs: dict[tuple[int, int], list[PinnedEntry]] = {}   # (ptr, nbytes) -> entries its maps hold
         self.units = LockUnits(rt) if rt.relock == Relock.UNCOUNTED else None
 
-    # -- locks this policy makes itself ----------------------------------------------------
+    # -- locks this policy makes itself (under the mutex, which is reentrant) -----------------
     def _lock_own(self, owner, ptr: int, nbytes: int, ph: Phases) -> int:
-        if self.units is not None:
-            self.units.lock(owner, ptr, nbytes, ph)
-            return ptr
-        return ph.run(Phase.LOCK, self.rt.lock, ptr, nbytes)
+        with self._mutex:
+            if self.units is not None:
+                self.units.lock(owner, ptr, nbytes, ph)
+                return ptr
+            return super()._lock_own(owner, ptr, nbytes, ph)
 
     def _unlock_own(self, owner, ptr: int, nbytes: int, ph: Phases) -> None:
-        if self.units is not None:
-            self.units.unlock(owner, ph)
-        else:
-            ph.run(Phase.UNLOCK, self.rt.unlock, ptr, nbytes)
+        with self._mutex:
+            if self.units is not None:
+                self.units.unlock(owner, ph)
+            else:
+                super()._unlock_own(owner, ptr, nbytes, ph)
 
     def _drop(self, entry: PinnedEntry, ph: Phases) -> bool:
         """One reference less; the last one removes the entry and unlocks it if it is ours."""
@@ -202,11 +219,10 @@ class Nextgen(PolicyBase):
 
     def _enter(self, ph: Phases, ptr: int, nbytes: int) -> tuple[PinnedEntry | None, MapOutcome]:
         """The map's decision (caller holds the mutex): the entry it took a reference on, if any."""
-        e = self.pinned.find(ptr)
+        e, why = self.pinned.holding(ptr, nbytes)
+        if why:
+            return self._refused(ph, why)
         if e is not None:
-            if not e.contains(ptr, nbytes):
-                ph.error = f"[{ptr:#x}, +{nbytes}) runs past the pinned entry [{e.host_ptr:#x}, +{e.nbytes})"
-                return None, MapOutcome.OVERLAP_REFUSED
             e.refs += 1
             return e, MapOutcome.REFCOUNTED
         info = ph.run(Phase.QUERY, self.rt.query, ptr)
@@ -217,9 +233,9 @@ class Nextgen(PolicyBase):
             return self._insert(ph, PinnedEntry(base, alias, size, external=True), MapOutcome.EXTERNAL)
         if not self.lock_mapped:
             return None, MapOutcome.UNTRACKED
-        if not self.pinned.fits(ptr, nbytes):
-            ph.error = f"[{ptr:#x}, +{nbytes}) intersects an entry of the pinned map"
-            return None, MapOutcome.OVERLAP_REFUSED
+        why = self.pinned.overlap(ptr, nbytes)
+        if why:
+            return self._refused(ph, why)
         entry = PinnedEntry(ptr, ptr, nbytes, external=False)
         try:
             entry.dev_ptr = self._lock_own(entry, ptr, nbytes, ph)
@@ -233,11 +249,16 @@ class Nextgen(PolicyBase):
         return entry, MapOutcome.LOCKED
 
     def _insert(self, ph: Phases, entry: PinnedEntry, outcome: MapOutcome):
-        if not self.pinned.fits(entry.host_ptr, entry.nbytes):
-            ph.error = f"[{entry.host_ptr:#x}, +{entry.nbytes}) intersects an entry of the pinned map"
-            return None, MapOutcome.OVERLAP_REFUSED
+        why = self.pinned.overlap(entry.host_ptr, entry.nbytes)
+        if why:
+            return self._refused(ph, why)
         self.pinned.insert(entry)
         return entry, outcome
+
+    @staticmethod
+    def _refused(ph: Phases, why: str) -> tuple[None, MapOutcome]:
+        ph.error = why
+        return None, MapOutcome.OVERLAP_REFUSED
 
     def unmap(self, buf: HostBuffer):
         return self._event("unmap", buf, lambda ph: self._unmap(ph, buf.ptr, buf.nbytes))
@@ -256,10 +277,7 @@ class Nextgen(PolicyBase):
     # -- transfers -------------------------------------------------------------------------
     def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
         with self._mutex:
-            entry = self.pinned.find(hptr)
-            if entry is not None and not entry.contains(hptr, nbytes):
-                ph.error = f"the transfer runs past the pinned entry [{entry.host_ptr:#x}, +{entry.nbytes})"
-                entry = None
+            entry, ph.error = self.pinned.holding(hptr, nbytes)   # a range running past its entry misses
             if entry is not None:
                 entry.refs += 1          # held for the copy: an unmap meanwhile cannot unlock it
         if entry is not None:
@@ -276,24 +294,11 @@ class Nextgen(PolicyBase):
     def _locked_copy(self, ph: Phases, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
         """The plugin's synchronous path: a raw lock (the map is not consulted), copy, wait,
         unlock; a refused lock is an error, "already registered" means copy as it is."""
-        owner = object()
-        with self._mutex:
-            try:
-                alias = self._lock_own(owner, hptr, nbytes, ph)
-            except LockFailed as e:
-                ph.error = e.answer
-                if not e.already_pinned:
-                    return TransferPath.LOCK_FAILED_ERROR   # no fallback on this path
-                alias = None
-        if alias is None:
-            self._dma(ph, hptr, dev_ptr, nbytes, direction, wait=True)
-            return TransferPath.ALREADY_LOCKED
         try:
-            self._dma(ph, alias, dev_ptr, nbytes, direction, wait=True)
-        finally:
-            with self._mutex:
-                self._unlock_own(owner, hptr, nbytes, ph)
-        return TransferPath.LOCKED
+            return self._lock_dma_unlock(ph, hptr, dev_ptr, nbytes, direction)
+        except LockFailed as e:
+            ph.error = e.answer
+            return TransferPath.LOCK_FAILED_ERROR   # no fallback on this path
 
     def references(self) -> dict[int, int]:
         """Entry start -> references held by live maps (for checking the map's counts)."""

@@ -55,14 +55,13 @@ class StreamRuntime(RuntimeBase):
 
     def _register(self, ptr: int, nbytes: int, flags) -> int:
         """``<prefix>HostRegister``: LockFailed on refusal, marked ``already_pinned`` for 712."""
-        call = self._p + "HostRegister"
-        out = self.recorder.call(call, self._fn("HostRegister"), ptr, nbytes, flags, rc_of=rc_of)
-        rc = rc_of(out)
-        if rc != 0:
-            raise LockFailed(self.name, call, rc, self._name(out[0] if isinstance(out, tuple) else out),
-                             nbytes, ptr, already_pinned=rc == self.ALREADY_REGISTERED)
+        self._do(self._p + "HostRegister", self._fn("HostRegister"), ptr, nbytes, flags,
+                 exc=self._lock_refused, nbytes=nbytes, ptr=ptr)
         self.recorder.acquire("lock", ptr, nbytes)
         return ptr
+
+    def _lock_refused(self, runtime, call, rc, *args) -> LockFailed:
+        return LockFailed(runtime, call, rc, *args, already_pinned=rc == self.ALREADY_REGISTERED)
 
     def _kind(self, direction: Direction):
         return self._H2D if direction == Direction.H2D else self._D2H

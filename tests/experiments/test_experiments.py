@@ -112,8 +112,9 @@ def test_semantics_probes(any_rt):
 def test_hazard_and_limits(any_rt):
     from pinpath.schema import HAZARD, LIMITS
     # 4 MiB: two of them (A's lock, B's staging) fit a non-root user's 8 MiB lock limit
-    hz = check_frame(ex.page_sharing_hazard(any_rt, nbytes=4 << 20, iterations=3, verify="all"), HAZARD)
-    assert hz.copy_verified.all() and len(hz) == 6 and set(hz.policy) == {"query_then_lock", "lock_always"}
+    # eight iterations: whether B's unlock falls inside A's copy is up to the scheduler on a loaded machine
+    hz = check_frame(ex.page_sharing_hazard(any_rt, nbytes=4 << 20, iterations=8, verify="all"), HAZARD)
+    assert hz.copy_verified.all() and len(hz) == 16 and set(hz.policy) == {"query_then_lock", "lock_always"}
     assert (hz.page_locked_before.astype(bool)).all()   # B's lock covers A's first page
     if any_rt.name == "host":   # mlock keeps no count: B's munlock unlocks A's page, whoever locked A
         assert set(hz.observed_by) == {"smaps"} and not hz.page_locked_after.astype(bool).any()

@@ -28,7 +28,7 @@ from .sweep import SEED, DeviceBuffers, checks, expect, grid, page_locked, poiso
 
 __all__ = ["use_native", "native_why_not", "native_policy_sweep", "native_replica", "native_concurrency", "ROUNDS"]
 
-ROUNDS = 3   #: visits of every point inside one repeat (their median is the repeat's figure)
+ROUNDS = 2   #: visits of every point inside one repeat (their median is the repeat's figure)
 
 
 def native_why_not(rt) -> str:

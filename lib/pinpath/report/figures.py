@@ -333,6 +333,11 @@ def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, col: 
                 label.set_rotation(30)
                 label.set_horizontalalignment("right")
         _draw_references(ax, refs)
+    return _titled(g, col, title)
+
+
+def _titled(g, col, title: str):
+    """A facet grid's panels titled by their column value, the figure by ``title``; its figure."""
     if col:
         g.set_titles(col_template="{col_name}")
     if title:
@@ -385,11 +390,7 @@ def vs_threads(df: pd.DataFrame, y: str, *, hue: str = "policy", col: str | None
             _ns_axis(ax, log)
         ax.set_ylabel((ylabel or _label(y)) if i == 0 else "")
         _draw_references(ax, refs)
-    if col:
-        g.set_titles(col_template="{col_name}")
-    if title:
-        g.figure.suptitle(title, y=1.03)
-    return g.figure
+    return _titled(g, col, title)
 
 
 def overlap_bars(ov: pd.DataFrame, *, reference: Reference = None):

@@ -9,6 +9,7 @@
 #   tools/h200-run.sh notebooks PRESET a,b   some notebooks -> $OUT/notebooks.tar
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
 #   tools/h200-run.sh advise           the region and the stencil traced and timed, pinpath advise -> $OUT/advise.tar
+#                                      (a reference after it carries it as advise/)
 # Steps may follow one another: tools/h200-run.sh test reference h200
 # Needs: wheelhouse/ (make wheelhouse PYVER=3.12 SKIP="what the node has") and, for notebook 13,
 # build/offload/ (make offload-bundle), both carried to the node.
@@ -30,6 +31,7 @@ while [ $# -gt 0 ]; do
       make reproduce ENV=system PYTHON=python3 PRESET=full PLATFORM=cuda 2>&1 | grep -v '^      ' || status=1
       make share ENV=system PYTHON=python3 >/dev/null 2>&1 || status=1
       run=$(readlink outputs/latest)
+      [ -d build/advise-run ] && cp -r build/advise-run "outputs/$run/advise"   # the advise step, if it ran first
       echo "reference $name: run $run in $(( $(date +%s) - start )) s"
       tar -C outputs --exclude='*.zip' -cf "$OUT/$name.tar" "$run"
       ;;
@@ -74,6 +76,13 @@ while [ $# -gt 0 ]; do
           --out $d/$app 2>&1 | tail -3 || status=1
       done
       awk 'FNR == 1 && NR > 1 {next} {print}' $d/*/prediction.csv | tee $d/prediction.csv
+      # the run time for a trace of 100,000 transfers: the stencil's trace repeated
+      n=$(grep -c 'Copying data' $d/stencil.info); reps=$(( (100000 + n - 1) / n ))
+      for _ in $(seq $reps); do cat $d/stencil.info; done >build/advise-100k.info
+      start=$EPOCHREALTIME
+      py -m pinpath advise build/advise-100k.info --platform cuda --out build/advise-100k 2>&1 | tail -2 || status=1
+      echo "advise of $(grep -c 'Copying data' build/advise-100k.info) transfers: $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}') s" \
+        | tee $d/run-time-100k.txt
       tar -C build -cf "$OUT/advise.tar" advise-run
       ;;
     *) echo "h200-run: unknown step $step" >&2; exit 2 ;;

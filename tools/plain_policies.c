@@ -7,7 +7,8 @@
  * Usage: plain_policies OUT REPEATS ROUNDS SPEC...    SPEC = policy:direction:nbytes, OUT a file or -
  * Output, one line per timed transfer: policy,direction,nbytes,repeat,round,ns
  * Each repeat visits the policies in a shuffled order; for each, it allocates that policy's
- * buffers anew (malloc'd, touched with a non-zero pattern), warms each of its specs up once,
+ * buffers anew (page-aligned heap, touched with a non-zero pattern; one host and one device buffer per
+ * size for both directions, one pooled buffer per size class), warms each of its specs up once,
  * times ROUNDS transfers of each, its specs interleaved in a shuffled order, and frees them
  * (the engine runs one plan per policy the same way). Built as an executable it is a process of
  * its own; built as a shared object, plain_main runs it inside the caller's process (the same
@@ -118,7 +119,10 @@ static void unpin_n(void *p, size_t n) { munlock(p, n); }
 static void unpin_n(void *p, size_t n) { (void)n; unpin(p); }
 #endif
 
-typedef struct { char policy[32]; int h2d; size_t n; char *host; void *dev; void *pool; int registered; } spec_t;
+/* owner / pool_owner: this spec allocated the host and device buffers / the pooled buffer that
+ * other specs of its policy share (as the engine does: one buffer per size for both directions,
+ * one pooled buffer per size class) */
+typedef struct { char policy[32]; int h2d; size_t n; char *host; void *dev; void *pool; int owner, pool_owner; } spec_t;
 
 /* one transfer of spec s under its policy, waited for; returns its time */
 static int64_t one(spec_t *s) {
@@ -166,19 +170,29 @@ static size_t pool_class(const char *policy, size_t n) {
 static void run_policy(spec_t *specs, int *idx, int k, int r, int rounds, FILE *out) {
     for (int i = 0; i < k; ++i) {
         spec_t *s = &specs[idx[i]];
-        s->host = malloc(s->n);
-        for (size_t b = 0; b < s->n; ++b) s->host[b] = (char)(1 + (b * 131 + (size_t)r) % 251);
-        s->dev = dev_alloc(s->n);
-        s->pool = NULL;
-        if (!strcmp(s->policy, "stage_pooled") || !strcmp(s->policy, "nextgen")) {
+        int pooled = !strcmp(s->policy, "stage_pooled") || !strcmp(s->policy, "nextgen");
+        s->owner = 1; s->pool_owner = pooled; s->pool = NULL;
+        for (int j = 0; j < i; ++j) {
+            spec_t *o = &specs[idx[j]];
+            if (s->owner && o->owner && o->n == s->n) { s->owner = 0; s->host = o->host; s->dev = o->dev; }
+            if (s->pool_owner && o->pool_owner && pool_class(o->policy, o->n) == pool_class(s->policy, s->n)) {
+                s->pool_owner = 0; s->pool = o->pool;
+            }
+        }
+        if (s->owner) {
+            if (posix_memalign((void **)&s->host, 4096, s->n)) s->host = NULL;   /* on pages of its own, as the engine's */
+            for (size_t b = 0; b < s->n; ++b) s->host[b] = (char)(1 + (b * 131 + (size_t)r) % 251);
+            s->dev = dev_alloc(s->n);
+            if (!strcmp(s->policy, "prepinned") || !strcmp(s->policy, "nextgen_lock_mapped")) pin(s->host, s->n);
+        }
+        if (s->pool_owner) {
 #if defined(PINPATH_HOST)
             pinned_n = pool_class(s->policy, s->n);
 #endif
             s->pool = pinned_alloc(pool_class(s->policy, s->n));
         }
-        if (!strcmp(s->policy, "prepinned") || !strcmp(s->policy, "nextgen_lock_mapped")) pin(s->host, s->n);
-        one(s);   /* warm-up */
     }
+    for (int i = 0; i < k; ++i) one(&specs[idx[i]]);   /* warm-up */
     for (int round = 0; round < rounds; ++round) {
         for (int i = k - 1; i > 0; --i) { int j = rand() % (i + 1), t = idx[i]; idx[i] = idx[j]; idx[j] = t; }
         for (int i = 0; i < k; ++i) {
@@ -189,13 +203,14 @@ static void run_policy(spec_t *specs, int *idx, int k, int r, int rounds, FILE *
     }
     for (int i = 0; i < k; ++i) {
         spec_t *s = &specs[idx[i]];
-        if (!strcmp(s->policy, "prepinned") || !strcmp(s->policy, "nextgen_lock_mapped")) unpin_n(s->host, s->n);
-        if (s->pool) {
+        if (s->pool_owner) {
 #if defined(PINPATH_HOST)
             pinned_n = pool_class(s->policy, s->n);
 #endif
             pinned_free(s->pool);
         }
+        if (!s->owner) continue;
+        if (!strcmp(s->policy, "prepinned") || !strcmp(s->policy, "nextgen_lock_mapped")) unpin_n(s->host, s->n);
         dev_free(s->dev);
         free(s->host);
     }

@@ -103,18 +103,23 @@ PP_API int pp_null(int reps, int64_t *ns, int32_t *rc) {
     return 0;
 }
 
-/* Lock of unlocked memory (timed); each granted lock is undone untimed, so every rep
- * starts unlocked. */
-PP_API int pp_lock(void *p, size_t n, int reps, int64_t *ns, int32_t *rc) {
+/* A lock (timed), repeated; each granted one is undone by undo (untimed). */
+static int time_locks(void *p, size_t n, int reps, int64_t *ns, int32_t *rc, int (*undo)(void *, size_t)) {
     if (!p) return PP_EARG;
     CHECK_ARRAYS(reps, ns, rc);
     for (int i = 0; i < reps; ++i) {
         int r;
         TIME(ns[i], r, do_lock(p, n));
         rc[i] = r;
-        if (r == 0) do_unlock(p, n); else after_refusal();
+        if (r == 0) undo(p, n); else after_refusal();
     }
     return 0;
+}
+
+/* Lock of unlocked memory (timed); each granted lock is undone untimed, so every rep
+ * starts unlocked. */
+PP_API int pp_lock(void *p, size_t n, int reps, int64_t *ns, int32_t *rc) {
+    return time_locks(p, n, reps, ns, rc, do_unlock);
 }
 
 /* Unlock of locked memory (timed), after an untimed lock; a refused lock leaves
@@ -135,15 +140,7 @@ PP_API int pp_unlock(void *p, size_t n, int reps, int64_t *ns, int32_t *rc) {
  * error is cleared); a granted inner lock is undone untimed where locks are counted,
  * so the caller's count is unchanged. */
 PP_API int pp_relock(void *p, size_t n, int reps, int64_t *ns, int32_t *rc) {
-    if (!p) return PP_EARG;
-    CHECK_ARRAYS(reps, ns, rc);
-    for (int i = 0; i < reps; ++i) {
-        int r;
-        TIME(ns[i], r, do_lock(p, n));
-        rc[i] = r;
-        if (r == 0) undo_inner_lock(p, n); else after_refusal();
-    }
-    return 0;
+    return time_locks(p, n, reps, ns, rc, undo_inner_lock);
 }
 
 /* C13's path on memory the caller has locked: re-lock (timed), then, when it was

@@ -15,7 +15,7 @@ from typing import Any, Iterator, Protocol, runtime_checkable
 import numpy as np
 
 from ..closing import Closing
-from ..errors import NotAvailable
+from ..errors import NotAvailable, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
 from ..vocab import Capability, Direction, PageableCopy, Relock
@@ -140,6 +140,16 @@ class RuntimeBase(Closing):
                 return f"the CUPTI module cannot be imported ({e})"
             return cupti_.why_not()
         return ""
+
+
+def binding(platform: str, package: str, name: str, dist: str, install: str):
+    """``from package import name``: a runtime's Python binding, or RuntimeUnavailable saying
+    which distribution to install."""
+    try:
+        return getattr(__import__(package, fromlist=[name]), name)
+    except (ImportError, AttributeError) as e:
+        raise RuntimeUnavailable(f"{platform} runtime unavailable: {dist} is not installed "
+                                 f"({getattr(e, 'name', None) or package} cannot be imported; {install})") from None
 
 
 def has(rt, cap: Capability | str) -> bool:

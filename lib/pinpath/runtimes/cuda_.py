@@ -14,6 +14,7 @@ from ..errors import RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
 from ..vocab import PageableCopy, Relock
+from .base import binding
 from .streams import StreamRuntime
 
 __all__ = ["CudaRuntime"]
@@ -36,12 +37,7 @@ class CudaRuntime(StreamRuntime):
                        "cudaEventRecord": "event", "cudaEventElapsedTime": "event", "cudaGetDevice": "null"}
 
     def __init__(self, recorder: Recorder | None = None, device: int = 0) -> None:
-        try:
-            from cuda.bindings import runtime as cudart
-        except ImportError as e:
-            raise RuntimeUnavailable(
-                f"cuda runtime unavailable: cuda-python is not installed ({e.name or 'cuda.bindings'} "
-                "cannot be imported; pip install cuda-bindings)") from None
+        cudart = binding("cuda", "cuda.bindings", "runtime", "cuda-python", "pip install cuda-bindings")
         self._rt = self._api = cudart
         self._p = "cuda"
         self.recorder = recorder or Recorder()
@@ -118,18 +114,6 @@ class CudaRuntime(StreamRuntime):
                            detail=attrs.type.name)
 
     # -- memory ------------------------------------------------------------------------
-    def alloc_pinned(self, nbytes: int) -> int:
-        ptr = int(self._do("cudaMallocHost", self._rt.cudaMallocHost, nbytes, nbytes=nbytes))
-        self.recorder.acquire("pinned", ptr, nbytes)
-        return ptr
-
-    def grant(self, ptr: int, nbytes: int) -> None:
-        return None   # cudaMallocHost memory is portable to every device already
-
-    def free_pinned(self, ptr: int, nbytes: int) -> None:
-        self._do("cudaFreeHost", self._rt.cudaFreeHost, ptr, ptr=ptr)
-        self.recorder.release("pinned", ptr)
-
     # -- kernels and latches -----------------------------------------------------------
     def prepare_kernels(self) -> None:
         """Compile the kernels with NVRTC for this device and load them (once; untimed)."""

@@ -20,7 +20,7 @@ from ..errors import RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
 from ..vocab import Capability, PageableCopy, Relock
-from .base import CUPTI_CUDA_ONLY
+from .base import CUPTI_CUDA_ONLY, binding
 from .streams import StreamRuntime, rc_of
 
 __all__ = ["HipRuntime", "parse_hip_version", "memory_type_names", "PointerAttributes", "load_hiprtc",
@@ -188,12 +188,7 @@ class HipRuntime(StreamRuntime):
                        "hiprtcCompileProgram": "kernel"}
 
     def __init__(self, recorder: Recorder | None = None, device: int = 0) -> None:
-        try:
-            from hip import hip
-        except ImportError as e:
-            raise RuntimeUnavailable(
-                f"hip runtime unavailable: hip-python is not installed ({e.name or 'hip'} cannot be "
-                "imported; pip install the hip-python release of this machine's ROCm)") from None
+        hip = binding("hip", "hip", "hip", "hip-python", "pip install the hip-python release of this machine's ROCm")
         self._hip = self._api = hip
         self._p = "hip"
         self.recorder = recorder or Recorder()
@@ -271,18 +266,10 @@ class HipRuntime(StreamRuntime):
         return pointer_answer(ptr, attrs, self._memory_types)
 
     # -- memory ------------------------------------------------------------------------
-    def alloc_pinned(self, nbytes: int) -> int:
-        ptr = int(self._do("hipHostMalloc", self._hip.hipHostMalloc, nbytes, self._hip.hipHostMallocDefault,
-                           nbytes=nbytes))
-        self.recorder.acquire("pinned", ptr, nbytes)
-        return ptr
+    _PINNED_ALLOC, _PINNED_FREE = "HostMalloc", "HostFree"
 
-    def grant(self, ptr: int, nbytes: int) -> None:
-        return None   # hipHostMalloc memory is reachable from every device already
-
-    def free_pinned(self, ptr: int, nbytes: int) -> None:
-        self._do("hipHostFree", self._hip.hipHostFree, ptr, ptr=ptr)
-        self.recorder.release("pinned", ptr)
+    def _pinned_alloc_args(self) -> tuple:
+        return (self._hip.hipHostMallocDefault,)
 
     # -- kernels and latches -----------------------------------------------------------
     def gcn_arch_name(self) -> str | None:

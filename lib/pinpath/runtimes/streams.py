@@ -77,6 +77,25 @@ class StreamRuntime(RuntimeBase):
         self.recorder.release("device", ptr)
 
     # -- queues, copies, events --------------------------------------------------------
+    # runtime-pinned memory, portable to every device already: no grant
+    _PINNED_ALLOC, _PINNED_FREE = "MallocHost", "FreeHost"
+
+    def _pinned_alloc_args(self) -> tuple:
+        return ()
+
+    def alloc_pinned(self, nbytes: int) -> int:
+        call = self._p + self._PINNED_ALLOC
+        ptr = int(self._do(call, self._fn(self._PINNED_ALLOC), nbytes, *self._pinned_alloc_args(), nbytes=nbytes))
+        self.recorder.acquire("pinned", ptr, nbytes)
+        return ptr
+
+    def grant(self, ptr: int, nbytes: int) -> None:
+        return None
+
+    def free_pinned(self, ptr: int, nbytes: int) -> None:
+        self._do(self._p + self._PINNED_FREE, self._fn(self._PINNED_FREE), ptr, ptr=ptr)
+        self.recorder.release("pinned", ptr)
+
     def new_queue(self):
         return self._call("StreamCreateWithFlags", self._fn("StreamNonBlocking"))
 

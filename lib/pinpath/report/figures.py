@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 import textwrap
+import warnings
 from typing import Iterable, Mapping, Sequence, Union
 
 import matplotlib.pyplot as plt
@@ -303,7 +304,9 @@ def phase_bars(df: pd.DataFrame, phases: list[str], *, row: str, col: str | None
          .scale(y=so.Nominal(order=[shown[v] for v in order]), color=so.Nominal("tab10", order=names))
          .label(x="share of the median transfer time" if share else "median time", y=ylabel, color="phase")
          .theme({**plt.rcParams}))
-    (p.facet(col=col) if col else p).on(fig).plot()
+    with warnings.catch_warnings():     # seaborn 0.13's objects interface passes pandas 3 a deprecated keyword
+        warnings.filterwarnings("ignore", message="The copy keyword is deprecated")
+        (p.facet(col=col) if col else p).on(fig).plot()
     _retitle_legend(fig, "phase")
     refs = _references(reference)
     for ax in fig.axes:
@@ -378,33 +381,44 @@ def _note(fig, text: str) -> None:
                 textcoords="offset points", ha="left", va="top", fontsize="small", color="0.25", annotation_clip=False)
 
 
-def timeline(transfers: pd.DataFrame, calls: pd.DataFrame, *, invocations: int = 1, title: str = ""):
-    """The native calls of the first ``invocations`` region invocations of each policy, one row
-    per policy, one bar per call coloured by category: seaborn's relplot, each call a segment.
-    The x axis is the share of the policy's own time from its first call to its last, so that
-    every policy reads alike however long it takes; its row names that time. A call shorter
-    than 0.4 % of its row is drawn 0.4 % wide."""
+def _stretched(c: pd.DataFrame, floor: float) -> pd.DataFrame:
+    """One row's calls (``start_ns``, ``duration_ns``, in order) laid end to end on 0..100: each
+    as wide as its share of the row's time but at least ``floor`` per cent, the idle time
+    between them kept; adds ``start`` and ``end``."""
+    c = c.sort_values("start_ns", kind="stable")
+    ends = c.start_ns + c.duration_ns
+    idle = (c.start_ns - ends.cummax().shift(fill_value=c.start_ns.iloc[0])).clip(lower=0)
+    whole = max(float(ends.max() - c.start_ns.min()), 1.0)
+    width = np.maximum(c.duration_ns / whole * 100, floor)
+    stop = (idle / whole * 100 + width).cumsum()
+    scale = 100 / stop.iloc[-1]
+    return c.assign(start=(stop - width) * scale, end=stop * scale)
+
+
+def timeline(transfers: pd.DataFrame, calls: pd.DataFrame, *, invocations: int = 1, title: str = "",
+             floor: float = 2.0):
+    """The native calls of the first ``invocations`` region invocations of each policy, in
+    order, one row per policy, one bar per call coloured by category: seaborn's relplot, each
+    call a segment. Each row spans the policy's own time from its first call to its last (named
+    beside it), each call as wide as its share of that time but at least ``floor`` per cent, so
+    that every call shows however long the others take."""
     t = transfers[(transfers.event.isin(["transfer", "kernel"])) & (transfers.step == 0)
                   & (transfers.invocation < invocations)]
     c = calls.merge(t[["transfer_id", "policy"]], on="transfer_id")
     policies = list(dict.fromkeys(t.policy))
-    end = c.start_ns + c.duration_ns
-    first = c.start_ns.groupby(c.policy).transform("min")
-    whole = end.groupby(c.policy).transform("max") - first
-    start = (c.start_ns - first) / whole * 100
-    c = c.assign(start=start, end=np.maximum((end - first) / whole * 100, start + 0.4),
-                 y=c.policy.map({p: i for i, p in enumerate(policies)}))
+    c = pd.concat([_stretched(c[c.policy == p], floor).assign(y=i) for i, p in enumerate(policies)])
+    whole = (c.start_ns + c.duration_ns).groupby(c.policy).max() - c.start_ns.groupby(c.policy).min()
     cats = sorted(set(c.category))
+    height = 0.5 * len(policies) + 1.2
     g = sns.relplot(data=_segments(c.rename(columns={"category": "native call"})), x="x", y="y",
-                    hue="native call", hue_order=cats, palette="tab10", kind="line", height=0.5 * len(policies) + 1.2,
-                    aspect=max(9 / (0.5 * len(policies) + 1.2), 1.2), **_SEGMENTS)
+                    hue="native call", hue_order=cats, palette="tab10", kind="line", height=height,
+                    aspect=max(9 / height, 1.2), **_SEGMENTS)
     ax = g.ax
-    totals = whole.groupby(c.policy).first()
-    ax.set_yticks(range(len(policies)), [f"{p} ({fmt_ns(totals[p])})" for p in policies])
+    ax.set_yticks(range(len(policies)), [f"{p} ({fmt_ns(whole[p])})" for p in policies])
     _fill_rows(ax, len(policies), 0.55)
     ax.set_xlim(0, 100)
-    ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:.0f} %"))
-    ax.set_xlabel("share of the policy's time from its first call to its last")
+    ax.set_xticks([0, 100], ["first call", "last call"])
+    ax.set_xlabel(f"the policy's calls in order, each as wide as its share of the time (at least {floor:g} %)")
     ax.set_ylabel("policy (its time from first to last call)")
     _retitle_legend(g, "native call", handle_lw=6)
     return _titled(g, None, title)

@@ -1,4 +1,5 @@
-"""Seaborn figures with words and units on the axes; every function returns the figure.
+"""Seaborn figures with words and units on the axes; every function returns the figure, drawn
+by a figure-level interface (relplot, catplot, or the objects interface) and titled by ``_titled``.
 
 Conventions: sizes in binary units only (KiB, MiB, GiB) on log-2 axes; times in human units
 (ns, us, ms, s) on log axes wherever the values span decades; legends outside the axes; the
@@ -275,9 +276,7 @@ def vs_size(df: pd.DataFrame, y: str, *, hue: str, style: str | None = None, col
         g.set_titles(col_template="{col_name}")
         g.figure.subplots_adjust(wspace=0.18)
     _retitle_legend(g, _label(hue) if not style else f"{_label(hue)}; {_label(style)}")
-    if title:
-        g.figure.suptitle(title, y=1.03)
-    return g.figure
+    return _titled(g, None, title)
 
 
 def phase_bars(df: pd.DataFrame, phases: list[str], *, row: str, col: str | None = None, title: str = "",
@@ -599,6 +598,4 @@ def lock_cost_by_backing(df: pd.DataFrame, *, ops: Sequence[str] | None = ("lock
         ax.set_title(_backing_title(backing))
         _draw_references(ax, refs)
     _retitle_legend(g, "call (memory state)" + ("; memory kind" if style else ""))
-    if title:
-        g.figure.suptitle(title, y=1.03)
-    return g.figure
+    return _titled(g, None, title)

@@ -200,6 +200,8 @@ def test_timeline():
     assert len(widths) == 6 and min(widths) >= 2 and max(widths) < 50, widths   # every call shows
     assert _legend_words(fig) == ("native call", ["alloc", "copy", "free"])
     _legend_outside(fig)
+    quiet = figures.timeline(tr, calls[calls.transfer_id == 0], title="one policy without native calls")
+    assert [t.get_text() for t in quiet.axes[0].get_yticklabels()][1] == "nextgen (no native calls)"
 
 
 def test_answers_grid():

@@ -385,6 +385,8 @@ def _stretched(c: pd.DataFrame, floor: float) -> pd.DataFrame:
     as wide as its share of the row's time but at least ``floor`` per cent, the idle time
     between them kept; adds ``start`` and ``end``."""
     c = c.sort_values("start_ns", kind="stable")
+    if c.empty:
+        return c.assign(start=0.0, end=0.0)
     ends = c.start_ns + c.duration_ns
     idle = (c.start_ns - ends.cummax().shift(fill_value=c.start_ns.iloc[0])).clip(lower=0)
     whole = max(float(ends.max() - c.start_ns.min()), 1.0)
@@ -413,7 +415,8 @@ def timeline(transfers: pd.DataFrame, calls: pd.DataFrame, *, invocations: int =
                     hue="native call", hue_order=cats, palette="tab10", kind="line", height=height,
                     aspect=max(9 / height, 1.2), **_SEGMENTS)
     ax = g.ax
-    ax.set_yticks(range(len(policies)), [f"{p} ({fmt_ns(whole[p])})" for p in policies])
+    ax.set_yticks(range(len(policies)), [f"{p} ({fmt_ns(whole[p])})" if p in whole else f"{p} (no native calls)"
+                                         for p in policies])
     _fill_rows(ax, len(policies), 0.55)
     ax.set_xlim(0, 100)
     ax.set_xticks([0, 100], ["first call", "last call"])

@@ -145,9 +145,14 @@ def test_phase_bars_sizes_in_binary_units():
     fig = figures.phase_bars(t, ["lock", "dma", "wait", "unlock"], row="nbytes", col="direction",
                              reference=[("thread: 7 us", 7_000)])
     _check(fig, refs=["thread: 7 us"])
+    _figure_level(fig)
     assert "763 MiB" in _texts(fig)
+    assert _legend_words(fig) == ("phase", ["lock", "dma", "wait", "unlock"])
     _legend_outside(fig)
     _check(figures.phase_bars(t, ["lock", "dma"], row="case", title="c12"))
+    share = figures.phase_bars(t, ["lock", "dma"], row="nbytes", share=True, title="shares")
+    _check(share, time_axis=False)
+    assert share.axes[0].get_xlim() == (0, 100) and "100 %" in _texts(share)
 
 
 def test_case_bars_and_overlap():
@@ -171,31 +176,60 @@ def test_vs_threads():
     _legend_outside(fig)
 
 
+def _legend_words(fig) -> tuple[str, list[str]]:
+    w = [a for a in figures.words(fig)["axes"] if a["legend"]]
+    return (w[0]["legend"], w[0]["entries"]) if w else ("", [])
+
+
+def _figure_level(fig) -> None:
+    """Drawn by one of seaborn's figure-level interfaces: a FacetGrid's or a seaborn.objects
+    figure (its legend a figure legend, beside the panels)."""
+    assert fig.legends, "no figure-level legend"
+
+
 def test_timeline():
     tr = pd.DataFrame([{"event": "transfer", "step": 0, "invocation": 0, "transfer_id": i, "policy": p}
                        for i, p in enumerate(("stage_per_copy", "nextgen"))])
-    calls = pd.DataFrame([{"transfer_id": i, "category": c, "start_ns": 1000 * k, "duration_ns": 500}
+    calls = pd.DataFrame([{"transfer_id": i, "category": c, "start_ns": 1000 * k * (i + 1), "duration_ns": 500}
                           for i in range(2) for k, c in enumerate(("alloc", "copy", "free"))])
     fig = figures.timeline(tr, calls, title="one invocation")
     _check(fig, time_axis=False)
+    _figure_level(fig)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["stage_per_copy (2.5 us)", "nextgen (4.5 us)"]
+    widths = [np.ptp(line.get_xdata()) for line in fig.axes[0].get_lines() if len(line.get_xdata()) == 2]
+    assert len(widths) == 6 and min(widths) >= 2 and max(widths) < 50, widths   # every call shows
+    assert _legend_words(fig) == ("native call", ["alloc", "copy", "free"])
     _legend_outside(fig)
+    quiet = figures.timeline(tr, calls[calls.transfer_id == 0], title="one policy without native calls")
+    assert [t.get_text() for t in quiet.axes[0].get_yticklabels()][1] == "nextgen (no native calls)"
 
 
 def test_answers_grid():
     probes = pd.DataFrame([{"probe": "lock_twice", "step": s, "action": a, "locked": lk, "error": e}
-                           for s, (a, lk, e) in enumerate((("lock", False, ""), ("lock", False, "712"),
-                                                           ("query", True, "")))])
+                           for s, (a, lk, e) in enumerate((("lock A", False, ""), ("lock A again", False, "712"),
+                                                           ("query A", True, "")))])
     fig = figures.answers_grid(probes, title="answers")
     _check(fig, time_axis=False)
-    assert {"ok", "refused", "locked"} <= set(_texts(fig))
+    _figure_level(fig)
+    assert {"lock A", "lock A again", "query A", "call 1", "call 3", "lock twice"} <= set(_texts(fig))
+    assert _legend_words(fig) == ("the runtime's answer", ["granted", "refused", "query: locked"])
+    _legend_outside(fig)
 
 
 def test_stats_bars():
-    ours = pd.DataFrame({"Name": ["cudaHostRegister", "cudaHostUnregister"] * 2, "AverageNs": [94_925, 58_720, 12_167, 9_000],
-                         "user_pinned": [False, False, True, True]})
-    thread = pd.DataFrame({"Name": ["hsa_amd_memory_lock", "hsa_amd_memory_unlock"], "AverageNs": [84_873, 24_143]})
-    fig = figures.stats_bars(ours, thread, title="average per call", reference=REF[:1])
+    calls = pd.DataFrame({"call": ["cudaHostRegister", "cudaHostUnregister"] * 3,
+                          "category": ["lock", "unlock"] * 3, "duration_ns": [94_925, 58_720, 1_200, 9_000, 12_000, 8_000],
+                          "rc": [0, 0, 712, 0, 0, 0], "user_pinned": [False, False, True, True, True, True],
+                          "caller": ["runtime"] * 4 + ["application"] * 2})
+    thread = pd.DataFrame({"Name": ["hsa_amd_memory_lock", "hsa_amd_memory_unlock", "hsa_amd_memory_lock"],
+                           "AverageNs": [84_873, 24_143, 51_438], "user_pinned": [False, False, True]})
+    fig = figures.stats_bars(calls, thread, title="average per call", reference=REF[:1])
     _check(fig, refs=[REF[0][0]])
+    _figure_level(fig)
+    assert [ax.get_title() for ax in fig.axes] == ["measured here", "the thread's rocprof tables"]
+    assert {"cudaHostRegister", "cudaHostRegister (the application's own)"} <= set(_texts(fig))
+    assert any("1 of 2 cudaHostRegister calls refused (rc 712)" in t for t in _texts(fig)), _texts(fig)
+    assert fig.axes[0].get_xscale() == "log" and fig.axes[0].get_xlim() == fig.axes[1].get_xlim()
     _legend_outside(fig)
 
 
@@ -204,9 +238,15 @@ def test_limits_bars():
                            "granted": [True, False, True], "limit_nbytes": [64 << 20] * 3})
     fig = figures.limits_bars(limits, title="limits")
     _check(fig, time_axis=False)
+    _figure_level(fig)
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
     assert "64 MiB" in ticks and all(re.fullmatch(r"0|\d+ (KiB|MiB|GiB)", t) for t in ticks), ticks
+    assert "RLIMIT_MEMLOCK 64 MiB" in _texts(fig)
+    assert not any("above the limit granted" in t for t in _texts(fig))
     _legend_outside(fig)
+    past = figures.limits_bars(limits.assign(granted=True, vmlck_nbytes=0), title="limits")
+    assert any("1 request above the limit granted; the kernel counted at most 0 B locked" in t
+               for t in _texts(past)), _texts(past)
 
 
 @pytest.mark.parametrize("nbytes, text", [(4096, "4 KiB"), (800_000_000, "763 MiB"), (1 << 30, "1 GiB"),
@@ -234,6 +274,13 @@ def test_every_figure_of_the_smoke_run_has_a_title_and_axis_words(smoke_run):
     for name, w in seen.items():
         for ax in w["axes"]:
             assert ax["xlabel"], name
+    # phase_bars, timeline, answers_grid, stats_bars and limits_bars, each drawn from its notebook's data
+    for name in ("01_c12_lock_copy-phases", "02_c2_staging-phases", "04_c1_offload_region-timeline",
+                 "07_c8_semantics-answers", "08_c10_api_stats-stats", "09_c11_hazard_limits-limits"):
+        w = seen[name]
+        assert w["title"] and w["axes"], name
+        assert all(ax["xlabel"] for ax in w["axes"]) and w["axes"][0]["ylabel"], (name, w["axes"])
+        assert any(ax["legend"] and ax["entries"] for ax in w["axes"]), (name, w["axes"])
 
 
 def test_problems_names_what_a_figure_lacks():

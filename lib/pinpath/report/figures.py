@@ -1,4 +1,5 @@
-"""Seaborn figures with words and units on the axes; every function returns the figure.
+"""Seaborn figures with words and units on the axes; every function returns the figure, drawn
+by a figure-level interface (relplot, catplot, or the objects interface) and titled by ``_titled``.
 
 Conventions: sizes in binary units only (KiB, MiB, GiB) on log-2 axes; times in human units
 (ns, us, ms, s) on log axes wherever the values span decades; legends outside the axes; the
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
+import warnings
 from typing import Iterable, Mapping, Sequence, Union
 
 import matplotlib.pyplot as plt
@@ -17,6 +20,7 @@ import matplotlib.ticker as mticker
 import numpy as np
 import pandas as pd
 import seaborn as sns
+import seaborn.objects as so
 
 from ..units import fmt_ns
 from ..units import binary_size
@@ -225,20 +229,26 @@ def _draw_references(ax, refs: list[tuple[str, float]], axis: str = "y") -> None
         ax.set_title(ax.get_title(), pad=8 + 13 * len(refs))
 
 
-def _legend_outside(ax, title: str | None = None) -> None:
-    handles, labels = ax.get_legend_handles_labels()
-    if ax.get_legend() is not None:
-        ax.get_legend().remove()
-    if handles:
-        uniq = dict(zip(labels, handles))
-        ax.legend(uniq.values(), uniq.keys(), loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small",
-                  title=title, title_fontsize="small")
-
-
-def _retitle_legend(g, title: str) -> None:
-    """A FacetGrid's legend drawn again with ``title``, the figure's right margin made to fit it."""
-    if g.legend is not None:
-        sns.move_legend(g, "upper left", bbox_to_anchor=(1.0, 0.92), title=title, frameon=False)
+def _retitle_legend(g, title: str, handle_lw: float | None = None) -> None:
+    """A FacetGrid's legend (or an objects-interface figure's) drawn again with ``title`` just
+    right of the panels; ``handle_lw``: its lines that wide (the legend of bars drawn as lines)."""
+    fig = getattr(g, "figure", g)
+    legend = (fig.legends[0] if fig.legends else None) if isinstance(g, plt.Figure) else g.legend
+    if legend is None:
+        return
+    box = [ax.get_position() for ax in fig.axes]
+    anchor = (max(b.x1 for b in box) + 0.01, max(b.y1 for b in box))
+    if isinstance(g, plt.Figure):       # moved in place: the objects interface's legend cannot be removed
+        legend.set_loc("upper left")
+        legend.set_bbox_to_anchor(anchor, transform=fig.transFigure)
+        legend.set_title(title)
+        legend.set_frame_on(False)
+        legend.set_in_layout(True)
+    else:
+        sns.move_legend(g, "upper left", bbox_to_anchor=anchor, title=title, frameon=False)
+        legend = g.legend
+    for h in legend.legend_handles if handle_lw else ():
+        h.set_linewidth(handle_lw)
 
 
 # -- figures ---------------------------------------------------------------------------------
@@ -266,14 +276,13 @@ def vs_size(df: pd.DataFrame, y: str, *, hue: str, style: str | None = None, col
         g.set_titles(col_template="{col_name}")
         g.figure.subplots_adjust(wspace=0.18)
     _retitle_legend(g, _label(hue) if not style else f"{_label(hue)}; {_label(style)}")
-    if title:
-        g.figure.suptitle(title, y=1.03)
-    return g.figure
+    return _titled(g, None, title)
 
 
 def phase_bars(df: pd.DataFrame, phases: list[str], *, row: str, col: str | None = None, title: str = "",
                reference: Reference = None, share: bool = False):
-    """Stacked medians of each phase (``<phase>_ns`` columns), one bar per ``row`` value.
+    """Stacked medians of each phase (``<phase>_ns`` columns), one bar per ``row`` value, one
+    panel per ``col``: seaborn's objects interface (Bar + Stack), the legend beside the panels.
     ``share``: each bar as the shares of its total (per cent), so that every size reads alike
     where the times span decades."""
     keys = [k for k in (col, row) if k]
@@ -281,36 +290,32 @@ def phase_bars(df: pd.DataFrame, phases: list[str], *, row: str, col: str | None
     if share:
         med = med.div(med.sum(axis=1), axis=0) * 100
         reference = None
-    cols = list(med.index.get_level_values(col).unique()) if col else [None]
-    fig, axes = plt.subplots(1, len(cols), figsize=(5.5 * len(cols), 0.45 * len(med) / len(cols) + 1.8),
-                             squeeze=False)
+    names = [p.replace("_", " ") for p in phases]
+    ylabel = "transfer size" if row == "nbytes" else _label(row)
+    order = sorted(med.index.get_level_values(row).unique())
+    shown = {v: binary_size(v) if row == "nbytes" else str(v) for v in order}
+    long = (med.set_axis(names, axis=1).reset_index().melt(id_vars=keys, var_name="phase", value_name="median")
+            .assign(**{ylabel: lambda d: d[row].map(shown)}))
+    panels = long[col].nunique() if col else 1
+    fig = plt.figure(figsize=(5.2 * panels + 1.6, 0.42 * len(order) + 1.6))
+    p = (so.Plot(long, x="median", y=ylabel, color="phase")
+         .add(so.Bar(alpha=1, edgewidth=0, width=0.72), so.Stack())
+         .scale(y=so.Nominal(order=[shown[v] for v in order]), color=so.Nominal("tab10", order=names))
+         .label(x="share of the median transfer time" if share else "median time", y=ylabel, color="phase")
+         .theme({**plt.rcParams}))
+    with warnings.catch_warnings():     # seaborn 0.13's objects interface passes pandas 3 a deprecated keyword
+        warnings.filterwarnings("ignore", message="The copy keyword is deprecated")
+        (p.facet(col=col) if col else p).on(fig).plot()
+    _retitle_legend(fig, "phase")
     refs = _references(reference)
-    palette = sns.color_palette("tab10", len(phases))
-    for ax, c in zip(axes[0], cols):
-        part = med.xs(c, level=col) if col else med
-        labels = [binary_size(v) if row == "nbytes" else str(v) for v in part.index]
-        left = pd.Series(0.0, index=part.index)
-        for color, p in zip(palette, phases):
-            ax.barh(labels, part[f"{p}_ns"], left=left, color=color, label=p.replace("_", " "))
-            left = left + part[f"{p}_ns"]
+    for ax in fig.axes:
         if share:
             ax.set_xlim(0, 100)
             ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:.0f} %"))
-            ax.set_xlabel("share of the median transfer time")
         else:
             _ns_axis(ax, log=False, axis="x")
-            ax.set_xlabel("median time")
-        ax.set_ylabel("transfer size" if row == "nbytes" else _label(row))
-        ax.set_title(str(c) if c is not None else "")
         _draw_references(ax, refs, axis="x")
-        ax.invert_yaxis()
-    for ax in axes[0][1:]:
-        ax.set_ylabel("")
-    _legend_outside(axes[0][-1], "phase")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return _titled(fig, None, title)
 
 
 def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, col: str | None = None,
@@ -337,38 +342,88 @@ def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, col: 
 
 
 def _titled(g, col, title: str):
-    """A facet grid's panels titled by their column value, the figure by ``title``; its figure."""
+    """A facet grid's panels titled by their column value, the figure (or ``g``, a figure) by
+    ``title``; its figure."""
     if col:
         g.set_titles(col_template="{col_name}")
-    if title:
-        g.figure.suptitle(title, y=1.03)
-    return g.figure
+    fig = getattr(g, "figure", g)
+    if title:         # above everything drawn, the panels' titles and reference labels included
+        fig.canvas.draw()
+        tops = [a.get_window_extent().y1 for ax in fig.axes for a in (ax, ax.title, *ax.texts)
+                if a.get_visible() and (a is ax or a.get_text())]
+        fig.suptitle(title, y=(max(tops) + fig.dpi / 12) / fig.bbox.height, va="bottom")
+    return fig
 
 
-def timeline(transfers: pd.DataFrame, calls: pd.DataFrame, *, invocations: int = 1, title: str = ""):
-    """The native calls of the first ``invocations`` region invocations of each policy as a
-    timeline: one row per policy, one bar per call, coloured by category."""
+#: relplot's line kind drawing each ``unit`` as one flat bar from its first to its last ``x``
+_SEGMENTS = {"units": "unit", "estimator": None, "sort": False, "solid_capstyle": "butt"}
+
+
+def _segments(d: pd.DataFrame) -> pd.DataFrame:
+    """Rows with ``start``, ``end`` and ``y`` as two points each (x = start, then end) of one unit."""
+    d = d.reset_index(drop=True).rename_axis("unit").reset_index()
+    return pd.concat([d.assign(x=d.start), d.assign(x=d.end)]).sort_values(["unit", "x"], kind="stable")
+
+
+def _fill_rows(ax, rows: int, fill: float) -> None:
+    """The segments of ``ax`` as thick as ``fill`` of one of its ``rows`` (y = 0 .. rows - 1)."""
+    ax.set_ylim(rows - 0.5, -0.5)
+    height_pt = ax.get_window_extent().height * 72 / ax.figure.dpi
+    for line in ax.lines:
+        line.set_linewidth(fill * height_pt / rows)
+
+
+def _note(fig, text: str) -> None:
+    """A sentence under the panels (what the data say that the bars cannot)."""
+    ax = min(fig.axes, key=lambda a: (a.get_position().y0, a.get_position().x0))
+    ax.annotate(textwrap.fill(text, 110), xy=(0, 0), xycoords="axes fraction", xytext=(-40, -46),
+                textcoords="offset points", ha="left", va="top", fontsize="small", color="0.25", annotation_clip=False)
+
+
+def _stretched(c: pd.DataFrame, floor: float) -> pd.DataFrame:
+    """One row's calls (``start_ns``, ``duration_ns``, in order) laid end to end on 0..100: each
+    as wide as its share of the row's time but at least ``floor`` per cent, the idle time
+    between them kept; adds ``start`` and ``end``."""
+    c = c.sort_values("start_ns", kind="stable")
+    if c.empty:
+        return c.assign(start=0.0, end=0.0)
+    ends = c.start_ns + c.duration_ns
+    idle = (c.start_ns - ends.cummax().shift(fill_value=c.start_ns.iloc[0])).clip(lower=0)
+    whole = max(float(ends.max() - c.start_ns.min()), 1.0)
+    width = np.maximum(c.duration_ns / whole * 100, floor)
+    stop = (idle / whole * 100 + width).cumsum()
+    scale = 100 / stop.iloc[-1]
+    return c.assign(start=(stop - width) * scale, end=stop * scale)
+
+
+def timeline(transfers: pd.DataFrame, calls: pd.DataFrame, *, invocations: int = 1, title: str = "",
+             floor: float = 2.0):
+    """The native calls of the first ``invocations`` region invocations of each policy, in
+    order, one row per policy, one bar per call coloured by category: seaborn's relplot, each
+    call a segment. Each row spans the policy's own time from its first call to its last (named
+    beside it), each call as wide as its share of that time but at least ``floor`` per cent, so
+    that every call shows however long the others take."""
     t = transfers[(transfers.event.isin(["transfer", "kernel"])) & (transfers.step == 0)
                   & (transfers.invocation < invocations)]
     c = calls.merge(t[["transfer_id", "policy"]], on="transfer_id")
     policies = list(dict.fromkeys(t.policy))
+    c = pd.concat([_stretched(c[c.policy == p], floor).assign(y=i) for i, p in enumerate(policies)])
+    whole = (c.start_ns + c.duration_ns).groupby(c.policy).max() - c.start_ns.groupby(c.policy).min()
     cats = sorted(set(c.category))
-    colors = dict(zip(cats, sns.color_palette("tab10", len(cats))))
-    fig, ax = plt.subplots(figsize=(10, 0.5 * len(policies) + 1.5))
-    for y, pol in enumerate(policies):
-        pc = c[c.policy == pol]
-        t0 = pc.start_ns.min()
-        for cat, g in pc.groupby("category"):
-            ax.broken_barh(list(zip((g.start_ns - t0) / 1e3, np.maximum(g.duration_ns / 1e3, 0.3))), (y - 0.35, 0.7),
-                           color=colors[cat], label=cat)
-    _legend_outside(ax, "call")
-    ax.set_yticks(range(len(policies)), policies)
-    ax.set_ylabel("policy")
-    ax.invert_yaxis()
-    ax.set_xlabel("time since the invocation's first call (us)")
-    ax.set_title(title)
-    fig.tight_layout()
-    return fig
+    height = 0.5 * len(policies) + 1.2
+    g = sns.relplot(data=_segments(c.rename(columns={"category": "native call"})), x="x", y="y",
+                    hue="native call", hue_order=cats, palette="tab10", kind="line", height=height,
+                    aspect=max(9 / height, 1.2), **_SEGMENTS)
+    ax = g.ax
+    ax.set_yticks(range(len(policies)), [f"{p} ({fmt_ns(whole[p])})" if p in whole else f"{p} (no native calls)"
+                                         for p in policies])
+    _fill_rows(ax, len(policies), 0.55)
+    ax.set_xlim(0, 100)
+    ax.set_xticks([0, 100], ["first call", "last call"])
+    ax.set_xlabel(f"the policy's calls in order, each as wide as its share of the time (at least {floor:g} %)")
+    ax.set_ylabel("policy (its time from first to last call)")
+    _retitle_legend(g, "native call", handle_lw=6)
+    return _titled(g, None, title)
 
 
 def vs_threads(df: pd.DataFrame, y: str, *, hue: str = "policy", col: str | None = None, title: str = "",
@@ -405,75 +460,105 @@ def overlap_bars(ov: pd.DataFrame, *, reference: Reference = None):
                      reference=reference)
 
 
+_ANSWER_COLORS = {"granted": "#8fd18f", "refused": "#f2a3a3", "query: locked": "#b5dcf2",
+                  "query: not locked": "#f2d7a3"}
+
+
 def answers_grid(probes: pd.DataFrame, title: str = ""):
-    """Each probe's steps as coloured cells: granted, refused, or what a query answered."""
+    """Each probe as a row of cells, one per call in order, each cell naming the call and
+    coloured by the runtime's answer (granted, refused, or what a query answered): seaborn's
+    relplot, each cell a segment."""
     def word(r):
-        if r.action.startswith("query"):
-            return "locked" if r.locked else "not locked"
-        return "ok" if not r.error else "refused"
-    d = probes.assign(answer=[word(r) for r in probes.itertuples()])
-    codes = {"ok": 0, "locked": 1, "refused": 2, "not locked": 3}
-    grid = d.pivot(index="probe", columns="step", values="answer")
-    fig, ax = plt.subplots(figsize=(2.2 * grid.shape[1] + 2, 0.6 * grid.shape[0] + 1.2))
-    sns.heatmap(grid.apply(lambda col: col.map(codes)), annot=grid.fillna(""), fmt="", cbar=False, ax=ax,
-                cmap=sns.color_palette(["#8fd18f", "#b5dcf2", "#f2a3a3", "#f2d7a3"], as_cmap=True),
-                vmin=-0.5, vmax=3.5, linewidths=1, linecolor="white")
+        if str(r.action).startswith("query"):
+            return "query: locked" if r.locked else "query: not locked"
+        return "granted" if not r.error else "refused"
+    names = list(dict.fromkeys(probes.probe))
+    d = probes.assign(answer=[word(r) for r in probes.itertuples()], y=probes.probe.map(
+        {p: i for i, p in enumerate(names)}), start=probes.step + 0.03, end=probes.step + 0.97)
+    steps = int(d.step.max()) + 1
+    answers = [a for a in _ANSWER_COLORS if a in set(d.answer)]
+    height = 0.62 * len(names) + 1.0
+    g = sns.relplot(data=_segments(d.rename(columns={"answer": "the runtime's answer"})), x="x", y="y",
+                    hue="the runtime's answer", hue_order=answers, palette=_ANSWER_COLORS, kind="line", height=height,
+                    aspect=(1.6 * steps + 1) / height, **_SEGMENTS)
+    ax = g.ax
+    for r in d.itertuples():
+        ax.text(r.step + 0.5, r.y, textwrap.fill(str(r.action), 18), ha="center", va="center", fontsize="small")
+    ax.set_yticks(range(len(names)), [p.replace("_", " ") for p in names])
+    _fill_rows(ax, len(names), 0.8)
+    ax.set_xlim(0, steps)
+    ax.set_xticks(np.arange(steps) + 0.5, [f"call {i + 1}" for i in range(steps)])
     ax.grid(False)
-    actions = d.groupby("step").action.unique()
-    if all(len(a) == 1 for a in actions):      # the same call at each step of every probe: name it
-        ax.set_xticks(np.arange(len(grid.columns)) + 0.5, [actions[c][0] for c in grid.columns])
-        ax.set_xlabel("call made at each step, in order")
-    else:
-        ax.set_xlabel("step of the probe, in order (the table above names each call)")
-    ax.set_ylabel("probe (a sequence of calls on one buffer)")
-    ax.set_title(title)
-    fig.tight_layout()
-    return fig
+    ax.set_xlabel("the calls made on one buffer, in order")
+    ax.set_ylabel("probe")
+    _retitle_legend(g, "the runtime's answer", handle_lw=6)
+    return _titled(g, None, title)
 
 
-def stats_bars(ours: pd.DataFrame, thread: pd.DataFrame, *, names=None, title: str = "",
-               reference: Reference = None):
-    """AverageNs per call name: our trace (by ``user_pinned``) beside the thread's rocprof tables."""
-    parts = [ours.assign(source=ours.user_pinned.map({False: "ours, no user pinning", True: "ours, user pinning"}))]
-    parts.append(thread.assign(source=thread.get("source", "thread")))
-    d = pd.concat(parts, ignore_index=True)
+def stats_bars(calls: pd.DataFrame, thread: pd.DataFrame, *, names=None, title: str = "",
+                reference: Reference = None):
+    """Average time per call by call name, without and with the application pinning its arrays
+    first (``user_pinned``): our calls (``api_calls``: one row per call, with ``duration_ns``,
+    ``rc`` and ``caller``; the application's own calls named apart, as the thread's table has
+    its lock_to_pool) and the thread's rocprof tables (``Name``, ``AverageNs``) in two panels on
+    one time axis, seaborn's catplot. Refused calls are counted in a note under the panels."""
+    pinning = {False: "does not pin its arrays", True: "pins its arrays first"}
+    own = calls.caller.astype(str).eq("application") if "caller" in calls else pd.Series(False, index=calls.index)
+    ours = calls.assign(Name=calls.call.astype(str).where(~own, calls.call.astype(str) + " (the application's own)"),
+                        AverageNs=calls.duration_ns, source="measured here")
+    d = pd.concat([ours, thread.assign(source="the thread's rocprof tables")], ignore_index=True)
     if names is not None:
         d = d[d.Name.isin(list(names))]
-    fig, ax = plt.subplots(figsize=(8, 0.45 * d.Name.nunique() * max(d.source.nunique(), 1) / 2 + 2))
-    sns.barplot(data=d, y="Name", x="AverageNs", hue="source", ax=ax)
-    _ns_axis(ax, log=True, axis="x")
-    ax.set_xlabel("average time per call")
-    ax.set_ylabel("call")
-    ax.set_title(title)
-    _draw_references(ax, _references(reference), axis="x")
-    _legend_outside(ax, "source")
-    fig.tight_layout()
-    return fig
+    d = d.assign(**{"the application": d.user_pinned.astype(bool).map(pinning)})
+    rows = d.groupby("source").Name.nunique().max()
+    g = sns.catplot(data=d, y="Name", x="AverageNs", hue="the application", hue_order=list(pinning.values()),
+                    col="source", kind="bar", estimator="mean", errorbar=None, sharey=False,
+                    height=0.9 * rows + 1.2, aspect=5.6 / (0.9 * rows + 1.2))
+    g.set_titles(col_template="{col_name}")
+    log = _want_log(None, d.groupby(["source", "Name", "the application"]).AverageNs.mean())
+    refs = _references(reference)
+    for i, ax in enumerate(g.axes.flat):
+        _ns_axis(ax, log, axis="x")
+        ax.set_xlabel("average time per call")
+        ax.set_ylabel("call" if i == 0 else "")
+        _draw_references(ax, refs, axis="x")
+    _retitle_legend(g, "the application")
+    refused = ours[ours.rc.fillna(0) > 0] if "rc" in ours else ours.iloc[:0]
+    if len(refused):     # a refusal is a path with a cost: say which bars hold refusals
+        _note(g.figure, "; ".join(
+            f"{len(r)} of {int((ours.Name == name).sum())} {name} calls refused (rc {', '.join(map(str, sorted(set(r.rc.astype(int)))))})"
+            for name, r in refused.groupby("Name")) + ": their averages are what a refusal costs")
+    return _titled(g, None, title)
 
 
 def limits_bars(limits: pd.DataFrame, title: str = ""):
-    """Each request of the lock-limit probe: its size against the limit, granted or refused."""
-    d = limits.assign(request=limits.op + " " + limits.nbytes.map(binary_size),
-                      answer=limits.granted.map({True: "granted", False: "refused"}))
-    fig, ax = plt.subplots(figsize=(7.5, 0.4 * len(d) + 1.4))
-    sns.barplot(data=d, y="request", x="nbytes", hue="answer", dodge=False, ax=ax,
-                palette={"granted": "#5aa55a", "refused": "#c94c4c"})
+    """Each request of the lock-limit probe, one panel per call: its size against the limit
+    (a dashed line), granted or refused, seaborn's catplot. Requests above the limit that were
+    granted get a note under the panels, with what the kernel counted as locked (VmLck)."""
     limit = float(limits.limit_nbytes.iloc[0])
-    ax.axvline(limit, color="k", ls="--", lw=1)
-    ax.annotate(f"RLIMIT_MEMLOCK {binary_size(limit)}", xy=(limit, 1.0), xycoords=("data", "axes fraction"),
-                ha="left", va="bottom", fontsize="small")
-    _size_axis(ax, "x", log=False)
-    ax.set_xlabel("bytes asked for (dashed: RLIMIT_MEMLOCK of the probe)")
-    ax.set_ylabel("request (call and size)")
+    d = limits.assign(size=limits.nbytes.map(binary_size), answer=limits.granted.astype(bool).map(
+        {True: "granted", False: "refused"}), call=limits.op.map(_LIMIT_CALLS).fillna(limits.op))
+    order = [binary_size(v) for v in sorted(limits.nbytes.unique())]
+    g = sns.catplot(data=d, y="size", x="nbytes", hue="answer", col="call", kind="bar", order=order, dodge=False,
+                    hue_order=["granted", "refused"], palette={"granted": "#5aa55a", "refused": "#c94c4c"},
+                    height=0.45 * len(order) + 1.4, aspect=2.6 / (0.45 * len(order) + 1.4) * 1.6, errorbar=None)
+    g.set_titles(col_template="{col_name}")
+    for i, ax in enumerate(g.axes.flat):
+        _size_axis(ax, "x", log=_spans_decades([*limits.nbytes, limit]))
+        ax.set_xlabel("bytes asked for")
+        ax.set_ylabel("request size" if i == 0 else "")
+        _draw_references(ax, [(f"RLIMIT_MEMLOCK {binary_size(limit)}", limit)], axis="x")
+    _retitle_legend(g, "answer")
     past = limits[limits.granted.astype(bool) & (limits.nbytes > limit)]
-    if len(past):        # the limit did not bind: say so where the bars are
-        ax.annotate(f"{len(past)} request(s) above the limit granted: this runtime's locks are not held to "
-                    "RLIMIT_MEMLOCK here", xy=(0.0, -0.32), xycoords="axes fraction", fontsize="small", color="0.25",
-                    annotation_clip=False)
-    ax.set_title(title, pad=14)
-    _legend_outside(ax, "answer")
-    fig.tight_layout()
-    return fig
+    if len(past):        # the limit did not bind: say so, with what the kernel counted
+        counted = past.vmlck_nbytes.max() if "vmlck_nbytes" in past else float("nan")
+        why = (f"; the kernel counted at most {binary_size(counted)} locked (VmLck) after them, so these pins are "
+               "not charged to RLIMIT_MEMLOCK" if counted == counted and counted < past.nbytes.min() else "")
+        _note(g.figure, f"{len(past)} request{'s' if len(past) > 1 else ''} above the limit granted{why}")
+    return _titled(g, None, title)
+
+
+_LIMIT_CALLS = {"lock": "lock of heap memory", "alloc_pinned": "pinned allocation"}
 
 
 _BACKING_WORDS = ((re.compile(r"^(4\s*k|4\s*kib|small|base|4096)", re.I), "4 KiB pages"),
@@ -516,6 +601,4 @@ def lock_cost_by_backing(df: pd.DataFrame, *, ops: Sequence[str] | None = ("lock
         ax.set_title(_backing_title(backing))
         _draw_references(ax, refs)
     _retitle_legend(g, "call (memory state)" + ("; memory kind" if style else ""))
-    if title:
-        g.figure.suptitle(title, y=1.03)
-    return g.figure
+    return _titled(g, None, title)

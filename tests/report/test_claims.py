@@ -11,6 +11,7 @@ import pytest
 
 from pinpath.report import claims
 from pinpath.report.claims import CLAIMS, judge, verdict_of
+from pinpath.report.rundata import RunData
 from pinpath.stats import Estimate, proportion_ci, ratio_ci
 from pinpath.vocab import Verdict
 
@@ -245,8 +246,8 @@ def test_not_measured_when_data_is_missing_or_its_notebook_failed(cid):
     build, platform, words = BUILDERS[cid]
     row = judge([cid], {}, platform).iloc[0]
     assert row.verdict == M, row.why
-    data = build(words[0])
-    data["_notebook"] = {name: "99_x" for name in data}
+    frames = build(words[0])
+    data = RunData(frames, notebooks={name: "99_x" for name in frames})
     row = judge([cid], data, platform, {"99_x": {"status": "failed", "error": "ValueError: boom"}}).iloc[0]
     assert row.verdict == M and "99_x is failed" in row.why and "boom" in row.why
 

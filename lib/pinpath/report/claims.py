@@ -2,11 +2,12 @@
 
 Each claim names its subject (the runtime it speaks of: HSA/ROCT, HIP, the CUDA runtime/driver,
 LLVM's AMDGPU or CUDA plugin, or any runtime), the data sets it reads (written once, in the
-registry of notebooks: ``registry.claim_datasets``) and one or more tests. A claim is read *as meant* where the platform
-measured is its subject, as an *analogue* where the platform only has the same question (the row
-names the analogue), and is *not applicable* elsewhere, with its reason. Claims about a plugin's
-call pattern are judged only from what the real runtime did (``real`` tests); a model of the
-plugin shows its own call pattern by construction and is given for information only.
+registry of notebooks: ``registry.claim_datasets``) and one or more tests. A claim is read *as
+meant* where the platform measured is its subject, as an *analogue* where the platform only has
+the same question (the row names the analogue), and is *not applicable* elsewhere, with its
+reason. Claims about a plugin's call pattern are judged only from what the real runtime did
+(``real`` tests); a model of the plugin shows its own call pattern by construction and is given
+for information only.
 
 A test is a metric with a unit, a comparison and a threshold, measured per group (size,
 direction ...) with a 95 % interval taken over the independent repeats (``stats``). A test holds
@@ -29,11 +30,11 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from ..registry import claim_datasets, notebook
 from ..stats import MIN_REPEATS, Estimate, diff_ci, median_ci, proportion_ci, ratio_ci, share_ci
 from ..trace import null_call_ns
 from ..units import binary_size, fmt_ns
 from ..vocab import Verdict
-from ..registry import claim_datasets, notebook
 from .fmt import format_measured
 from .rundata import RunData
 

@@ -45,7 +45,10 @@ def test_the_notebook_saves_the_registrys_data_sets_and_its_experiment_exists(pa
     nb = registry.notebook(path.stem)
     saved = re.findall(r'out\.data\(.*?, "([a-z_0-9]+)"\)', _source(path))
     assert sorted(set(saved)) == sorted(nb.datasets)
-    importlib.import_module(f"pinpath.experiments.{nb.experiment}")
+    module = importlib.import_module(f"pinpath.experiments.{nb.experiment}")
+    package = importlib.import_module("pinpath.experiments")
+    called = {getattr(getattr(package, f, None), "__module__", "") for f in re.findall(r"experiments\.(\w+)\(", _source(path))}
+    assert module.__name__ in called or f"from pinpath.experiments import {nb.experiment}" in _source(path)
 
 
 def test_a_data_set_belongs_to_one_notebook():

@@ -44,10 +44,10 @@ def test_notebooks_are_stripped_with_one_parameters_cell():
         assert not re.search(r"^\s*(for|while|try)\b", src, re.M), f"{p.name}: logic belongs in lib"
 
 
-def test_every_preset_has_every_notebook():
-    stems = {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")}
+def test_every_preset_section_names_a_notebook():
+    stems = {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")}     # a preset only overrides: it may leave one out
     for preset in ("smoke", "default", "full"):
-        assert set(yaml.safe_load((ROOT / "params" / f"{preset}.yaml").read_text())) == stems, preset
+        assert set(yaml.safe_load((ROOT / "params" / f"{preset}.yaml").read_text())) <= stems, preset
 
 
 def test_make_help_lists_every_target():

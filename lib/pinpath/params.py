@@ -2,8 +2,9 @@
 ``parameters`` cell and against the schema of every parameter, and resolve sizes - all before
 anything runs.
 
-Every parameter a notebook may declare has a JSON schema here (``SCHEMA``): its type, range,
-list length, allowed words, and whether a list must be sorted and free of repeats. A value
+Every parameter a notebook may declare has a JSON schema in ``registry.PARAMS`` (``SCHEMA`` here):
+its type, range, list length, allowed words, and whether a list must be sorted and free of repeats.
+A preset only overrides the registry's defaults: a notebook it has no section for runs with them. A value
 is refused in one sentence naming the parameter and where it came from (the file and
 notebook, or the command line).
 """
@@ -11,6 +12,7 @@ notebook, or the command line).
 from __future__ import annotations
 
 import ast
+import copy
 import math
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,8 @@ import jsonschema
 import yaml
 
 from .errors import BadParameter
-from .units import GiB, parse_nbytes
-from .vocab import MemoryKind, Policy
+from .registry import MAX_NBYTES, NOTEBOOKS, PARAMS
+from .units import parse_nbytes
 
 __all__ = ["PRESETS", "RESERVED", "SCHEMA", "OPS_BUDGET", "load_preset", "notebook_parameters", "resolve",
            "parse_override", "defaults", "estimated_ops"]
@@ -28,39 +30,9 @@ __all__ = ["PRESETS", "RESERVED", "SCHEMA", "OPS_BUDGET", "load_preset", "notebo
 PRESETS = ("smoke", "default", "full")
 RESERVED = ("PLATFORM", "RUN_DIR", "NOTEBOOK")   #: injected by the runner, not set in files
 OPS_BUDGET = 20_000_000    #: the most timed operations (transfers, calls, regions) one notebook may ask for
-MAX_NBYTES = 64 * GiB      #: the largest size any parameter may name
 
-_SIZE = {"type": "integer", "minimum": 1, "maximum": MAX_NBYTES}
-
-
-def _list(items: dict, *, most: int = 32, sorted_: bool = True) -> dict:
-    return {"type": "array", "items": items, "minItems": 1, "maxItems": most, "uniqueItems": True,
-            "sorted": sorted_}
-
-
-def _int(lo: int, hi: int) -> dict:
-    return {"type": "integer", "minimum": lo, "maximum": hi}
-
-
-_POLICY = {"enum": [p.value for p in Policy]}
-_KIND = {"enum": [k.value for k in MemoryKind]}
-
-#: every parameter a notebook may declare: its JSON schema (``sorted`` is pinpath's own keyword)
-SCHEMA: dict[str, dict] = {
-    "SIZES_NBYTES": _list(_SIZE), "KIND_NBYTES": _list(_SIZE), "COPY_NBYTES": _list(_SIZE),
-    "NBYTES": _SIZE, "HAZARD_NBYTES": _SIZE, "LIMIT_NBYTES": {**_SIZE, "minimum": 4096},
-    "REPEATS": _int(1, 10_000), "WARMUP": _int(0, 1_000), "VERIFY": {"enum": ["all", "first", "none"]},
-    "NW": _int(1, 4096), "NW_VALUES": _list(_int(1, 4096)), "SWEEP_NW": _list(_int(1, 4096)),
-    "STEPS": _int(1, 1_000), "SWEEP_STEPS": _int(1, 1_000), "INVOCATIONS": _int(1, 100_000),
-    "POLICIES": _list(_POLICY, sorted_=False), "SWEEP_POLICIES": _list(_POLICY, sorted_=False), "POLICY": _POLICY,
-    "KINDS": _list(_KIND, sorted_=False), "THREADS": _list(_int(1, 256), most=16),
-    "TRANSFERS": _int(1, 1_000_000), "ITERATIONS": _int(1, 100_000), "CHAINS": _int(1, 64),
-    "QUEUES": _list(_int(1, 64), most=8), "TRACE_STEPS": _int(0, 100), "VENDOR": {"enum": ["auto", "nvidia", "amd"]},
-    "VARIANTS": _list({"enum": ["plain", "app_pinned", "lock_mapped", "async_threshold0"]}, sorted_=False),
-    "PROCESSES": _int(1, 100),
-    "AGE_NBYTES": _list(_SIZE), "ALLOC_NBYTES": _list(_SIZE), "BACKING_NBYTES": _list(_SIZE),
-    "LIVE_COUNTS": _list(_int(1, 4096), most=8), "CALLS": _int(1, 10_000), "REPEAT_UNIT": {"enum": ["process", "round"]},
-}
+#: every parameter a notebook may declare: its JSON schema (the registry's)
+SCHEMA: dict[str, dict] = PARAMS
 #: parameters whose values are sizes in bytes (written 4096, "4KiB", "1MiB", "800MB")
 SIZE_PARAMS = frozenset(n for n in SCHEMA if n.endswith("NBYTES"))
 #: counts that multiply into a notebook's number of timed operations
@@ -245,9 +217,11 @@ def _whole(schema: dict, value):
     return value
 
 
-def defaults(declared: dict[str, dict]) -> dict[str, Any]:
-    """The values a notebook's parameters cell gives the parameters of the schema (papermill
-    hands over each literal's text)."""
+def defaults(declared: dict[str, dict], stem: str | None = None) -> dict[str, Any]:
+    """A notebook's defaults: the registry's for a notebook it lists (``stem``), else the values its
+    parameters cell gives the parameters of the schema (papermill hands over each literal's text)."""
+    if stem in NOTEBOOKS:
+        return copy.deepcopy(dict(NOTEBOOKS[stem].params))
     out = {}
     for name, d in declared.items():
         if name in SCHEMA and name not in RESERVED:

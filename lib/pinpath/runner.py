@@ -114,11 +114,9 @@ def plan(preset: str, platform: str, *, only: list[str] | None = None, overrides
         for name in RESERVED:
             if name not in declared:
                 raise BadParameter(f"{path.name}: the parameters cell does not declare {name}")
-        if stem not in sections:
-            raise BadParameter(f"{file.name}: no section for notebook {stem!r}")
-        values = resolve(sections[stem], declared, where=f"{file.name} [{stem}]")
+        values = resolve(sections.get(stem, {}), declared, where=f"{file.name} [{stem}]")   # a preset only overrides
         values.update(resolve(explicit.get(stem, {}), declared, where=f"--set {stem}"))
-        merged = {**defaults(declared), **values}      # what the notebook will run with
+        merged = {**defaults(declared, stem), **values}      # what the notebook will run with
         ops = estimated_ops(merged)
         if ops > OPS_BUDGET:
             raise BadParameter(f"{file.name} [{stem}]: asks for about {ops:,} timed operations; the budget of one "
@@ -454,7 +452,7 @@ def _fidelity(data: dict, platform: str):
     for name in ("lock_cost", "query_cost"):
         lc = data.get(name)
         if lc is not None and "source" in lc and (lc.source == "native").any():
-            frames.append(tables.fidelity(lc, data["_harness"].get(data["_notebook"].get(name, "")), platform))
+            frames.append(tables.fidelity(lc, data.harness_for(name), platform))
     if not frames:
         return None
     import pandas as pd

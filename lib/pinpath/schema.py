@@ -232,22 +232,14 @@ STATE_SUMMARY = {"repeats": "int", "calls": "int",
 GPU_STATE = {"when": "str", "field": "str",   # a machine_state.FIELDS name
              "value": "str", "available": "bool?", "unavailable": "str", "platform": "str"}
 
-#: every data set a run writes (``data/<name>.parquet``) and its table: notebooks write them by
-#: these names, the claims read them by these names, whichever notebook produced them
-DATASETS: dict[str, dict[str, str]] = {
-    "bandwidth": BANDWIDTH, "c12": C12, "staging": TRANSFERS, "lock_cost": LOCK_COST, "query_cost": LOCK_COST,
-    "replica": TRANSFERS, "replica_calls": CALLS, "nw_sweep": TRANSFERS,
-    "lock_or_stage": TRANSFERS, "lock_outcomes": LOCK_OUTCOMES, "lock_outcomes_read_only_flag": LOCK_OUTCOMES,
-    "kind_paths": TRANSFERS, "query_saving": TRANSFERS, "semantics": SEMANTICS,
-    "api_stats": API_STATS, "api_calls": {**CALLS, "user_pinned": "bool?", "caller": "str", "repeat": "int"}, "hazard": HAZARD, "limits": LIMITS, "allocator": TRANSFERS,
-    "concurrency": THREADS, "concurrency_native": NATIVE_THREADS,
-    "tracked": TRANSFERS, "tracked_calls": CALLS, "copy": BANDWIDTH, "link": LINK, "overlap": OVERLAP,
-    "copy_paths": COPY_PATHS, "engine_fidelity": ENGINE_FIDELITY, "engine_transfers": TRANSFERS,
-    "real_runs": REAL_RUNS, "real_invocations": REAL_INVOCATIONS, "real_copies": REAL_COPIES,
-    "real_phases": REAL_PHASES, "real_model": MODEL_INVOCATIONS, "real_phase_compare": PHASE_COMPARE, "real_ratio": RATIO,
-    "state_registration_age": STATE_EFFECTS, "state_allocator": STATE_EFFECTS, "state_backing": STATE_EFFECTS,
-    "state_placement": STATE_EFFECTS, "state_gpu": GPU_STATE,
-}
+def __getattr__(name: str):
+    """``DATASETS`` (every data set a run writes, ``data/<name>.parquet``, -> its layout) lives in
+    the registry of notebooks, which names each notebook's data sets with the layouts above."""
+    if name == "DATASETS":
+        from .registry import DATASETS
+        return DATASETS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _CAST = {"int": "int64", "Int": "Int64", "float": "float64", "bool?": "boolean"}
 _KINDS = {"int": "iu", "Int": "iu", "float": "f", "bool?": "b", "str": "OUT"}

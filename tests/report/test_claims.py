@@ -11,6 +11,7 @@ import pytest
 
 from pinpath.report import claims
 from pinpath.report.claims import CLAIMS, judge, verdict_of
+from pinpath.report.rundata import RunData
 from pinpath.stats import Estimate, proportion_ci, ratio_ci
 from pinpath.vocab import Verdict
 
@@ -245,8 +246,8 @@ def test_not_measured_when_data_is_missing_or_its_notebook_failed(cid):
     build, platform, words = BUILDERS[cid]
     row = judge([cid], {}, platform).iloc[0]
     assert row.verdict == M, row.why
-    data = build(words[0])
-    data["_notebook"] = {name: "99_x" for name in data}
+    frames = build(words[0])
+    data = RunData(frames, notebooks={name: "99_x" for name in frames})
     row = judge([cid], data, platform, {"99_x": {"status": "failed", "error": "ValueError: boom"}}).iloc[0]
     assert row.verdict == M and "99_x is failed" in row.why and "boom" in row.why
 
@@ -424,3 +425,16 @@ def test_c7_as_meant_counts_the_unlock_a_granted_relock_needs():
 def test_c13_says_when_the_relock_path_is_a_refusal():
     row = judge(["C13"], _c13(H), "cuda").iloc[0]
     assert row.reading == claims.ANALOGUE and "a re-lock, refused (rc 712), and no unlock" in row.why
+
+
+def test_measures_shared_by_tests_and_claims_are_computed_once(monkeypatch):
+    """C13's two tests read one re-lock path; C6, C7 and C9 read the same lock_cost rows."""
+    seen = []
+    for name in ("_c13_cost_of", "_calls_of"):
+        real = getattr(claims, name)
+        monkeypatch.setattr(claims, name, lambda *a, _real=real, _name=name: seen.append((_name, a[1:])) or _real(*a))
+    judge(["C13"], _c13(H), "cuda")
+    assert seen == [("_c13_cost_of", ())]
+    seen.clear()
+    judge(["C6", "C7", "C9"], _c9(H), "cuda")
+    assert seen and len(seen) == len(set(seen))

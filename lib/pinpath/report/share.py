@@ -37,6 +37,7 @@ from ..atomic import replacing, write_bytes_atomic, write_text_atomic
 from . import regress
 from .fmt import cut_words, verdict_sentence
 from .html import Scrubber, compare_rows, format_measured, verdict_word
+from .rundata import RunData
 
 __all__ = ["share_run", "summary_markdown", "render_compare_markdown", "zip_run", "resize_figures",
            "headline_figures", "lock_unlock_table", "md_cell", "HEADLINE_ORDER", "main"]
@@ -134,10 +135,8 @@ def _verdict_counts(claims: pd.DataFrame) -> str:
 
 
 def _api_stats(run_dir: Path) -> pd.DataFrame | None:
-    """data/api_stats.parquet: that data set's name exactly (a glob would also take e.g.
-    harness.08_c10_api_stats.parquet)."""
-    p = Path(run_dir) / "data" / "api_stats.parquet"
-    return pd.read_parquet(p) if p.is_file() else None
+    """The run's api_stats data set, or None."""
+    return RunData.read(run_dir, names=("api_stats",)).get("api_stats")
 
 
 def lock_unlock_table(run_dir: Path, platform: str = "") -> list[list[str]]:

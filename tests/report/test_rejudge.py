@@ -1,0 +1,42 @@
+"""Nothing measured changes: a small host run committed under tests/data/smoke-host-run (the smoke
+preset on this project's development VM, commit 5dad07e) judged again by today's code gives its
+committed claims.csv, every column; and judged as if it came from CUDA (most claims then read as
+analogues, so the tests' measures and verdicts run, not only "not applicable") it gives what the
+code of 5dad07e gave (report/claims-as-cuda.csv)."""
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pinpath.report import claims
+
+RUN = Path(__file__).resolve().parents[1] / "data" / "smoke-host-run"
+
+
+def _csv(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` written and read back as claims.csv is (the same float text both sides)."""
+    return pd.read_csv(io.StringIO(df.to_csv(index=False)), keep_default_na=False)
+
+
+@pytest.mark.parametrize("platform,csv", [("", "claims.csv"), ("cuda", "claims-as-cuda.csv")])
+def test_the_committed_run_judged_again_gives_its_claims_csv(platform, csv):
+    man = json.loads((RUN / "manifest.json").read_text())
+    judged, unreadable = claims.evaluate(RUN, platform or man["platform"], man["notebooks"])
+    assert unreadable == []
+    want = pd.read_csv(RUN / "report" / csv, keep_default_na=False)
+    got = _csv(judged)
+    assert list(got.columns) == list(want.columns)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+def test_the_committed_runs_fidelity_table_is_unchanged():
+    """report/fidelity.csv: the Python figures, net of the harness of the notebook that wrote them,
+    beside the C ones (runner._fidelity reads the harness through RunData)."""
+    from pinpath import runner
+    data, _ = claims.load_run(RUN)
+    got = _csv(runner._fidelity(data, "host"))
+    pd.testing.assert_frame_equal(got, pd.read_csv(RUN / "report" / "fidelity.csv", keep_default_na=False),
+                                  check_exact=True)

@@ -110,14 +110,14 @@ def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h")
                     if k[2]:
                         plan.app_unlock(b, warmup=True, **ctx[k])
                 done = eng.run(policy, plan, threshold_nbytes=threshold_nbytes)
-                rows = done.transfers(keep=lambda i, c: not c.get("warmup"))
+                rows = sweep.plan_rows(done)
                 if sweep.checks(r):
                     ok = {(str(k[0]), k[1], k[2], d): _check_point(eng, policy, rt, bufs[k][0], dev, dptrs[k[1]], d,
                                                                    threshold_nbytes=threshold_nbytes, app_pinned=k[2])
                           for k, d in set(points)}
                     rows["verified"] = pd.array([ok.get(key) for key in zip(rows.kind, rows.nbytes, rows.app_pinned,
                                                                             rows.direction)], dtype="boolean")
-                frames.append(rows.drop(columns=["warmup"]))
+                frames.append(rows)
     out = pd.concat(frames, ignore_index=True) if frames else frame([], {})
     if missing:
         out = pd.concat([out, pd.DataFrame(missing).assign(platform=rt.name)], ignore_index=True)

@@ -48,7 +48,7 @@ def overlap(rt, *, nbytes: int = 16 << 20, chains: int = 8, queues=(1, 2, 4), re
             b.array.view(np.float64)[: 3 * nw] = np.linspace(-1, 1, 3 * nw)
         for n_queues in queues:
             qs = [stack.enter_context(queue(rt)) for _ in range(n_queues)]
-            for rep in range(-sweep.warmup, sweep.repeats):
+            for rep in sweep.in_order():
                 for o, d in zip(outs, d_out):   # every repeat's, checked or not
                     poison(rt, Direction.D2H, o.array, d, o.nbytes)
                 latch = rt.new_latch()

@@ -65,6 +65,7 @@ class Sweep:
       engine plan, process or buffer set each), ``repeats`` of them;
     - ``in_plan(points, rounds)``: the visits planned inside one engine plan: (-1, point) once
       each in the given order (the warm-up), then ``rounds`` shuffled rounds;
+    - ``in_order()``: the repeats of one point in order, warm-up first (repeat < 0);
     - ``shuffled(items)``: one fresh shuffled copy.
 
     Verification (outside the timed region): ``checks(repeat)`` says whether ``verify``
@@ -73,6 +74,7 @@ class Sweep:
     Rows: ``add(repeat, *rows)`` keeps rows but the warm-up's; a dict row is given the repeat
     (its column named ``key``; None: none) and ``platform``, a (record, context) pair of a
     transfer the repeat in its context; ``frame(table)`` and ``transfers()`` make the frame.
+    An engine plan marks its warm-up ops ``warmup=True``; ``plan_rows(executed)`` drops them.
     """
 
     def __init__(self, *, repeats: int = 1, warmup: int = 0, verify: str = "none", seed: int = SEED,
@@ -106,6 +108,9 @@ class Sweep:
         for r in range(self.repeats):
             yield r, self.shuffled(items)
             self._step(r + 1, self.repeats)
+
+    def in_order(self) -> range:
+        return range(-self.warmup, self.repeats)
 
     def in_plan(self, points: Sequence, rounds: int) -> Iterator[tuple[int, object]]:
         order = list(points)
@@ -147,6 +152,10 @@ class Sweep:
                 row = {**({self.key: repeat} if self.key else {}), **row,
                        **({"platform": self.platform} if self.platform else {})}
             self.rows.append(row)
+
+    def plan_rows(self, executed) -> pd.DataFrame:
+        """An executed engine plan's TRANSFERS rows without its warm-up ops."""
+        return executed.transfers(keep=lambda i, c: not c.get("warmup")).drop(columns=["warmup"])
 
     def frame(self, table: dict) -> pd.DataFrame:
         return frame(self.rows, table)

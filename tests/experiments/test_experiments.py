@@ -230,11 +230,11 @@ def test_a_failing_thread_does_not_hang_the_others(host_rt, monkeypatch):
 
 
 def test_rows_keep_no_warmup_round():
-    from pinpath.experiments.sweep import Rows, rounds
-    rows = Rows()
-    for i, p in rounds(["a", "b"], repeats=2, warmup=3):
-        rows.add(i, (i, p))
-    assert sorted(rows) == [(0, "a"), (0, "b"), (1, "a"), (1, "b")]
+    from pinpath.experiments.sweep import Sweep
+    sw = Sweep(repeats=2, warmup=3, key=None)
+    for i, p in sw.rounds(["a", "b"]):
+        sw.add(i, {"round": i, "point": p})
+    assert sorted((r["round"], r["point"]) for r in sw.rows) == [(0, "a"), (0, "b"), (1, "a"), (1, "b")]
 
 
 def test_sweep_rows_carry_repeat_and_platform_and_drop_the_warmup():

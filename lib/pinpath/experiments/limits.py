@@ -105,8 +105,8 @@ def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,
             c1 = waits[-1].end_ns if waits else rec.end_ns
             inside = bool(seen.get("u0", 0) >= c0 and seen.get("u1", 0) <= c1)
             ok = dst.verdict(f"C11 {name} copy of A")
-            sweep.add(i, {"policy": str(name), "a_path": rec.path, "a_copy_start_ns": c0,
-                          "a_copy_end_ns": c1, "b_unlock_start_ns": seen.get("u0", 0), "b_unlock_end_ns": seen.get("u1", 0),
+            sweep.add(i, {"policy": str(name), "a_path": rec.path, "a_copy_start_ns": c0, "a_copy_end_ns": c1,
+                          "b_unlock_start_ns": seen.get("u0", 0), "b_unlock_end_ns": seen.get("u1", 0),
                           "unlock_inside_copy": inside, "page_locked_before": seen.get("before"),
                           "page_locked_after": seen.get("after"), "observed_by": observed_by,
                           "observed_ns": seen.get("obs", 0),

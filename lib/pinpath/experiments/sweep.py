@@ -1,6 +1,7 @@
-"""The mechanics every experiment shares, written once: the grid of points, rounds that
-interleave the points in a shuffled order, poisoning and byte verification outside the timed
-region, device buffers with a known pattern, and the frames."""
+"""The mechanics every experiment shares, written once: ``Sweep``, the one driver of a sweep's
+order (shuffled rounds, warm-up, independent repeats, an engine plan's rounds), its poisoning
+and byte verification outside the timed region and its rows; the grid of points, device buffers
+with a known pattern, one waited transfer, and the frames."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from ..schema import TRANSFERS, frame, transfer_row
 from ..osinfo import find_vma
 from ..vocab import Direction, Relock
 
-__all__ = ["grid", "rounds", "Rows", "Sweep", "checks", "poison", "expect", "Poisoned", "transfer", "transfers_frame",
+__all__ = ["grid", "rounds", "Sweep", "checks", "poison", "Poisoned", "transfer", "transfers_frame",
            "POISON", "VERIFY_MODES", "DeviceBuffers", "SEED"]
 
 VERIFY_MODES = ("all", "first", "none")
@@ -43,14 +44,6 @@ def rounds(points: Sequence, *, repeats: int, warmup: int = 0, seed: int = SEED,
     every round visits every point once, in a freshly shuffled order, so that drift over the
     run (clocks, caches, other tenants) spreads over all points instead of biasing the last."""
     return Sweep(repeats=repeats, warmup=warmup, seed=seed, label=label).rounds(points)
-
-
-class Rows(list):
-    """The rows a sweep keeps: ``add`` drops those of ``rounds``' warm-up (repeat < 0)."""
-
-    def add(self, repeat: int, *rows) -> None:
-        if repeat >= 0:
-            self.extend(rows)
 
 
 class Sweep:
@@ -86,7 +79,7 @@ class Sweep:
         self.repeats, self.warmup, self.verify, self.seed, self.label = repeats, warmup, verify, seed, label
         self.platform, self.key = platform, key
         self.rng = random.Random(seed)
-        self.rows = Rows()
+        self.rows: list = []
 
     # -- order -----------------------------------------------------------------------------
     def shuffled(self, items: Iterable, *, seed: int | None = None) -> list:
@@ -189,12 +182,6 @@ def page_locked(rt, ptr: int) -> bool:
     return rt.query(ptr).locked
 
 
-def expect(ok: bool, what: str) -> bool:
-    if not ok:
-        raise VerificationFailed(f"{what} left the destination different from the source")
-    return True
-
-
 class Poisoned:
     """The destination of one coming transfer, poisoned now (``on``) and compared with its
     source by ``verdict`` after it, both outside the timed region. ``host`` is the host side;
@@ -218,7 +205,9 @@ class Poisoned:
             got, want = self.rt.read_device(self.dev_ptr, n), host
         else:
             got, want = host, (self.want if want is None else want)[:n]
-        return expect(bool(np.array_equal(got, want)), what)
+        if not np.array_equal(got, want):
+            raise VerificationFailed(f"{what} left the destination different from the source")
+        return True
 
 
 class DeviceBuffers(Closing):

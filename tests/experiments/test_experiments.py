@@ -230,11 +230,51 @@ def test_a_failing_thread_does_not_hang_the_others(host_rt, monkeypatch):
 
 
 def test_rows_keep_no_warmup_round():
-    from pinpath.experiments.sweep import Rows, rounds
-    rows = Rows()
-    for i, p in rounds(["a", "b"], repeats=2, warmup=3):
-        rows.add(i, (i, p))
-    assert sorted(rows) == [(0, "a"), (0, "b"), (1, "a"), (1, "b")]
+    from pinpath.experiments.sweep import Sweep
+    sw = Sweep(repeats=2, warmup=3, key=None)
+    for i, p in sw.rounds(["a", "b"]):
+        sw.add(i, {"round": i, "point": p})
+    assert sorted((r["round"], r["point"]) for r in sw.rows) == [(0, "a"), (0, "b"), (1, "a"), (1, "b")]
+
+
+def test_sweep_rows_carry_repeat_and_platform_and_drop_the_warmup():
+    from pinpath.experiments.sweep import Sweep
+    sw = Sweep(repeats=2, warmup=1, platform="host")
+    for i, p in sw.rounds(["a", "b"]):
+        sw.add(i, {"point": p})
+    sw.add(None, {"point": "map"})          # outside the rounds: kept as it is
+    assert sorted((r.get("repeat"), r["point"], r.get("platform")) for r in sw.rows if "repeat" in r) == \
+        [(0, "a", "host"), (0, "b", "host"), (1, "a", "host"), (1, "b", "host")]
+    assert {"point": "map"} in sw.rows and len(sw.rows) == 5
+    pairs = Sweep(key="iteration")
+    pairs.add(0, ("record", {"kind": "heap"}))
+    assert pairs.rows == [("record", {"iteration": 0, "kind": "heap"})]
+
+
+def test_sweep_orders_share_one_seeded_generator():
+    """Every order a sweep gives is a shuffle of its points from one generator: two sweeps of
+    one seed agree, the warm-up of a plan keeps the given order, and every round holds every point."""
+    from pinpath.experiments.sweep import Sweep, rounds
+    a, b = Sweep(repeats=3, seed=5), Sweep(repeats=3, seed=5)
+    pts = list(range(8))
+    assert list(a.independent(pts)) == list(b.independent(pts))
+    assert [r for r, _ in a.independent(pts)] == [0, 1, 2]
+    plan = list(a.in_plan(pts, 2))
+    assert plan[:8] == [(-1, p) for p in pts]
+    assert [sorted(p for r, p in plan if r == k) for k in (0, 1)] == [pts, pts]
+    assert list(rounds(pts, repeats=2, warmup=1, seed=9)) == list(Sweep(repeats=2, warmup=1, seed=9).rounds(pts))
+    assert list(Sweep(repeats=2, warmup=1).in_order()) == [-1, 0, 1]
+    assert a.shuffled(pts, seed=3) == b.shuffled(pts, seed=3) and sorted(a.shuffled(pts)) == pts
+
+
+def test_sweep_refuses_a_bad_verify_mode_at_once():
+    from pinpath.errors import BadParameter
+    from pinpath.experiments.sweep import Sweep
+    with pytest.raises(BadParameter, match="verify must be one of"):
+        Sweep(verify="some")
+    with pytest.raises(BadParameter, match="repeats must be at least 1"):
+        Sweep(repeats=0)
+    assert [Sweep(repeats=3, verify="first").checks(r) for r in range(3)] == [True, False, False]
 
 
 @pytest.mark.parametrize("direction", ["h2d", "d2h"])
@@ -258,3 +298,8 @@ def test_poisoned_destination_is_judged_after_the_transfer(host_rt, direction):
             buf.array[:] = src
         assert dst.verdict("the test's copy") is True
         assert Poisoned(host_rt, direction, buf.array, dptr, 4096, on=False).verdict("unchecked") is None
+        if direction == "d2h":       # a source known only after the transfer (a kernel's output)
+            other = src.copy()
+            other[0] ^= 0xFF
+            with pytest.raises(VerificationFailed):
+                dst.verdict("the kernel's output", want=other)

@@ -11,7 +11,7 @@ from ..policies import make_policy
 from ..runtimes.base import has
 from ..schema import BANDWIDTH, LINK, frame
 from ..vocab import Capability, MemoryKind, Policy
-from .sweep import DeviceBuffers, Rows, checks, grid, rounds, transfer
+from .sweep import DeviceBuffers, Sweep, grid, transfer
 
 __all__ = ["bandwidth", "link_peak", "PCIE_LANE_GB_PER_S"]
 
@@ -30,7 +30,7 @@ def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10,
     over the same pinned buffer that bypass pinpath, where the runtime has them: the async copy
     + wait (``plain_loop``) and the synchronous copy (``sync_loop``). Every point once per
     round, in a shuffled order; each copy's device-event time where the runtime has events."""
-    rows = Rows()
+    sweep = Sweep(repeats=repeats, warmup=warmup, verify=verify, label="bandwidth", platform=rt.name)
     loops = [name for name, (cap, _) in _LOOPS.items() if has(rt, cap)]
     with ExitStack() as stack:
         dev = stack.enter_context(DeviceBuffers(rt))
@@ -42,10 +42,10 @@ def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10,
             pols[case].map(bufs[(case, n)])
             stack.callback(pols[case].unmap, bufs[(case, n)])
         points = list(grid(case=[*_CASES, *loops], nbytes=sizes_nbytes, direction=directions))
-        for i, pt in rounds(points, repeats=repeats, warmup=warmup, label="bandwidth"):
+        for i, pt in sweep.rounds(points):
             case, n, d = pt["case"], pt["nbytes"], pt["direction"]
             if case in _CASES:
-                r = transfer(pols[case], bufs[(case, n)], dev, dptrs[n], d, verify=checks(verify, i))
+                r = transfer(pols[case], bufs[(case, n)], dev, dptrs[n], d, verify=sweep.checks(i))
                 row = {"path": r.path, "total_ns": r.dma_ns + r.wait_ns, "dma_event_ns": r.dma_event_ns,
                        "verified": r.verified}
             else:
@@ -55,9 +55,8 @@ def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10,
                 # copy pays for its creation
                 row = {"path": "", "total_ns": getattr(rt, _LOOPS[case][1])(dst, src, n, d, 2)[-1],
                        "dma_event_ns": None, "verified": None}
-            rows.add(i, {"case": case, "direction": d, "nbytes": n, "repeat": i, **row,
-                         "gb_per_s": n / row["total_ns"], "platform": rt.name})
-    return frame(rows, BANDWIDTH)
+            sweep.add(i, {"case": case, "direction": d, "nbytes": n, **row, "gb_per_s": n / row["total_ns"]})
+    return sweep.frame(BANDWIDTH)
 
 
 def link_peak(rt) -> pd.DataFrame:

@@ -10,9 +10,9 @@ import pandas as pd
 from ..errors import LockFailed
 from ..memkinds import host_buffer
 from ..runtimes.base import device_alloc, event_pair, has, queue
-from ..schema import C12, frame
+from ..schema import C12
 from ..vocab import Capability, Direction, MemoryKind
-from .sweep import Poisoned, Rows, checks, rounds
+from .sweep import Sweep
 
 __all__ = ["c12_cases", "CASES"]
 _now = time.perf_counter_ns
@@ -47,7 +47,7 @@ def c12_cases(rt, *, nbytes: int, repeats: int = 5, warmup: int = 1, verify: str
         from ..nativelib import load
         lib = load(rt.name)
         lib = lib if lib.has_copy else None
-    rows = Rows()
+    sweep = Sweep(repeats=repeats, warmup=warmup, verify=verify, label="C12 cases", platform=rt.name)
     with ExitStack() as stack:
         b = stack.enter_context(host_buffer(MemoryKind.HEAP, nbytes))
         dptr = stack.enter_context(device_alloc(rt, nbytes))
@@ -55,15 +55,15 @@ def c12_cases(rt, *, nbytes: int, repeats: int = 5, warmup: int = 1, verify: str
         e0, e1 = stack.enter_context(event_pair(rt))
         sources = ["python"] + (["native"] if lib is not None else [])
         points = [(case, src) for case in CASES for src in sources if not (src == "native" and case == "pageable_copy")]
-        for i, (case, src) in rounds(points, repeats=repeats, warmup=warmup, label="C12 cases"):
-            dst = Poisoned(rt, Direction.H2D, b.array, dptr, nbytes, on=checks(verify, i))
+        for i, (case, src) in sweep.rounds(points):
+            dst = sweep.poisoned(rt, Direction.H2D, b.array, dptr, nbytes, i)
             if src == "native":
                 row = _native_case(lib, int(case[0]), b, dptr, nbytes, q)
             else:
                 row = _python_case(rt, case, b, dptr, nbytes, q, e0, e1)
             row["verified"] = dst.verdict(f"C12 {case} ({src})")
-            rows.add(i, {"case": case, "nbytes": nbytes, "repeat": i, "source": src, "platform": rt.name, **row})
-    return frame(rows, C12)
+            sweep.add(i, {"case": case, "nbytes": nbytes, "source": src, **row})
+    return sweep.frame(C12)
 
 
 def _python_case(rt, case, b, dptr, nbytes, q, e0, e1) -> dict:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import random
 import subprocess
 import tempfile
 
@@ -23,7 +22,7 @@ from ..paths import PROJECT_ROOT
 from ..schema import ENGINE_FIDELITY, frame
 from ..stats import ratio_ci
 from .native import ROUNDS, native_policy_sweep, native_why_not
-from .sweep import SEED
+from .sweep import SEED, Sweep
 
 __all__ = ["engine_fidelity", "engine_fidelity_or_reason", "plain_policies", "YARDSTICK_POLICIES", "YARDSTICK_SOURCE"]
 
@@ -88,16 +87,14 @@ def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions
     over the repeats; then the yardstick once more as a process of its own."""
     if native_why_not(rt):
         raise NotAvailable(f"{rt.name}: the native engine is not available: {native_why_not(rt)}")
-    rng = random.Random(SEED + 16)
+    sweep = Sweep(repeats=repeats, verify="first", seed=SEED + 16)
     eng_frames, plain_frames = [], []
-    for r in range(repeats):
-        order = list(policies)
-        rng.shuffle(order)
+    for r, order in sweep.independent(policies):
         for k, policy in enumerate(order):
             specs = [(policy, d, n) for d in directions for n in sizes_nbytes]
             sides = [("engine", lambda: native_policy_sweep(rt, policies=[policy], sizes_nbytes=sizes_nbytes,
                                                               directions=directions, repeats=1, rounds=rounds,
-                                                              verify="first" if r == 0 else "none",
+                                                              verify="all" if sweep.checks(r) else "none",
                                                               seed=SEED + r, label="")),
                      ("plain", lambda: plain_policies(rt.name, specs, repeats=1, rounds=rounds, in_process=True))]
             for side, run in (sides if (r + k) % 2 == 0 else sides[::-1]):

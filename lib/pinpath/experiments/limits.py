@@ -19,7 +19,7 @@ from ..runtimes.base import device_alloc, has
 from ..schema import HAZARD, LIMITS, frame
 from ..units import PAGE_NBYTES
 from ..vocab import Capability, Direction, MemoryKind, Policy, Relock
-from .sweep import Poisoned, checks, page_locked, rounds
+from .sweep import Sweep, page_locked
 
 _now = time.perf_counter_ns
 
@@ -50,7 +50,7 @@ def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,
     by_smaps = rt.relock == Relock.UNCOUNTED        # mlock: Linux itself is the runtime
     observed_by = "smaps" if by_smaps else next((c for c, cat in rt.call_categories.items() if cat == "query"), "query")
 
-    rows = []
+    sweep = Sweep(repeats=iterations, verify=verify, label="C11 hazard", platform=rt.name, key="iteration")
     span = -(-(b_nbytes + nbytes) // page) * page
     with ExitStack() as stack:
         raw = stack.enter_context(host_buffer(MemoryKind.HEAP, span + page))
@@ -60,8 +60,8 @@ def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,
         dptr = stack.enter_context(device_alloc(rt, nbytes))
         pols = {p: stack.enter_context(make_policy(p, rt)) for p in policies}
         buf_a = HostBuffer(a_ptr, nbytes, MemoryKind.PAGE_SHARING, a, backing=raw.backing)
-        for i, name in rounds(list(policies), repeats=iterations, warmup=0, label="C11 hazard"):
-            pol, dst = pols[name], Poisoned(rt, Direction.H2D, a, dptr, nbytes, on=checks(verify, i))
+        for i, name in sweep.rounds(list(policies)):
+            pol, dst = pols[name], sweep.poisoned(rt, Direction.H2D, a, dptr, nbytes, i)
             latch = rt.new_latch() if latch_ok else None
             if latch is not None:
                 rt.hold(latch, pol.q)
@@ -105,14 +105,14 @@ def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,
             c1 = waits[-1].end_ns if waits else rec.end_ns
             inside = bool(seen.get("u0", 0) >= c0 and seen.get("u1", 0) <= c1)
             ok = dst.verdict(f"C11 {name} copy of A")
-            rows.append({"policy": str(name), "iteration": i, "a_path": rec.path, "a_copy_start_ns": c0,
-                         "a_copy_end_ns": c1, "b_unlock_start_ns": seen.get("u0", 0), "b_unlock_end_ns": seen.get("u1", 0),
-                         "unlock_inside_copy": inside, "page_locked_before": seen.get("before"),
-                         "page_locked_after": seen.get("after"), "observed_by": observed_by,
-                         "observed_ns": seen.get("obs", 0),
-                         "hazard": bool(inside and seen.get("before") and seen.get("after") is False),
-                         "copy_verified": ok, "platform": rt.name})
-    return frame(rows, HAZARD)
+            sweep.add(i, {"policy": str(name), "a_path": rec.path, "a_copy_start_ns": c0, "a_copy_end_ns": c1,
+                          "b_unlock_start_ns": seen.get("u0", 0), "b_unlock_end_ns": seen.get("u1", 0),
+                          "unlock_inside_copy": inside, "page_locked_before": seen.get("before"),
+                          "page_locked_after": seen.get("after"), "observed_by": observed_by,
+                          "observed_ns": seen.get("obs", 0),
+                          "hazard": bool(inside and seen.get("before") and seen.get("after") is False),
+                          "copy_verified": ok})
+    return sweep.frame(HAZARD)
 
 
 _CHILD = r"""

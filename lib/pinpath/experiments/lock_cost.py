@@ -11,9 +11,9 @@ import pandas as pd
 from ..errors import LockFailed, NotAvailable
 from ..memkinds import host_buffer
 from ..runtimes.base import has
-from ..schema import LOCK_COST, frame
+from ..schema import LOCK_COST
 from ..vocab import Capability, MemoryKind
-from .sweep import Rows, grid, rounds
+from .sweep import Sweep, grid
 
 __all__ = ["lock_cost"]
 
@@ -82,7 +82,7 @@ def lock_cost(rt, *, sizes_nbytes, kinds=(MemoryKind.HEAP, MemoryKind.HUGE_PAGES
     if native and has(rt, Capability.NATIVE):
         from ..nativelib import load
         lib = load(rt.name)
-    rows = Rows()
+    sweep = Sweep(repeats=repeats, warmup=warmup, label=label, platform=rt.name)
     with ExitStack() as stack:
         bufs, skipped = {}, []
         for pt in grid(kind=kinds, nbytes=sizes_nbytes):
@@ -92,13 +92,12 @@ def lock_cost(rt, *, sizes_nbytes, kinds=(MemoryKind.HEAP, MemoryKind.HUGE_PAGES
                 skipped.append(str(e))
         pinned = {n: stack.enter_context(host_buffer(MemoryKind.PINNED, n, rt=rt)) for n in sizes_nbytes}
         points = [("user", k) for k in bufs] + [("pinned", (MemoryKind.PINNED, n)) for n in sizes_nbytes]
-        for i, (what, key) in rounds(points, repeats=repeats, warmup=warmup, label=label):
+        for i, (what, key) in sweep.rounds(points):
             b = bufs[key] if what == "user" else pinned[key[1]]
 
             def add(op, state, call, ns, rc, err, source="python"):
-                rows.add(i, {"op": op, "state": state, "kind": str(b.kind), "backing": b.backing,
-                             "nbytes": b.nbytes, "repeat": i, "call": call, "ns": ns, "rc": rc,
-                             "error": err, "source": source, "platform": rt.name})
+                sweep.add(i, {"op": op, "state": state, "kind": str(b.kind), "backing": b.backing,
+                              "nbytes": b.nbytes, "call": call, "ns": ns, "rc": rc, "error": err, "source": source})
             if what == "user":
                 _python_round(rt, b, add)
                 if lib is not None:
@@ -109,6 +108,6 @@ def lock_cost(rt, *, sizes_nbytes, kinds=(MemoryKind.HEAP, MemoryKind.HUGE_PAGES
                 if not lock[3]:
                     add("unlock", "pinned", *_timed(rt, rt.unlock, b.ptr, b.nbytes))
                 add("query", "pinned", *_timed(rt, rt.query, b.ptr))
-    out = frame(rows, LOCK_COST)
+    out = sweep.frame(LOCK_COST)
     out.attrs["skipped"] = skipped
     return out

@@ -10,21 +10,19 @@ the rows of that point in that repeat carry the result in ``verified``.
 
 from __future__ import annotations
 
-import random
 from contextlib import ExitStack
 
 import numpy as np
 import pandas as pd
 
 from .. import engine as native_engine
-from .. import progress
 from ..kernels import NSPLINES, out_nbytes, pos_nbytes, replica_expected
 from ..memkinds import host_buffer, supports
 from ..errors import BadParameter, NotAvailable
 from ..runtimes.base import has
 from ..schema import frame, THREADS
 from ..vocab import Capability, Direction, MemoryKind, Policy
-from .sweep import SEED, DeviceBuffers, checks, expect, grid, page_locked, poison
+from .sweep import SEED, DeviceBuffers, Poisoned, Sweep, grid, page_locked
 
 __all__ = ["use_native", "native_why_not", "native_policy_sweep", "native_replica", "native_concurrency", "ROUNDS"]
 
@@ -53,7 +51,7 @@ def use_native(rt, engine: str) -> bool:
 def _check_point(eng, policy, rt, buf, dev: DeviceBuffers, dptr: int, direction, *, threshold_nbytes: int,
                  app_pinned: bool) -> bool:
     """One transfer of a poisoned destination through the policy, outside the timed plan."""
-    poison(rt, direction, buf.array, dptr, buf.nbytes)
+    dst = Poisoned(rt, direction, buf.array, dptr, buf.nbytes, on=True, want=dev.content.get(dptr))
     if Direction(direction) == Direction.D2H:
         dev.refresh(dptr)
     p = native_engine.Plan()
@@ -68,9 +66,7 @@ def _check_point(eng, policy, rt, buf, dev: DeviceBuffers, dptr: int, direction,
     done = eng.run(policy, p, threshold_nbytes=threshold_nbytes)
     if done.path(i) in ("copy_failed", "lock_failed_error"):
         return False
-    got = rt.read_device(dptr, buf.nbytes) if Direction(direction) == Direction.H2D else buf.array
-    want = buf.array if Direction(direction) == Direction.H2D else dev.content[dptr][:buf.nbytes]
-    return expect(bool(np.array_equal(got, want)), f"{policy} (native): {direction} of {buf.nbytes} bytes ({buf.kind})")
+    return dst.verdict(f"{policy} (native): {direction} of {buf.nbytes} bytes ({buf.kind})")
 
 
 def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h"), kinds=(MemoryKind.HEAP,),
@@ -83,11 +79,9 @@ def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h")
     and ``engine``; ``repeat`` is the independent repeat."""
     eng = native_engine.load(rt.name)
     pinned_axis = list(app_pinned) if isinstance(app_pinned, (list, tuple)) else [bool(app_pinned)]
-    rng = random.Random(seed)
+    sweep = Sweep(repeats=repeats, verify=verify, seed=seed, label=label)
     frames, missing = [], []
-    for r in range(repeats):
-        order = list(policies)
-        rng.shuffle(order)
+    for r, order in sweep.independent(policies):
         for policy in order:
             with ExitStack() as stack:
                 dev = stack.enter_context(DeviceBuffers(rt))
@@ -109,27 +103,21 @@ def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h")
                     if k[2]:
                         plan.app_lock(b, warmup=True, **ctx[k])
                     plan.map(b, warmup=True, **ctx[k])
-                for k, d in points:
-                    plan.transfer(bufs[k][1], d, warmup=True, round=-1, **ctx[k])
-                for i in range(rounds):
-                    rng.shuffle(points)
-                    for k, d in points:
-                        plan.transfer(bufs[k][1], d, warmup=False, round=i, **ctx[k])
+                for i, (k, d) in sweep.in_plan(points, rounds):
+                    plan.transfer(bufs[k][1], d, warmup=i < 0, round=i, **ctx[k])
                 for k, (_, b) in bufs.items():
                     plan.unmap(b, warmup=True, **ctx[k])
                     if k[2]:
                         plan.app_unlock(b, warmup=True, **ctx[k])
                 done = eng.run(policy, plan, threshold_nbytes=threshold_nbytes)
-                rows = done.transfers(keep=lambda i, c: not c.get("warmup"))
-                if checks(verify, r):
+                rows = sweep.plan_rows(done)
+                if sweep.checks(r):
                     ok = {(str(k[0]), k[1], k[2], d): _check_point(eng, policy, rt, bufs[k][0], dev, dptrs[k[1]], d,
                                                                    threshold_nbytes=threshold_nbytes, app_pinned=k[2])
                           for k, d in set(points)}
                     rows["verified"] = pd.array([ok.get(key) for key in zip(rows.kind, rows.nbytes, rows.app_pinned,
                                                                             rows.direction)], dtype="boolean")
-                frames.append(rows.drop(columns=["warmup"]))
-        if label:
-            progress.step(label, r + 1, repeats)
+                frames.append(rows)
     out = pd.concat(frames, ignore_index=True) if frames else frame([], {})
     if missing:
         out = pd.concat([out, pd.DataFrame(missing).assign(platform=rt.name)], ignore_index=True)
@@ -151,70 +139,67 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
     rng = np.random.default_rng(seed)
     regions = [(str(pt["policy"]), pt["nw"], pt["user_pinned"])
                for pt in grid(policy=policies, nw=nw_values, user_pinned=user_pinned)]
-    order = random.Random(seed)
+    sweep = Sweep(repeats=steps, verify=verify, seed=seed, label="replica steps")
     frames, call_frames, n_rows = [], [], 0
-    for step in range(steps):
-        order.shuffle(regions)
-        for policy, nw, pinned in regions:
-            with ExitStack() as stack:
-                # the pinned allocator hands out runtime-pinned memory and tracks it (adopt)
-                kind = MemoryKind.PINNED if policy == Policy.PINNED_ALLOCATOR else MemoryKind.HEAP
-                pos = stack.enter_context(host_buffer(kind, pos_nbytes(nw), rt=rt, seed=seed + step))
-                out = stack.enter_context(host_buffer(kind, out_nbytes(nw, nsplines), rt=rt, seed=seed + step + 1))
-                dev = stack.enter_context(DeviceBuffers(rt))
-                pos_d, out_d = dev.get(pos.nbytes), dev.get(out.nbytes)
-                pos.array.view(np.float64)[:] = rng.uniform(-1.0, 1.0, 3 * nw)
-                poison(rt, Direction.H2D, pos.array, pos_d, pos.nbytes)
-                poison(rt, Direction.D2H, out.array, out_d, out.nbytes)
-                plan = native_engine.Plan()
-                bp = plan.buffer(pos.ptr, pos_d, pos.nbytes, str(kind))
-                bo = plan.buffer(out.ptr, out_d, out.nbytes, str(kind))
-                ctx = {"nw": nw, "user_pinned": pinned, "kernel": kernel, "step": step, "repeat": step}
-                arrays = (("pos", bp), ("out", bo))
-                if kind == MemoryKind.PINNED:
-                    for name, b in arrays:
-                        plan.adopt(b, invocation=-1, array=name, **ctx)
-                if pinned:
-                    for name, b in arrays:
-                        plan.app_lock(b, invocation=-1, array=name, **ctx)
+    for step, (policy, nw, pinned) in sweep.rounds(regions):
+        with ExitStack() as stack:
+            # the pinned allocator hands out runtime-pinned memory and tracks it (adopt)
+            kind = MemoryKind.PINNED if policy == Policy.PINNED_ALLOCATOR else MemoryKind.HEAP
+            pos = stack.enter_context(host_buffer(kind, pos_nbytes(nw), rt=rt, seed=seed + step))
+            out = stack.enter_context(host_buffer(kind, out_nbytes(nw, nsplines), rt=rt, seed=seed + step + 1))
+            dev = stack.enter_context(DeviceBuffers(rt))
+            pos_d, out_d = dev.get(pos.nbytes), dev.get(out.nbytes)
+            pos.array.view(np.float64)[:] = rng.uniform(-1.0, 1.0, 3 * nw)
+            # poisoned every step, checked on the steps ``verify`` names
+            pos_dst = Poisoned(rt, Direction.H2D, pos.array, pos_d, pos.nbytes, on=True)
+            out_dst = Poisoned(rt, Direction.D2H, out.array, out_d, out.nbytes, on=True)
+            plan = native_engine.Plan()
+            bp = plan.buffer(pos.ptr, pos_d, pos.nbytes, str(kind))
+            bo = plan.buffer(out.ptr, out_d, out.nbytes, str(kind))
+            ctx = {"nw": nw, "user_pinned": pinned, "kernel": kernel, "step": step, "repeat": step}
+            arrays = (("pos", bp), ("out", bo))
+            if kind == MemoryKind.PINNED:
                 for name, b in arrays:
-                    plan.map(b, invocation=-1, array=name, **ctx)
-                for inv in range(invocations_per_step):
-                    plan.transfer(bp, "h2d", wait=False, invocation=inv, array="pos", **ctx)
-                    if kernel:
-                        plan.kernel(bp, bo, nw, nsplines, invocation=inv, array="", **ctx)
-                    plan.transfer(bo, "d2h", wait=False, invocation=inv, array="out", **ctx)
-                    plan.sync(bp, invocation=inv, array="", **ctx)
+                    plan.adopt(b, invocation=-1, array=name, **ctx)
+            if pinned:
                 for name, b in arrays:
-                    plan.unmap(b, invocation=-1, array=name, **ctx)
-                done = eng.run(policy, plan, threshold_nbytes=threshold_nbytes, kernel_fn=kernel_fn)
-                rows, calls = done.transfers(), done.calls(rt.call_categories)
-                if pinned:   # the application's pins still held? (mlock keeps no count: a runtime's unlock undoes them)
-                    if not all(page_locked(rt, b.ptr) for b in (pos, out)):
-                        moved = rows.event == "transfer"
-                        rows.loc[moved, "hazard"] = "the application's pinned arrays were unlocked by the runtime " \
-                                                    "during this step"
-                    unpin = native_engine.Plan()
-                    for name, b in arrays:
-                        unpin.app_unlock(unpin.buffer(*plan.buffers[b][:3]), invocation=-1, array=name, **ctx)
-                    undone = eng.run(policy, unpin)
-                    more = undone.calls(rt.call_categories)
-                    more["transfer_id"] += len(rows)
-                    rows, calls = pd.concat([rows, undone.transfers()], ignore_index=True), pd.concat([calls, more])
-                if checks(verify, step):
-                    want = replica_expected(pos.array.view(np.float64), nw, nsplines).view(np.uint8).ravel() \
-                        if kernel else dev.content[out_d]
-                    ok_pos = expect(bool(np.array_equal(rt.read_device(pos_d, pos.nbytes), pos.array)),
-                                    f"replica {policy} (native): H2D of the positions")
-                    ok_out = expect(bool(np.array_equal(out.array, want)), f"replica {policy} (native): D2H of the output")
+                    plan.app_lock(b, invocation=-1, array=name, **ctx)
+            for name, b in arrays:
+                plan.map(b, invocation=-1, array=name, **ctx)
+            for inv in range(invocations_per_step):
+                plan.transfer(bp, "h2d", wait=False, invocation=inv, array="pos", **ctx)
+                if kernel:
+                    plan.kernel(bp, bo, nw, nsplines, invocation=inv, array="", **ctx)
+                plan.transfer(bo, "d2h", wait=False, invocation=inv, array="out", **ctx)
+                plan.sync(bp, invocation=inv, array="", **ctx)
+            for name, b in arrays:
+                plan.unmap(b, invocation=-1, array=name, **ctx)
+            done = eng.run(policy, plan, threshold_nbytes=threshold_nbytes, kernel_fn=kernel_fn)
+            rows, calls = done.transfers(), done.calls(rt.call_categories)
+            if pinned:   # the application's pins still held? (mlock keeps no count: a runtime's unlock undoes them)
+                if not all(page_locked(rt, b.ptr) for b in (pos, out)):
                     moved = rows.event == "transfer"
-                    rows.loc[moved, "verified"] = np.where(rows.loc[moved, "array"] == "pos", ok_pos, ok_out)
-                calls["transfer_id"] += n_rows
-                rows.insert(0, "transfer_id", range(n_rows, n_rows + len(rows)))
-                n_rows += len(rows)
-                frames.append(rows)
-                call_frames.append(calls)
-        progress.step("replica steps", step + 1, steps)
+                    rows.loc[moved, "hazard"] = "the application's pinned arrays were unlocked by the runtime " \
+                                                "during this step"
+                unpin = native_engine.Plan()
+                for name, b in arrays:
+                    unpin.app_unlock(unpin.buffer(*plan.buffers[b][:3]), invocation=-1, array=name, **ctx)
+                undone = eng.run(policy, unpin)
+                more = undone.calls(rt.call_categories)
+                more["transfer_id"] += len(rows)
+                rows, calls = pd.concat([rows, undone.transfers()], ignore_index=True), pd.concat([calls, more])
+            if sweep.checks(step):
+                want = replica_expected(pos.array.view(np.float64), nw, nsplines).view(np.uint8).ravel() \
+                    if kernel else dev.content[out_d]
+                ok_pos = pos_dst.verdict(f"replica {policy} (native): H2D of the positions")
+                ok_out = out_dst.verdict(f"replica {policy} (native): D2H of the output", want=want)
+                moved = rows.event == "transfer"
+                rows.loc[moved, "verified"] = np.where(rows.loc[moved, "array"] == "pos", ok_pos, ok_out)
+            calls["transfer_id"] += n_rows
+            rows.insert(0, "transfer_id", range(n_rows, n_rows + len(rows)))
+            n_rows += len(rows)
+            frames.append(rows)
+            call_frames.append(calls)
     return pd.concat(frames, ignore_index=True), pd.concat(call_frames, ignore_index=True)
 
 
@@ -225,45 +210,40 @@ def native_concurrency(rt, *, policies, threads=(1, 2, 4, 8, 16), nbytes: int = 
     ``transfers`` timed ones on its own queue, the threads released together by the engine's
     start gate. THREADS rows (one per thread and repeat, with ``repeat`` and ``engine``)."""
     eng = native_engine.load(rt.name)
-    pts = list(grid(policy=policies, threads=threads))
-    rng = random.Random(SEED + 13)
-    rows = []
+    sweep = Sweep(repeats=repeats, verify="first", seed=SEED + 13, platform=rt.name)
     runtime_cats = ("query", "lock", "alloc", "grant", "unlock", "free")
-    for r in range(repeats):
-        rng.shuffle(pts)
-        for pt in pts:
-            n = pt["threads"]
-            with ExitStack() as stack:
-                dev = stack.enter_context(DeviceBuffers(rt))
-                bufs = [stack.enter_context(host_buffer(MemoryKind.HEAP, nbytes, rt=rt, seed=i)) for i in range(n)]
-                plan = native_engine.Plan()
-                bs = [plan.buffer(b.ptr, dev.get(nbytes, seed=100 + i), nbytes) for i, b in enumerate(bufs)]
+    for r, pt in sweep.rounds(list(grid(policy=policies, threads=threads))):
+        n = pt["threads"]
+        with ExitStack() as stack:
+            dev = stack.enter_context(DeviceBuffers(rt))
+            bufs = [stack.enter_context(host_buffer(MemoryKind.HEAP, nbytes, rt=rt, seed=i)) for i in range(n)]
+            plan = native_engine.Plan()
+            bs = [plan.buffer(b.ptr, dev.get(nbytes, seed=100 + i), nbytes) for i, b in enumerate(bufs)]
+            for t, b in enumerate(bs):
+                if app_pinned:
+                    plan.app_lock(b, thread=t, timed=False)
+                plan.map(b, thread=t, timed=False)
+                plan.transfer(b, direction, thread=t, timed=False)
+            for k in range(transfers):
                 for t, b in enumerate(bs):
-                    if app_pinned:
-                        plan.app_lock(b, thread=t, timed=False)
-                    plan.map(b, thread=t, timed=False)
-                    plan.transfer(b, direction, thread=t, timed=False)
-                for k in range(transfers):
-                    for t, b in enumerate(bs):
-                        plan.transfer(b, direction, thread=t, timed=True)
-                for t, b in enumerate(bs):
-                    plan.unmap(b, thread=t, timed=False)
-                    if app_pinned:
-                        plan.app_unlock(b, thread=t, timed=False)
-                done = eng.run(pt["policy"], plan)
-                df = done.transfers(keep=lambda i, c: c["timed"])
-                if r == 0:   # each thread's bytes, moved once more outside the timed plan
-                    for b, i in zip(bufs, range(n)):
-                        _check_point(eng, pt["policy"], rt, b, dev, plan.buffers[bs[i]][1], direction,
-                                     threshold_nbytes=1 << 20, app_pinned=app_pinned)
-                wall = int(df.end_ns.max() - df.start_ns.min())
-                own = df[[f"{c}_ns" for c in runtime_cats]].sum(axis=1)
-                for t, g in df.groupby("thread_id"):
-                    moving = g.dma_ns + g.wait_ns
-                    rows.append({"policy": str(pt["policy"]), "threads": n, "thread": int(t), "transfers": len(g),
-                                 "nbytes": nbytes, "path": g.path.mode().iloc[0],
-                                 "overhead_ns": int(np.median(g.total_ns - moving)), "total_ns": int(g.total_ns.median()),
-                                 "native_ns": int(own[g.index].median()), "wall_ns": wall,
-                                 "aggregate_gb_per_s": n * transfers * nbytes / wall, "platform": rt.name,
-                                 "repeat": r, "engine": "native"})
-    return frame(rows, THREADS)
+                    plan.transfer(b, direction, thread=t, timed=True)
+            for t, b in enumerate(bs):
+                plan.unmap(b, thread=t, timed=False)
+                if app_pinned:
+                    plan.app_unlock(b, thread=t, timed=False)
+            done = eng.run(pt["policy"], plan)
+            df = done.transfers(keep=lambda i, c: c["timed"])
+            if sweep.checks(r):   # each thread's bytes, moved once more outside the timed plan
+                for b, i in zip(bufs, range(n)):
+                    _check_point(eng, pt["policy"], rt, b, dev, plan.buffers[bs[i]][1], direction,
+                                 threshold_nbytes=1 << 20, app_pinned=app_pinned)
+            wall = int(df.end_ns.max() - df.start_ns.min())
+            own = df[[f"{c}_ns" for c in runtime_cats]].sum(axis=1)
+            for t, g in df.groupby("thread_id"):
+                moving = g.dma_ns + g.wait_ns
+                sweep.add(r, {"policy": str(pt["policy"]), "threads": n, "thread": int(t), "transfers": len(g),
+                              "nbytes": nbytes, "path": g.path.mode().iloc[0],
+                              "overhead_ns": int(np.median(g.total_ns - moving)), "total_ns": int(g.total_ns.median()),
+                              "native_ns": int(own[g.index].median()), "wall_ns": wall,
+                              "aggregate_gb_per_s": n * transfers * nbytes / wall, "engine": "native"})
+    return sweep.frame(THREADS)

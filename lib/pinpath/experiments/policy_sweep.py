@@ -12,7 +12,7 @@ from ..policies import make_policy
 from ..schema import LOCK_OUTCOMES, frame
 from ..vocab import MemoryKind, Policy
 from .native import native_policy_sweep, use_native
-from .sweep import DeviceBuffers, Rows, checks, grid, rounds, transfer, transfers_frame
+from .sweep import DeviceBuffers, Sweep, grid, transfer
 
 __all__ = ["policy_sweep", "lock_outcomes"]
 
@@ -39,7 +39,7 @@ def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), s
     if use_native(rt, engine):
         return native_policy_sweep(rt, policies=policies, sizes_nbytes=sizes_nbytes, directions=directions,
                                    kinds=kinds, repeats=repeats, verify=verify, app_pinned=app_pinned, label=label)
-    rows, missing = Rows(), []
+    sweep, missing = Sweep(repeats=repeats, warmup=warmup, verify=verify, label=label, platform=rt.name), []
     with ExitStack() as stack:
         dev = stack.enter_context(DeviceBuffers(rt))
         dptrs = {n: dev.get(n) for n in sizes_nbytes}
@@ -63,13 +63,12 @@ def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), s
                                     direction=directions)
                   if (pt["kind"], pt["nbytes"], pt["policy"], pt["app_pinned"]) in bufs
                   and not supports(pt["kind"], pt["direction"])]
-        for i, pt in rounds(points, repeats=repeats, warmup=warmup, label=label):
+        for i, pt in sweep.rounds(points):
             buf = bufs[(pt["kind"], pt["nbytes"], pt["policy"], pt["app_pinned"])]
             r = transfer(pols[pt["policy"]], buf, dev, dptrs[pt["nbytes"]], pt["direction"],
-                         verify=checks(verify, i))
-            rows.add(i, (r, {"repeat": i, "backing": buf.backing, "app_pinned": pt["app_pinned"],
-                             "engine": "python"}))
-    out = transfers_frame(rows, rt.name)
+                         verify=sweep.checks(i))
+            sweep.add(i, (r, {"backing": buf.backing, "app_pinned": pt["app_pinned"], "engine": "python"}))
+    out = sweep.transfers()
     if missing:
         out = pd.concat([out, pd.DataFrame(missing).assign(platform=rt.name)], ignore_index=True)
     return out

@@ -25,7 +25,6 @@ import ctypes
 import hashlib
 import json
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -46,6 +45,7 @@ from ..stats import median_ci, ratio_ci
 from ..paths import PROJECT_ROOT
 from ..schema import MODEL_INVOCATIONS, PHASE_COMPARE, RATIO, REAL_COPIES, REAL_INVOCATIONS, REAL_PHASES, REAL_RUNS, SUMMARY, frame
 from .repeats import spreads
+from .sweep import Sweep
 
 __all__ = ["VARIANTS", "MODELS", "OFFLOAD_DIR", "RUNTIME_DIR", "Build", "RealRun", "find_build", "runtime_env",
            "build_host_region", "run_region", "parse_facts", "parse_info", "parse_profile", "real_runtime",
@@ -388,11 +388,9 @@ def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: in
             raise NotAvailable(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     # e.g. an AMD switch on an NVIDIA build is left out: model_plan says so
     points = [(v, nw) for v in variants if build.vendor in VARIANTS[v][2] for nw in nw_values]
-    order, rng = [], random.Random(seed)
-    for p in range(int(processes)):
-        rnd = list(points)
-        rng.shuffle(rnd)
-        order += [(v, nw, p, False, steps) for v, nw in rnd]
+    # every process visits the points in its own shuffled order; then one traced run of each
+    order = [(v, nw, p, False, steps) for p, rnd in Sweep(repeats=int(processes), seed=seed).independent(points)
+             for v, nw in rnd]
     order += [(v, nw, 0, True, trace_steps) for v, nw in points if trace_steps]
     runs, invs, copies, phases = [], [], [], []
     for variant, nw, p, traced, n_steps in order:

@@ -24,7 +24,7 @@ from ..schema import calls_frame
 from ..trace import records
 from ..vocab import Capability, Direction, MemoryKind
 from .native import native_replica, use_native
-from .sweep import DeviceBuffers, SEED, checks, expect, grid, page_locked, poison, rounds, transfers_frame
+from .sweep import DeviceBuffers, SEED, Poisoned, Sweep, grid, page_locked
 
 __all__ = ["replica", "api_stats", "api_calls", "INVOCATIONS_PER_STEP"]
 
@@ -70,9 +70,8 @@ class _Region:
         rt, pol, nw = self.rt, self.pol, self.nw
         pos_vals = self.pos.array.view(np.float64)
         pos_vals[:] = rng.uniform(-1.0, 1.0, 3 * nw)
-        if check:
-            poison(rt, Direction.H2D, self.pos.array, self.pos_d, self.pos.nbytes)
-            poison(rt, Direction.D2H, self.out.array, self.out_d, self.out.nbytes)
+        pos_dst = Poisoned(rt, Direction.H2D, self.pos.array, self.pos_d, self.pos.nbytes, on=check)
+        out_dst = Poisoned(rt, Direction.D2H, self.out.array, self.out_d, self.out.nbytes, on=check)
         recs = [(pol.transfer(self.pos, self.pos_d, Direction.H2D), "pos")]
         if kernel:
             recs.append((_kernel_record(pol.policy, rt, pol.q, self.pos_d, self.out_d, nw, self.nsplines), ""))
@@ -81,9 +80,8 @@ class _Region:
         if check:
             want = replica_expected(pos_vals, nw, self.nsplines).view(np.uint8).ravel() if kernel \
                 else self.dev.content[self.out_d]
-            ok_pos = expect(bool(np.array_equal(rt.read_device(self.pos_d, self.pos.nbytes), self.pos.array)),
-                            f"replica {pol.policy}: H2D of the positions")
-            ok_out = expect(bool(np.array_equal(self.out.array, want)), f"replica {pol.policy}: D2H of the output")
+            ok_pos = pos_dst.verdict(f"replica {pol.policy}: H2D of the positions")
+            ok_out = out_dst.verdict(f"replica {pol.policy}: D2H of the output", want=want)
             recs = [(dataclasses.replace(r, verified=ok_pos if a == "pos" else ok_out) if r.moved else r, a)
                     for r, a in recs]
         if self.user_pinned and not self.lost and not all(page_locked(rt, b.ptr) for b in (self.pos, self.out)):
@@ -118,7 +116,7 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
         return native_replica(rt, policies=policies, nw_values=nw_values, steps=steps,
                               invocations_per_step=invocations_per_step, user_pinned=user_pinned, nsplines=nsplines,
                               threshold_nbytes=threshold_nbytes, verify=verify, seed=seed)
-    rows, recs = [], []
+    sweep, recs = Sweep(repeats=steps, verify=verify, seed=seed, label="replica steps", platform=rt.name, key=None), []
     kernel = has(rt, Capability.KERNELS)
     if kernel:
         rt.prepare_kernels()
@@ -126,7 +124,7 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
 
     def keep(rec, region, **more):
         recs.append(rec)
-        rows.append((rec, {**region.ctx, "kernel": kernel, "engine": "python", **more}))
+        sweep.add(None, (rec, {**region.ctx, "kernel": kernel, "engine": "python", **more}))
 
     with ExitStack() as stack:
         regions = {}
@@ -135,16 +133,16 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
             regions[key] = reg = _Region(stack, rt, *key, nsplines, threshold_nbytes, seed)
             for rec, name in reg.mapped:
                 keep(rec, reg, step=-1, invocation=-1, array=name)
-        for step, key in rounds(list(regions), repeats=steps, warmup=0, seed=seed, label="replica steps"):
+        for step, key in sweep.rounds(list(regions)):
             reg = regions[key]
             for inv in range(invocations_per_step):
-                check = checks(verify, step * invocations_per_step + inv)
+                check = sweep.checks(step * invocations_per_step + inv)
                 for rec, name in reg.invocation(rng, kernel, check):
                     keep(rec, reg, step=step, invocation=inv, array=name)
         for reg in regions.values():
             for rec, name in reg.unmap():
                 keep(rec, reg, step=steps, invocation=-1, array=name)
-    transfers = transfers_frame(rows, rt.name)
+    transfers = sweep.transfers()
     transfers.insert(0, "transfer_id", range(len(transfers)))
     return transfers, calls_frame(recs, rt.call_categories)
 

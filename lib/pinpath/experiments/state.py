@@ -26,7 +26,7 @@ from ..osinfo import backing
 from ..schema import GPU_STATE, STATE_EFFECTS, STATE_SUMMARY, frame
 from ..units import fmt_nbytes
 from .repeats import over_repeats, spreads
-from .sweep import SEED, Rows, rounds
+from .sweep import SEED, Sweep
 
 __all__ = ["AGES", "registration_age", "allocator_state", "page_backing", "thread_placement", "gpu_readings",
            "repeat_medians", "repeat_summary", "placements", "open_or_reason", "section", "in_processes", "read_gpu",
@@ -35,12 +35,11 @@ __all__ = ["AGES", "registration_age", "allocator_state", "page_backing", "threa
 AGES = ("first", "fresh", "held")   #: first call after the first register; right after a re-register; kept registered
 
 
-def _row(lib, section: str, state: str, op: str, nbytes: int, repeat: int, call: int, ns, rc, place: dict,
-         **extra) -> dict:
+def _row(lib, section: str, state: str, op: str, nbytes: int, call: int, ns, rc, place: dict, **extra) -> dict:
+    """One call's row (the sweep adds its repeat and platform)."""
     rc = int(rc)
-    return {"section": section, "state": state, "op": op, "nbytes": int(nbytes), "repeat": repeat, "call": call,
-            "ns": int(ns), "rc": rc, "error": "" if rc == 0 else f"{lib.rc_name(rc)} ({rc})", **place,
-            "platform": lib.platform, **extra}
+    return {"section": section, "state": state, "op": op, "nbytes": int(nbytes), "call": call, "ns": int(ns),
+            "rc": rc, "error": "" if rc == 0 else f"{lib.rc_name(rc)} ({rc})", **place, **extra}
 
 
 def _place(lib) -> dict:
@@ -53,20 +52,19 @@ def registration_age(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repea
     registration age (``AGES``), per size, on 4 KiB-backed buffers mapped afresh each round. The
     ops the platform lacks (the host's query) are left out; ``attrs["skipped"]`` says so."""
     ops = [op for op in ops if op != "query" or lib.has_query]
-    rows = Rows()
-    for i, (op, n) in rounds([(op, n) for op in ops for n in sizes_nbytes], repeats=repeats, warmup=warmup,
-                             seed=seed, label="registration age"):
+    sweep = Sweep(repeats=repeats, warmup=warmup, seed=seed, label="registration age", platform=lib.platform)
+    for i, (op, n) in sweep.rounds([(op, n) for op in ops for n in sizes_nbytes]):
         place = _place(lib)
         with lib.buffer(n, thp=False) as p:
             b = backing(p, n)
             r = lib.reg_age(p, n, op, calls)
         extra = {"backing": b, "label": f"{op}, {fmt_nbytes(n)}"}
-        rows.add(i, _row(lib, "registration_age", "first", "register", n, i, 0, r.register_ns, 0, place, **extra),
-                 _row(lib, "registration_age", "first", op, n, i, 0, r.first_ns, r.first_rc, place, **extra),
-                 *(_row(lib, "registration_age", age, op, n, i, k, ns[k], rc[k], place, **extra)
-                   for age, ns, rc in (("held", r.held_ns, r.held_rc), ("fresh", r.fresh_ns, r.fresh_rc))
+        sweep.add(i, _row(lib, "registration_age", "first", "register", n, 0, r.register_ns, 0, place, **extra),
+                  _row(lib, "registration_age", "first", op, n, 0, r.first_ns, r.first_rc, place, **extra),
+                  *(_row(lib, "registration_age", age, op, n, k, ns[k], rc[k], place, **extra)
+                    for age, ns, rc in (("held", r.held_ns, r.held_rc), ("fresh", r.fresh_ns, r.fresh_rc))
                    for k in range(calls) if rc[k] != -1))
-    out = frame(rows, STATE_EFFECTS)
+    out = sweep.frame(STATE_EFFECTS)
     out.attrs["skipped"] = [] if lib.has_query else [f"query: {lib.platform} has no pointer query"]
     return out
 
@@ -79,31 +77,29 @@ def allocator_state(lib, *, sizes_nbytes: Sequence[int], live_counts: Sequence[i
     states = [("empty", 0, 0, 0)]
     for n in live_counts:
         states += [(f"{n} live pinned", n, 0, 0), (f"{n} live registered", 0, n, 0), (f"after {n} frees", 0, 0, n)]
-    rows = Rows()
-    for i, ((label, pinned, regd, frees), n) in rounds([(s, n) for s in states for n in sizes_nbytes],
-                                                         repeats=repeats, warmup=warmup, seed=seed,
-                                                         label="allocator state"):
+    sweep = Sweep(repeats=repeats, warmup=warmup, seed=seed, label="allocator state", platform=lib.platform)
+    for i, ((label, pinned, regd, frees), n) in sweep.rounds([(s, n) for s in states for n in sizes_nbytes]):
         place = _place(lib)
         a = lib.alloc_state(n, calls, live_pinned=pinned, live_registered=regd, registered_nbytes=registered_nbytes,
                             prior_frees=frees)
         extra = {"live_pinned": pinned, "live_registered": regd, "prior_frees": frees, "backing": "runtime",
                  "label": f"{label}, {fmt_nbytes(n)}"}
         for k in range(calls):
-            rows.add(i, _row(lib, "allocator", label, "alloc", n, i, k, a.alloc_ns[k], a.rc[k], place, **extra))
+            sweep.add(i, _row(lib, "allocator", label, "alloc", n, k, a.alloc_ns[k], a.rc[k], place, **extra))
             if a.free_ns[k]:
-                rows.add(i, _row(lib, "allocator", label, "free", n, i, k, a.free_ns[k], 0, place, **extra))
-    return frame(rows, STATE_EFFECTS)
+                sweep.add(i, _row(lib, "allocator", label, "free", n, k, a.free_ns[k], 0, place, **extra))
+    return sweep.frame(STATE_EFFECTS)
 
 
 _LOCK_COPY_OPS = ("copy_pageable", "lock", "copy_locked", "unlock")
 
 
-def _lock_copy_rows(lib, section: str, state: str, n: int, i: int, lc, place: dict, **extra) -> list[dict]:
+def _lock_copy_rows(lib, section: str, state: str, n: int, lc, place: dict, **extra) -> list[dict]:
     rows = []
     for k in range(len(lc.lock_ns)):
         for j, op in enumerate(_LOCK_COPY_OPS):
             if lc.rc[k, j] != -1:
-                rows.append(_row(lib, section, state, op, n, i, k, lc[j][k], lc.rc[k, j], place, **extra))
+                rows.append(_row(lib, section, state, op, n, k, lc[j][k], lc.rc[k, j], place, **extra))
     return rows
 
 
@@ -112,17 +108,16 @@ def page_backing(lib, *, sizes_nbytes: Sequence[int], calls: int = 5, repeats: i
     """Lock, unlock, and the copy of the buffer pageable and locked, on buffers that asked for
     4 KiB pages and for transparent huge pages; ``state`` is what Linux reports the buffer got
     (``backing_asked`` what it asked for). The copy is H2D (CUDA), memcpy (host), none (HSA)."""
-    rows = Rows()
+    sweep = Sweep(repeats=repeats, warmup=warmup, seed=seed, label="page backing", platform=lib.platform)
     with lib.destination(max(sizes_nbytes)) as dst:
-        for i, (thp, n) in rounds([(t, n) for t in (False, True) for n in sizes_nbytes], repeats=repeats,
-                                  warmup=warmup, seed=seed, label="page backing"):
+        for i, (thp, n) in sweep.rounds([(t, n) for t in (False, True) for n in sizes_nbytes]):
             place = _place(lib)
             with lib.buffer(n, thp=thp) as p:
                 got = backing(p, n)
                 lc = lib.lock_copy(p, n, dst, calls)
-            rows.add(i, *_lock_copy_rows(lib, "backing", got, n, i, lc, place, backing=got,
-                                         backing_asked="thp" if thp else "4k", label=f"{got}, {fmt_nbytes(n)}"))
-    return frame(rows, STATE_EFFECTS)
+            sweep.add(i, *_lock_copy_rows(lib, "backing", got, n, lc, place, backing=got,
+                                          backing_asked="thp" if thp else "4k", label=f"{got}, {fmt_nbytes(n)}"))
+    return sweep.frame(STATE_EFFECTS)
 
 
 def placements(gpu_node: int, *, per_node: int = 2) -> list[tuple[int, int, str]]:
@@ -144,10 +139,9 @@ def thread_placement(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repea
     locked with the lock and unlock. ``state``: "cpu C, node N (relation to the GPU's node)"."""
     gnode = ms.placement(lib.device)["gpu_node"]
     points = [(c, node, rel, n) for c, node, rel in placements(gnode) for n in sizes_nbytes]
-    rows = Rows()
+    sweep = Sweep(repeats=repeats, warmup=warmup, seed=seed, label="thread placement", platform=lib.platform)
     with lib.destination(max(sizes_nbytes)) as dst:
-        for i, (cpu, node, rel, n) in rounds(points, repeats=repeats, warmup=warmup, seed=seed,
-                                             label="thread placement"):
+        for i, (cpu, node, rel, n) in sweep.rounds(points):
             with ms.pinned_to(cpu):
                 place = _place(lib)
                 state = f"cpu {cpu}, node {node} ({rel})"
@@ -158,14 +152,14 @@ def thread_placement(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repea
                 with lib.buffer(4096, thp=False) as p:
                     age = lib.reg_age(p, 4096, "reregister", calls)
             extra = {"cpu": cpu, "cpu_node": node, "relation": rel}
-            rows.add(i, *_lock_copy_rows(lib, "placement", state, n, i, lc, place, label=f"{state}, {fmt_nbytes(n)}",
-                                         backing=got, **extra))
-            rows.add(i, *(_row(lib, "placement", state, "null", 0, i, k, null_ns[k], null_rc[k], place,
-                               label=f"{state}, null", backing="", **extra) for k in range(calls)))
-            rows.add(i, *(_row(lib, "placement", state, "reregister_held", 4096, i, k, age.held_ns[k], age.held_rc[k],
-                               place, label=f"{state}, re-register 4 KiB", backing="4k", **extra)
-                          for k in range(calls)))
-    return frame(rows, STATE_EFFECTS)
+            sweep.add(i, *_lock_copy_rows(lib, "placement", state, n, lc, place, label=f"{state}, {fmt_nbytes(n)}",
+                                          backing=got, **extra))
+            sweep.add(i, *(_row(lib, "placement", state, "null", 0, k, null_ns[k], null_rc[k], place,
+                                label=f"{state}, null", backing="", **extra) for k in range(calls)))
+            sweep.add(i, *(_row(lib, "placement", state, "reregister_held", 4096, k, age.held_ns[k], age.held_rc[k],
+                                place, label=f"{state}, re-register 4 KiB", backing="4k", **extra)
+                           for k in range(calls)))
+    return sweep.frame(STATE_EFFECTS)
 
 
 def gpu_readings(snapshots: Sequence[tuple[str, dict]], platform: str) -> pd.DataFrame:

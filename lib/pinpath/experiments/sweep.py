@@ -1,6 +1,7 @@
-"""The mechanics every experiment shares, written once: the grid of points, rounds that
-interleave the points in a shuffled order, poisoning and byte verification outside the timed
-region, device buffers with a known pattern, and the frames."""
+"""The mechanics every experiment shares, written once: ``Sweep``, the one driver of a sweep's
+order (shuffled rounds, warm-up, independent repeats, an engine plan's rounds), its poisoning
+and byte verification outside the timed region and its rows; the grid of points, device buffers
+with a known pattern, one waited transfer, and the frames."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from ..schema import TRANSFERS, frame, transfer_row
 from ..osinfo import find_vma
 from ..vocab import Direction, Relock
 
-__all__ = ["grid", "rounds", "Rows", "checks", "poison", "expect", "Poisoned", "transfer", "transfers_frame",
+__all__ = ["grid", "rounds", "Sweep", "checks", "poison", "Poisoned", "transfer", "transfers_frame",
            "POISON", "VERIFY_MODES", "DeviceBuffers", "SEED"]
 
 VERIFY_MODES = ("all", "first", "none")
@@ -42,25 +43,119 @@ def rounds(points: Sequence, *, repeats: int, warmup: int = 0, seed: int = SEED,
     """(repeat, point) for ``warmup`` untimed rounds (repeat < 0) then ``repeats`` kept ones;
     every round visits every point once, in a freshly shuffled order, so that drift over the
     run (clocks, caches, other tenants) spreads over all points instead of biasing the last."""
-    if repeats < 1 or warmup < 0:
-        raise BadParameter(f"repeats must be at least 1 and warm-up at least 0, got {repeats} and {warmup}")
-    rng = random.Random(seed)
-    order = list(points)
-    total = warmup + repeats
-    for n, r in enumerate(range(-warmup, repeats), 1):
-        rng.shuffle(order)
+    return Sweep(repeats=repeats, warmup=warmup, seed=seed, label=label).rounds(points)
+
+
+class Sweep:
+    """The one driver of an experiment's sweep: its order, its verification and its rows, so
+    that an experiment states only what it measures at a point. One seeded generator serves
+    every shuffle of the sweep, in the order the experiment asks for them.
+
+    Order:
+    - ``rounds(points)``: (repeat, point): ``warmup`` untimed rounds (repeat < 0), then
+      ``repeats`` kept ones, every round all points in a freshly shuffled order;
+    - ``independent(items)``: (repeat, items freshly shuffled) per independent repeat (a fresh
+      engine plan, process or buffer set each), ``repeats`` of them;
+    - ``in_plan(points, rounds)``: the visits planned inside one engine plan: (-1, point) once
+      each in the given order (the warm-up), then ``rounds`` shuffled rounds;
+    - ``in_order()``: the repeats of one point in order, warm-up first (repeat < 0);
+    - ``shuffled(items)``: one fresh shuffled copy.
+
+    Verification (outside the timed region): ``checks(repeat)`` says whether ``verify``
+    ("all", "first", "none") checks that repeat; ``poisoned(...)`` poisons a destination for it.
+
+    Rows: ``add(repeat, *rows)`` keeps rows but the warm-up's; a dict row is given the repeat
+    (its column named ``key``; None: none) and ``platform``, a (record, context) pair of a
+    transfer the repeat in its context; ``frame(table)`` and ``transfers()`` make the frame.
+    An engine plan marks its warm-up ops ``warmup=True``; ``plan_rows(executed)`` drops them.
+    """
+
+    def __init__(self, *, repeats: int = 1, warmup: int = 0, verify: str = "none", seed: int = SEED,
+                 label: str = "", platform: str = "", key: str | None = "repeat") -> None:
+        if repeats < 1 or warmup < 0:
+            raise BadParameter(f"repeats must be at least 1 and warm-up at least 0, got {repeats} and {warmup}")
+        if verify not in VERIFY_MODES:
+            raise BadParameter(f"verify must be one of {', '.join(VERIFY_MODES)}, got {verify!r}")
+        self.repeats, self.warmup, self.verify, self.seed, self.label = repeats, warmup, verify, seed, label
+        self.platform, self.key = platform, key
+        self.rng = random.Random(seed)
+        self.rows: list = []
+
+    # -- order -----------------------------------------------------------------------------
+    def shuffled(self, items: Iterable, *, seed: int | None = None) -> list:
+        """``items`` in a fresh shuffled order (from ``seed``'s own generator where given)."""
+        out = list(items)
+        (self.rng if seed is None else random.Random(seed)).shuffle(out)
+        return out
+
+    def rounds(self, points: Sequence) -> Iterator[tuple[int, object]]:
+        order = list(points)
+        total = self.warmup + self.repeats
+        for n, r in enumerate(range(-self.warmup, self.repeats), 1):
+            self.rng.shuffle(order)
+            for p in order:
+                yield r, p
+            self._step(n, total)
+
+    def independent(self, items: Iterable) -> Iterator[tuple[int, list]]:
+        for r in range(self.repeats):
+            yield r, self.shuffled(items)
+            self._step(r + 1, self.repeats)
+
+    def in_order(self) -> range:
+        return range(-self.warmup, self.repeats)
+
+    def in_plan(self, points: Sequence, rounds: int) -> Iterator[tuple[int, object]]:
+        order = list(points)
         for p in order:
-            yield r, p
-        if label:
-            progress.step(label, n, total)
+            yield -1, p
+        for i in range(rounds):
+            self.rng.shuffle(order)
+            for p in order:
+                yield i, p
 
+    def _step(self, n: int, total: int) -> None:
+        if self.label:
+            progress.step(self.label, n, total)
 
-class Rows(list):
-    """The rows a sweep keeps: ``add`` drops those of ``rounds``' warm-up (repeat < 0)."""
+    # -- verification ----------------------------------------------------------------------
+    def checks(self, repeat: int) -> bool:
+        """Whether ``repeat``'s transfers are byte-checked."""
+        return checks(self.verify, repeat)
 
-    def add(self, repeat: int, *rows) -> None:
-        if repeat >= 0:
-            self.extend(rows)
+    def poisoned(self, rt, direction: Direction, host: np.ndarray, dev_ptr: int, nbytes: int, repeat: int, *,
+                 want: np.ndarray | None = None) -> "Poisoned":
+        """The destination of a coming transfer, poisoned now where ``repeat`` is checked."""
+        return Poisoned(rt, direction, host, dev_ptr, nbytes, on=self.checks(repeat), want=want)
+
+    # -- rows ------------------------------------------------------------------------------
+    def add(self, repeat: int | None, *rows) -> None:
+        """Keep ``rows`` of ``repeat`` (dropped in the warm-up); ``repeat`` None: rows outside
+        the rounds (a map before them, an unmap after), kept as they are."""
+        if repeat is None:
+            self.rows.extend(rows)
+            return
+        if repeat < 0:
+            return
+        for row in rows:
+            if isinstance(row, tuple):      # (TransferRecord, context)
+                rec, ctx = row
+                row = (rec, {self.key: repeat, **ctx} if self.key else ctx)
+            else:
+                row = {**({self.key: repeat} if self.key else {}), **row,
+                       **({"platform": self.platform} if self.platform else {})}
+            self.rows.append(row)
+
+    def plan_rows(self, executed) -> pd.DataFrame:
+        """An executed engine plan's TRANSFERS rows without its warm-up ops."""
+        return executed.transfers(keep=lambda i, c: not c.get("warmup")).drop(columns=["warmup"])
+
+    def frame(self, table: dict) -> pd.DataFrame:
+        return frame(self.rows, table)
+
+    def transfers(self) -> pd.DataFrame:
+        """The kept (record, context) pairs as a TRANSFERS frame."""
+        return transfers_frame(self.rows, self.platform)
 
 
 def checks(verify: str, repeat: int) -> bool:
@@ -87,12 +182,6 @@ def page_locked(rt, ptr: int) -> bool:
     return rt.query(ptr).locked
 
 
-def expect(ok: bool, what: str) -> bool:
-    if not ok:
-        raise VerificationFailed(f"{what} left the destination different from the source")
-    return True
-
-
 class Poisoned:
     """The destination of one coming transfer, poisoned now (``on``) and compared with its
     source by ``verdict`` after it, both outside the timed region. ``host`` is the host side;
@@ -105,17 +194,20 @@ class Poisoned:
         if on:
             poison(rt, self.direction, host, dev_ptr, nbytes)
 
-    def verdict(self, what: str) -> bool | None:
-        """True once the destination equals the source, None unchecked; VerificationFailed
-        naming ``what`` if it differs."""
+    def verdict(self, what: str, *, want: np.ndarray | None = None) -> bool | None:
+        """True once the destination equals the source (``want``: a D2H's source known only
+        now, e.g. a kernel's output), None unchecked; VerificationFailed naming ``what`` if it
+        differs."""
         if not self.on:
             return None
         n, host = self.nbytes, self.host[:self.nbytes]
         if self.direction == Direction.H2D:
             got, want = self.rt.read_device(self.dev_ptr, n), host
         else:
-            got, want = host, self.want[:n]
-        return expect(bool(np.array_equal(got, want)), what)
+            got, want = host, (self.want if want is None else want)[:n]
+        if not np.array_equal(got, want):
+            raise VerificationFailed(f"{what} left the destination different from the source")
+        return True
 
 
 class DeviceBuffers(Closing):

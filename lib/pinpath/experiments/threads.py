@@ -4,7 +4,6 @@ where the runtime grants the re-lock) by the runtime on every transfer; and the 
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections import Counter
@@ -16,10 +15,10 @@ import pandas as pd
 from .. import progress
 from ..memkinds import host_buffer
 from ..policies import make_policy
-from ..schema import NATIVE_THREADS, THREADS, frame
+from ..schema import NATIVE_THREADS, THREADS
 from ..vocab import Direction, MemoryKind, Policy
 from .native import native_concurrency, use_native
-from .sweep import SEED, DeviceBuffers, grid, rounds, transfer
+from .sweep import SEED, DeviceBuffers, Sweep, grid, transfer
 
 __all__ = ["concurrency", "concurrency_native", "RUNTIME_CATEGORIES"]
 _now = time.perf_counter_ns
@@ -68,8 +67,8 @@ def concurrency(rt, *, policies=(Policy.LOCK_ALWAYS, Policy.NEXTGEN_LOCK_MAPPED)
         return native_concurrency(rt, policies=policies, threads=threads, nbytes=nbytes, transfers=transfers,
                                   repeats=repeats, app_pinned=app_pinned, direction=direction)
     direction = Direction(direction)
-    rows = []
-    for _, pt in rounds(list(grid(policy=policies, threads=threads)), repeats=1, label="C13 threads"):
+    sweep = Sweep(repeats=1, verify="all", label="C13 threads", platform=rt.name)
+    for rep, pt in sweep.rounds(list(grid(policy=policies, threads=threads))):
         n_threads = pt["threads"]
         with ExitStack() as stack:
             pol = stack.enter_context(make_policy(pt["policy"], rt, per_thread_queues=True))
@@ -95,19 +94,18 @@ def concurrency(rt, *, policies=(Policy.LOCK_ALWAYS, Policy.NEXTGEN_LOCK_MAPPED)
             start = min(r[0].start_ns for r in recs)
             wall = max(r[-1].end_ns for r in recs) - start
             for i in range(n_threads):      # the bytes, checked once the timed threads have ended
-                transfer(pol, bufs[i], dev, dptrs[i], direction, verify=True)
+                transfer(pol, bufs[i], dev, dptrs[i], direction, verify=sweep.checks(rep))
             for i, rs in enumerate(recs):
                 total = np.array([r.total_ns for r in rs])
                 moving = np.array([r.dma_ns + r.wait_ns for r in rs])
                 own = np.array([sum(c.duration_ns for c in r.calls if rt.call_categories.get(c.call) in RUNTIME_CATEGORIES)
                                 for r in rs])
-                rows.append({"policy": str(pt["policy"]), "threads": n_threads, "thread": i, "transfers": len(rs),
-                             "nbytes": nbytes, "path": Counter(r.path for r in rs).most_common(1)[0][0],
-                             "overhead_ns": int(np.median(total - moving)), "total_ns": int(np.median(total)),
-                             "native_ns": int(np.median(own)), "wall_ns": wall,
-                             "aggregate_gb_per_s": n_threads * transfers * nbytes / wall, "platform": rt.name,
-                             "repeat": 0, "engine": "python"})
-    return frame(rows, THREADS)
+                sweep.add(rep, {"policy": str(pt["policy"]), "threads": n_threads, "thread": i, "transfers": len(rs),
+                                "nbytes": nbytes, "path": Counter(r.path for r in rs).most_common(1)[0][0],
+                                "overhead_ns": int(np.median(total - moving)), "total_ns": int(np.median(total)),
+                                "native_ns": int(np.median(own)), "wall_ns": wall,
+                                "aggregate_gb_per_s": n_threads * transfers * nbytes / wall, "engine": "python"})
+    return sweep.frame(THREADS)
 
 
 def concurrency_native(rt, lib, *, threads=(1, 2, 4, 8, 16), nbytes: int = 15360, reps: int = 200,
@@ -118,12 +116,8 @@ def concurrency_native(rt, lib, *, threads=(1, 2, 4, 8, 16), nbytes: int = 15360
     granted it, the unlock of that re-lock (C13's 0.9 us + 0.7 us). ``repeats`` independent
     repeats (fresh buffers, the thread counts in a new shuffled order), ``reps`` calls each
     (``call``)."""
-    rows = []
-    points = []
-    for r in range(repeats):
-        order = list(threads)
-        random.Random(SEED + 13 + r).shuffle(order)
-        points += [(r, n) for n in order]
+    sweep = Sweep(repeats=repeats, seed=SEED + 13, platform=rt.name)   # repeat r in its own order (seed + r)
+    points = [(r, n) for r in range(repeats) for n in sweep.shuffled(threads, seed=sweep.seed + r)]
     for k, (r, n_threads) in enumerate(points):
         with ExitStack() as stack:
             bufs = [stack.enter_context(host_buffer(MemoryKind.HEAP, nbytes, seed=i)) for i in range(n_threads)]
@@ -141,11 +135,10 @@ def concurrency_native(rt, lib, *, threads=(1, 2, 4, 8, 16), nbytes: int = 15360
             _run_threads(n_threads, work, barrier)
             for i, res in enumerate(out):
                 for c in range(len(res.lock_ns)):
-                    rows.append({"threads": n_threads, "thread": i, "repeat": r, "call": c, "op": "relock",
-                                 "ns": int(res.lock_ns[c]), "rc": int(res.lock_rc[c]), "platform": rt.name})
+                    sweep.add(r, {"threads": n_threads, "thread": i, "call": c, "op": "relock",
+                                  "ns": int(res.lock_ns[c]), "rc": int(res.lock_rc[c])})
                     if res.unlock_rc[c] != -1:
-                        rows.append({"threads": n_threads, "thread": i, "repeat": r, "call": c,
-                                     "op": "unlock_after_relock", "ns": int(res.unlock_ns[c]),
-                                     "rc": int(res.unlock_rc[c]), "platform": rt.name})
+                        sweep.add(r, {"threads": n_threads, "thread": i, "call": c, "op": "unlock_after_relock",
+                                      "ns": int(res.unlock_ns[c]), "rc": int(res.unlock_rc[c])})
         progress.step("C13 native", k + 1, len(points))
-    return frame(rows, NATIVE_THREADS)
+    return sweep.frame(NATIVE_THREADS)

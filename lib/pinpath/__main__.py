@@ -102,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _only(text: str) -> list[str] | None:
     """Comma-separated stems; None (all) for nothing; empty or repeated names are left in, for
-    runner.plan to refuse."""
+    run.plan.plan to refuse."""
     return [s.strip() for s in text.split(",")] if text.strip() else None
 
 

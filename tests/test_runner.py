@@ -7,6 +7,7 @@ import glob
 import io
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -782,3 +783,17 @@ def test_a_read_only_folder_of_runs_at_resume_and_share_is_one_sentence(project,
     assert err == [f"pinpath: {runs['done'] / 'runner.lock'}: cannot be written (Read-only file system); nothing was changed",
                    f"pinpath: {runs['done'] / 'runner.lock'}: cannot be written or read (Read-only file system)"], err
     assert sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*")) == before
+
+
+@pytest.mark.parametrize("given, seconds", [(None, None), ("", None), (" 90 ", 90), (900, 900)])
+def test_one_check_of_the_cell_timeout(given, seconds):
+    assert planning.cell_timeout_s(given) == seconds
+
+
+@pytest.mark.parametrize("given, said", [("0", "must be a positive number of seconds, got 0"),
+                                         (-3, "must be a positive number of seconds, got -3"),
+                                         ("soon", "'soon' is not a whole number of seconds"),
+                                         ("1.5", "'1.5' is not a whole number of seconds")])
+def test_a_bad_cell_timeout_is_one_sentence(given, said):
+    with pytest.raises(BadParameter, match=f"^{re.escape(said)}$"):
+        planning.cell_timeout_s(given)

@@ -239,3 +239,30 @@ def test_without_snakemake_is_one_sentence(executor, missing, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == missing else real(name, *a))
     with pytest.raises(ClusterError, match=r"is not installed in this environment: `make setup EXTRAS=test,cuda,cluster`"):
         snakemake.run_workflow(executor=executor, preset="smoke", platform="host")
+
+
+def test_slurm_is_asked_about_a_finished_job_once(tmp_path, monkeypatch):
+    """runfolder.merge keeps resolve_part's answer in the part: a second finalize, a re-judgement
+    or a resume read it there; a job that still runs is asked about again."""
+    from pinpath import runfolder as rf
+    said = {"7": JobState("7", "COMPLETED", "None", "0:0", "vm"),
+            "8": JobState("8", "TIMEOUT", "TimeLimit", "0:15", "vm", "00:01:06", "00:01:00", "1G"),
+            "9": JobState("9", "RUNNING")}
+    asked = []
+    monkeypatch.setattr(jobs, "job_state", lambda jid: asked.append(jid) or said[jid])
+    run = tmp_path / "R"
+    (run / "status").mkdir(parents=True)
+    parts = {"00_quick": {"status": "ok", "SLURM_JOB_ID": "7"},
+             "01_sleep": {"status": "running", "pid": 1, "host": "vm", "SLURM_JOB_ID": "8"},
+             "02_long": {"status": "running", "pid": 1, "host": "vm", "SLURM_JOB_ID": "9"},
+             "03_here": {"status": "ok"}}
+    for stem, part in parts.items():
+        rf.write_part(run, stem, part)
+    for _ in range(3):
+        got = rf.merge(run, {"notebooks": dict.fromkeys(parts, {})}, jobs.resolve_part)["notebooks"]
+    assert sorted(asked) == ["7", "8", "9", "9", "9"]
+    assert (got["00_quick"]["status"], got["00_quick"]["slurm_state"]) == ("ok", "COMPLETED")
+    assert (got["01_sleep"]["status"], got["01_sleep"]["slurm_reason"]) == ("timeout", "TimeLimit")
+    assert rf.read_part(run, "01_sleep")["status"] == "timeout"             # kept in the part itself
+    assert got["02_long"]["status"] == "running" and "slurm_state" not in rf.read_part(run, "02_long")
+    assert got["03_here"] == {"status": "ok"}

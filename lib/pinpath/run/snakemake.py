@@ -36,6 +36,7 @@ ENV_NAMES = {"partition": "PINPATH_SLURM_PARTITION", "account": "PINPATH_SLURM_A
              "gpus": "PINPATH_SLURM_GPUS", "cpus": "PINPATH_SLURM_CPUS", "time": "PINPATH_SLURM_TIME_MIN",
              "mem": "PINPATH_SLURM_MEM_MB"}
 
+
 def _need_extra(module: str, what: str) -> None:
     """ClusterError in one sentence where the cluster extra's ``module`` is not installed."""
     import importlib.util
@@ -44,8 +45,8 @@ def _need_extra(module: str, what: str) -> None:
                            "(or `pip install -e '.[cluster]'`)")
 
 
-def _profile(executor: str) -> Path:
-    return PROFILES_DIR / executor
+def _profile(name: str) -> Path:
+    return PROFILES_DIR / name
 
 
 def slurm_profile(env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -119,22 +120,28 @@ def _new_run(preset: str, platform: str, only, outputs: Path | None, sets: Seque
 
 
 def _reopen(resume: str, *, executor: str, preset: str, platform: str, only, outputs: Path | None,
-            sets: Sequence[str], lock_of) -> Path:
+            sets: Sequence[str]) -> tuple[Path, rf.RunLock]:
     """An earlier run folder checked (``check_resume``), locked and marked running again; its
-    notebooks to redo are those Snakemake runs (an ok one whose data is gone, as a failed one)."""
+    notebooks to redo are those Snakemake runs (an ok one whose data is gone, as a failed one).
+    The folder and its lock, held."""
     run_abs, man, todo = check_resume(resume, out_dir=outputs or paths.OUTPUTS_DIR, preset=preset or None,
                                       platform=platform, only=only, overrides=list(sets),
                                       check_platform=executor == "snakemake")
-    notice = lock_of(run_abs).acquire()
+    lock = rf.RunLock(run_abs)
+    notice = lock.acquire()
     if notice:
         _say(f"notice: {notice}")
-    for stem, why in todo.items():      # an ok notebook whose data is gone runs again, as a failed one
-        if man["notebooks"][stem].get("status") == "ok":
-            rf.write_part(run_abs, stem, {**man["notebooks"][stem], "status": "failed", "error": why})
-    rf.reopen(run_abs, resolve_part)
+    try:
+        for stem, why in todo.items():      # an ok notebook whose data is gone runs again, as a failed one
+            if man["notebooks"][stem].get("status") == "ok":
+                rf.write_part(run_abs, stem, {**man["notebooks"][stem], "status": "failed", "error": why})
+        rf.reopen(run_abs, resolve_part)
+    except BaseException:
+        lock.release()
+        raise
     _say(f"resuming {run_abs}: {len(todo)} of {len(man['notebooks'])} notebook(s) to run"
          + "".join(f"; {s}: {why}" for s, why in todo.items()))
-    return run_abs
+    return run_abs, lock
 
 
 def run_workflow(*, executor: str, preset: str, platform: str, only: list[str] | None = None,
@@ -151,23 +158,18 @@ def run_workflow(*, executor: str, preset: str, platform: str, only: list[str] |
     env = env_for_profile(options)
     extra = _check_slurm(env) if executor == "slurm" else []
     t0 = time.monotonic()
-    locks = []
-
-    def lock_of(run_dir: Path) -> rf.RunLock:
-        locks.append(rf.RunLock(run_dir))
-        return locks[-1]
+    if resume:
+        run_abs, lock = _reopen(resume, executor=executor, preset=preset, platform=platform, only=only,
+                                outputs=outputs, sets=sets)
+    else:
+        run_abs = _new_run(preset, platform, only, outputs, sets)
+        lock = rf.RunLock(run_abs)
+        lock.acquire()
     try:
-        if resume:
-            run_abs = _reopen(resume, executor=executor, preset=preset, platform=platform, only=only,
-                              outputs=outputs, sets=sets, lock_of=lock_of)
-        else:
-            run_abs = _new_run(preset, platform, only, outputs, sets)
-            lock_of(run_abs).acquire()
         return _workflow(run_abs, executor=executor, env=env, extra=extra, cell_timeout_s=cell_timeout_s,
                          snakemake_args=snakemake_args, t0=t0)
     finally:
-        for lock in locks:
-            lock.release()
+        lock.release()
 
 
 def env_for_profile(options: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:

@@ -46,7 +46,7 @@ def job_state(job_id: str | int) -> JobState | None:
 
 
 def log_in_run(path: str) -> str:
-    """The job's log as a path inside the run folder (where `reproduce` has the plugin put it:
+    """The job's log as a path inside the run folder (where ``run_workflow`` has the plugin put it:
     slurm/rule_notebook/<stem>/<job id>.log), so the manifest names no path of this machine."""
     m = re.search(r"(?:^|/)(slurm/rule_[^/]+/[^/]+/[^/]+\.log)$", path)
     return m.group(1) if m else path

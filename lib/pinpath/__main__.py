@@ -111,7 +111,7 @@ _SLURM_KEYS = ("partition", "account", "gpus", "cpus", "time", "mem")
 
 def _slurm(args) -> int:
     """``pinpath slurm check`` and ``pinpath slurm job``."""
-    from .run import jobs, snakemake, slurm
+    from .run import jobs, profile, slurm
     if args.slurm_cmd == "job":
         js = jobs.job_state(args.job_id)
         if js is None:
@@ -119,8 +119,7 @@ def _slurm(args) -> int:
             return 1
         print(js.sentence(args.notebook or js.notebook or "job"))
         return 0
-    res = snakemake.slurm_resources(snakemake.env_for_profile(snakemake.options(
-        {k: getattr(args, k) for k in _SLURM_KEYS})))
+    res = profile.slurm_resources(profile.env_for_profile(profile.options({k: getattr(args, k) for k in _SLURM_KEYS})))
     found = slurm.check(res)
     for note in found.notes:
         print(f"pinpath: {note}", file=sys.stderr, flush=True)
@@ -131,9 +130,9 @@ def _slurm(args) -> int:
 def _run(args, out_dir: Path):
     """``pinpath run``: the local executor in this process (its run folder and manifest), or the
     exit status of the snakemake and slurm executors."""
-    from .run import local, snakemake
+    from .run import local, profile, snakemake
     if args.executor != "local":
-        opts = snakemake.options({k: getattr(args, k) for k in _SLURM_KEYS})
+        opts = profile.options({k: getattr(args, k) for k in _SLURM_KEYS})
         return snakemake.run_workflow(executor=args.executor, preset=args.preset, platform=args.platform,
                                       only=_only(args.notebooks), outputs=args.outputs, resume=args.resume,
                                       sets=args.set, cell_timeout_s=args.cell_timeout, options=opts,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pinpath import __main__ as cli
-from pinpath.run import jobs, jobstate, slurm, snakelog, snakemake
+from pinpath.run import jobs, jobstate, profile, slurm, snakelog, snakemake
 from pinpath.run.jobstate import JobState
 from pinpath.run.slurm import ClusterError
 
@@ -214,10 +214,10 @@ def test_bad_values_are_refused_before_anything(capsys):
 
 def test_profile_defaults_and_overrides(cl):
     cl.needs_snakemake()
-    assert snakemake.slurm_resources({}) == {"gpu": 1, "cpus_per_task": 8, "runtime": 60, "mem_mb": 32000}
+    assert profile.slurm_resources({}) == {"gpu": 1, "cpus_per_task": 8, "runtime": 60, "mem_mb": 32000}
     env = {"PINPATH_SLURM_PARTITION": "gpu", "PINPATH_SLURM_ACCOUNT": "proj42", "PINPATH_SLURM_GPUS": "2",
            "PINPATH_SLURM_CPUS": "16", "PINPATH_SLURM_TIME_MIN": "90", "PINPATH_SLURM_MEM_MB": "64000"}
-    assert snakemake.slurm_resources(env) == {"slurm_partition": "gpu", "slurm_account": "proj42", "gpu": 2,
+    assert profile.slurm_resources(env) == {"slurm_partition": "gpu", "slurm_account": "proj42", "gpu": 2,
                                             "cpus_per_task": 16, "runtime": 90, "mem_mb": 64000}
 
 
@@ -229,7 +229,7 @@ def test_profiles_keep_failed_outputs_and_go_on():
     prof = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())
     assert prof["executor"] == "slurm" and prof["slurm-keep-successful-logs"]
     assert prof["slurm-delete-logfiles-older-than"] == 0       # the logs live in the run folder
-    assert set(snakemake.ENV_NAMES.values()) <= set((ROOT / "profiles" / "slurm" / "config.yaml").read_text().split('"'))
+    assert set(profile.ENV_NAMES.values()) <= set((ROOT / "profiles" / "slurm" / "config.yaml").read_text().split('"'))
 
 
 @pytest.mark.parametrize("executor, missing", [("snakemake", "snakemake"), ("slurm", "snakemake_executor_plugin_slurm")])

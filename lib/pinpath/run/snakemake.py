@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from .. import paths
 from .. import runfolder as rf
@@ -20,55 +19,11 @@ from ..errors import printable
 from ..paths import PROJECT_ROOT
 from .jobs import job_id_of, resolve_part
 from .plan import init_run, plan
+from .profile import WORKFLOW_DIR, env_for_profile, need_extra, profile_dir, slurm_profile
 from .resume import check_resume
-from .slurm import ClusterError, check, describe, parse_mem_mb, parse_minutes
+from .slurm import ClusterError, check, describe
 
-__all__ = ["run_workflow", "slurm_profile", "slurm_resources", "options", "env_for_profile", "WORKFLOW_DIR",
-           "PROFILES_DIR", "ENV_NAMES", "MAKE_NAMES"]
-
-#: the workflow and the profiles live beside the package, whatever PINPATH_ROOT says about the data
-_SOURCE_ROOT = Path(__file__).resolve().parents[3]
-WORKFLOW_DIR = _SOURCE_ROOT / "workflow"
-PROFILES_DIR = _SOURCE_ROOT / "profiles"
-
-#: the profile reads these; ``run_workflow`` sets them from its options (make's SLURM_* variables)
-ENV_NAMES = {"partition": "PINPATH_SLURM_PARTITION", "account": "PINPATH_SLURM_ACCOUNT",
-             "gpus": "PINPATH_SLURM_GPUS", "cpus": "PINPATH_SLURM_CPUS", "time": "PINPATH_SLURM_TIME_MIN",
-             "mem": "PINPATH_SLURM_MEM_MB"}
-
-
-def _need_extra(module: str, what: str) -> None:
-    """ClusterError in one sentence where the cluster extra's ``module`` is not installed."""
-    import importlib.util
-    if importlib.util.find_spec(module) is None:
-        raise ClusterError(f"{what} is not installed in this environment: `make setup EXTRAS=test,cuda,cluster` "
-                           "(or `pip install -e '.[cluster]'`)")
-
-
-def _profile(name: str) -> Path:
-    return PROFILES_DIR / name
-
-
-def slurm_profile(env: dict[str, str] | None = None) -> dict[str, Any]:
-    """``profiles/slurm/config.yaml`` as Snakemake will read it under ``env`` (the profile is a YTE
-    template over the environment)."""
-    _need_extra("yte", "YTE (Snakemake's profile templates)")
-    import yte
-    env = dict(os.environ if env is None else env)
-    old = dict(os.environ)
-    try:
-        os.environ.clear()
-        os.environ.update(env)
-        with open(_profile("slurm") / "config.yaml") as f:
-            return yte.process_yaml(f, require_use_yte=True)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
-
-
-def slurm_resources(env: dict[str, str] | None = None) -> dict[str, Any]:
-    """The notebook jobs' resources (the profile's default-resources) under ``env``."""
-    return dict(slurm_profile(env).get("default-resources") or {})
+__all__ = ["run_workflow", "PROFILE_OF"]
 
 
 def _say(msg: str) -> None:
@@ -100,11 +55,6 @@ def _summary(run_dir: Path, wall_s: float) -> str:
         rows.append("  " + "  ".join(bits))
     head = f"{man.get('status', 'unknown')}: {run_dir} ({wall_s:.0f} s wall); report: {run_dir / 'report' / 'index.html'}"
     return "\n".join([head, *rows])
-
-
-#: make's names for the job resources; Slurm's own commands read some of them (srun: SLURM_PARTITION,
-#: SLURM_ACCOUNT, SLURM_GPUS), so they reach the profile as PINPATH_SLURM_* and never the jobs
-MAKE_NAMES = ("SLURM_PARTITION", "SLURM_ACCOUNT", "SLURM_GPUS", "SLURM_CPUS", "SLURM_TIME", "SLURM_MEM")
 
 
 #: each executor's Snakemake profile (profiles/<name>/config.yaml)
@@ -152,9 +102,9 @@ def run_workflow(*, executor: str, preset: str, platform: str, only: list[str] |
     which ends with ``pinpath finalize``; prints one line per notebook; returns the exit status."""
     if executor not in PROFILE_OF:
         raise ClusterError(f"unknown executor {executor!r}; known: local, {', '.join(PROFILE_OF)}")
-    _need_extra("snakemake", "Snakemake")
+    need_extra("snakemake", "Snakemake")
     if executor == "slurm":
-        _need_extra("snakemake_executor_plugin_slurm", "Snakemake's Slurm executor")
+        need_extra("snakemake_executor_plugin_slurm", "Snakemake's Slurm executor")
     env = env_for_profile(options)
     extra = _check_slurm(env) if executor == "slurm" else []
     t0 = time.monotonic()
@@ -170,16 +120,6 @@ def run_workflow(*, executor: str, preset: str, platform: str, only: list[str] |
                          snakemake_args=snakemake_args, t0=t0)
     finally:
         lock.release()
-
-
-def env_for_profile(options: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment Snakemake and its profile see: make's SLURM_* names left out, the options
-    (``options``'s answer) as PINPATH_SLURM_*."""
-    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in MAKE_NAMES}
-    for key, value in (options or {}).items():
-        if value not in (None, ""):
-            env[ENV_NAMES[key]] = str(value)
-    return env
 
 
 def _check_slurm(env: dict[str, str]) -> list[str]:
@@ -213,7 +153,7 @@ def _workflow(run_abs: Path, *, executor: str, env: dict, extra: list[str], cell
     except ValueError:
         run_arg = str(run_abs)
     argv = [py, "-m", "snakemake", "--snakefile", str(WORKFLOW_DIR / "Snakefile"), "--directory", str(workdir),
-            "--workflow-profile", str(_profile(PROFILE_OF[executor])), "--config", f"run_dir={run_arg}"]
+            "--workflow-profile", str(profile_dir(PROFILE_OF[executor])), "--config", f"run_dir={run_arg}"]
     if cell_timeout_s:
         argv.append(f"cell_timeout={cell_timeout_s}")
     if executor == "slurm":
@@ -236,22 +176,3 @@ def _workflow(run_abs: Path, *, executor: str, env: dict, extra: list[str], cell
         _say(f"to run what is not ok again: make reproduce EXECUTOR={executor} RESUME={run_abs.name}")
         return 1
     return 0 if rc == 0 else 1
-
-
-def options(given: dict[str, str]) -> dict[str, str]:
-    """The Slurm options a person typed (``partition``, ``account``, ``gpus``, ``cpus``, ``time``,
-    ``mem``), checked and in the profile's units; empty ones left out."""
-    out = {}
-    for key in ENV_NAMES:
-        value = (given.get(key) or "").strip()
-        if not value:
-            continue
-        if key == "time":
-            value = str(parse_minutes(value))
-        elif key == "mem":
-            value = str(parse_mem_mb(value))
-        elif key in ("gpus", "cpus") and not re.fullmatch(r"\d+", value):
-            raise ClusterError(f"{key} {value!r} must be a whole number")
-        out[key] = value
-    return out
-

@@ -117,8 +117,6 @@ def init_run(p: Plan, out_dir: Path | None = None, run_id: str | None = None) ->
     return rf.create(out_dir, man, exact=run_id is not None)
 
 
-
-
 def cell_timeout_s(value) -> int | None:
     """Seconds a cell may run, as every command line takes it (``run``, ``run-notebook``, each
     executor): None for nothing (no limit), else a positive whole number; BadParameter otherwise."""

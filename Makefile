@@ -25,10 +25,11 @@ OUT        ?=
 WHEELHOUSE ?= wheelhouse
 SKIP       ?=
 # the AMD extra (hip-python, ~300 MB) only where ROCm's HIP library is on this machine (a file that
-# exists, not only an entry of ld.so.cache), or when asked; the cluster extra (Snakemake) with CLUSTER=
+# exists, not only an entry of ld.so.cache), or when asked; the cluster extra (Snakemake) with
+# EXECUTOR=snakemake or slurm
 HAS_ROCM   := $(shell for f in $$( { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | sed -n 's/.*libamdhip64\.so.* => //p') \
                 /opt/rocm/lib/libamdhip64.so; do [ -e "$$f" ] && echo 1 && break; done)
-EXTRAS     ?= test,cuda$(if $(CLUSTER),$(comma)cluster,)$(if $(HAS_ROCM),$(comma)amd,)
+EXTRAS     ?= test,cuda$(if $(filter snakemake slurm,$(EXECUTOR)),$(comma)cluster,)$(if $(HAS_ROCM),$(comma)amd,)
 comma      := ,
 PYVER      ?= $(shell $(PYTHON) -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 # ENV=venv (default) builds .venv from nothing; ENV=system uses $(PYTHON) as it is, plus the
@@ -36,9 +37,10 @@ PYVER      ?= $(shell $(PYTHON) -c 'import sys; print(f"{sys.version_info[0]}.{s
 ENV        ?= venv
 # wheels in wheelhouse/ are preferred when present; OFFLINE=1 forbids the package index altogether
 OFFLINE    ?=
-# CLUSTER=local: the notebooks through Snakemake on this machine; CLUSTER=slurm: one Slurm job per
-# notebook (profiles/slurm/config.yaml), each job's resources overridable here or from the environment
-CLUSTER    ?=
+# EXECUTOR=local: the notebooks one after the other in one process here; snakemake: through Snakemake
+# on this machine; slurm: one Slurm job per notebook (profiles/slurm/config.yaml), each job's
+# resources overridable here or from the environment
+EXECUTOR   ?= local
 SLURM_PARTITION ?=
 SLURM_ACCOUNT   ?=
 SLURM_GPUS      ?=
@@ -46,7 +48,7 @@ SLURM_CPUS      ?=
 SLURM_TIME      ?=
 SLURM_MEM       ?=
 ARCH       ?=
-export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STRICT INLINE TRACE OUT EXTRAS WHEELHOUSE SKIP PYVER ARCH CLUSTER
+export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STRICT INLINE TRACE OUT EXTRAS WHEELHOUSE SKIP PYVER ARCH EXECUTOR
 export SLURM_PARTITION SLURM_ACCOUNT SLURM_GPUS SLURM_CPUS SLURM_TIME SLURM_MEM
 
 PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE),) $(if $(OFFLINE),--no-index,)
@@ -85,18 +87,18 @@ $(VENV)/.stamp: pyproject.toml
 test: setup  ## run the tests (host everywhere; cuda/AMD ones where they can run); fails if none ran
 	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "make test: no test ran" >&2; exit 1; fi; exit $$rc
 
-reproduce: setup  ## run the notebooks (PRESET=smoke|default|full PLATFORM=auto|cuda|hsa|hip|host NOTEBOOKS=a,b SET="NB.NAME=V;NB.OTHER=W" RESUME=<run-id> CELL_TIMEOUT=<s> CLUSTER=local|slurm SLURM_PARTITION= SLURM_ACCOUNT= SLURM_GPUS= SLURM_CPUS= SLURM_TIME= SLURM_MEM=)
-ifneq ($(CLUSTER),)
+reproduce: setup  ## run the notebooks (PRESET=smoke|default|full PLATFORM=auto|cuda|hsa|hip|host NOTEBOOKS=a,b SET="NB.NAME=V;NB.OTHER=W" RESUME=<run-id> CELL_TIMEOUT=<s> EXECUTOR=local|snakemake|slurm SLURM_PARTITION= SLURM_ACCOUNT= SLURM_GPUS= SLURM_CPUS= SLURM_TIME= SLURM_MEM=)
+ifeq ($(origin CLUSTER),command line)
+	$(error CLUSTER is now EXECUTOR: EXECUTOR=snakemake for CLUSTER=local, EXECUTOR=slurm for CLUSTER=slurm)
+endif
+ifneq ($(filter snakemake slurm,$(EXECUTOR)),)
 	@$(PY) -c 'import snakemake' 2>/dev/null || [ "$(ENV)" != venv ] || { echo "setup: adding the cluster extra (Snakemake)"; \
 	  $(VENV)/bin/python -m pip install -q --disable-pip-version-check $(PIP_FROM) -e ".[$$EXTRAS]"; }
-	IFS=';' read -r -d '' -a sets < <(printf '%s' "$$SET"); $(PY) -m pinpath.cluster reproduce --executor "$$CLUSTER" --preset "$$PRESET" \
+endif
+	IFS=';' read -r -d '' -a sets < <(printf '%s' "$$SET"); $(PY) -m pinpath run --executor "$$EXECUTOR" --preset "$$PRESET" \
 	  --platform "$$PLATFORM" --notebooks "$$NOTEBOOKS" --resume "$$RESUME" --cell-timeout "$$CELL_TIMEOUT" \
 	  --partition "$$SLURM_PARTITION" --account "$$SLURM_ACCOUNT" --gpus "$$SLURM_GPUS" --cpus "$$SLURM_CPUS" \
 	  --time "$$SLURM_TIME" --mem "$$SLURM_MEM" "$${sets[@]/#/--set=}"
-else
-	IFS=';' read -r -d '' -a sets < <(printf '%s' "$$SET"); $(PY) -m pinpath run --preset "$$PRESET" --platform "$$PLATFORM" \
-	  --notebooks "$$NOTEBOOKS" --resume "$$RESUME" $${CELL_TIMEOUT:+--cell-timeout "$$CELL_TIMEOUT"} "$${sets[@]/#/--set=}"
-endif
 
 validate: setup  ## check PRESET's parameter files, notebooks and lock limits; run nothing
 	IFS=';' read -r -d '' -a sets < <(printf '%s' "$$SET"); $(PY) -m pinpath validate --preset "$$PRESET" --platform "$$PLATFORM" \

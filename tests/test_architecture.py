@@ -35,3 +35,16 @@ def test_a_missing_path_is_caught():
     assert named_paths(text) == ["lib/pinpath/nope.py", "tools/claims-doc", "params/*.yaml", "README.md", "nope.md",
                                  "trace.py"]
     assert missing(text, ROOT) == ["lib/pinpath/nope.py", "nope.md", "trace.py"]
+
+
+def test_the_run_modules_import_only_those_listed_before_them():
+    """lib/pinpath/run/__init__.py lists its modules in import order: each may import only earlier ones."""
+    run = ROOT / "lib" / "pinpath" / "run"
+    order = re.findall(r"``(\w+)``", (run / "__init__.py").read_text().split('"""')[1].split(":", 1)[1])
+    order = [m for m in dict.fromkeys(order) if (run / f"{m}.py").is_file()]
+    assert sorted(order) == sorted(p.stem for p in run.glob("*.py") if p.stem != "__init__")
+    for i, mod in enumerate(order):
+        text = (run / f"{mod}.py").read_text()
+        used = set(re.findall(r"^\s*from \.(\w+) import", text, re.M))
+        used |= {n for names in re.findall(r"^\s*from \. import ([\w, ]+)", text, re.M) for n in names.replace(" ", "").split(",")}
+        assert used <= set(order[:i]), f"run/{mod}.py imports {sorted(used - set(order[:i]))}, listed after it"

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pinpath import params, registry, runner
+from pinpath import params, registry
+from pinpath.run import plan as run_plan
 from pinpath.report import claims
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,7 +86,7 @@ def test_each_presets_effective_parameters_are_unchanged(preset):
 
 def test_a_preset_without_a_notebooks_section_runs_it_with_the_defaults(tmp_path):
     (tmp_path / "smoke.yaml").write_text("07_c8_semantics: {}\n")
-    p = runner.plan("smoke", "host", only=["12_c15_overlap"], params_dir=tmp_path)
+    p = run_plan.plan("smoke", "host", only=["12_c15_overlap"], params_dir=tmp_path)
     assert p.parameters == {"12_c15_overlap": {}}        # the runner injects nothing: the cell's defaults run
 
 

@@ -7,6 +7,7 @@ import glob
 import io
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -24,7 +25,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pinpath import __main__ as cli
-from pinpath import paths, runner
+from pinpath import paths
+from pinpath.run import finalize as finalizing, local, plan as planning, resume as resuming
 from pinpath import runfolder as rf
 from pinpath.errors import BadParameter, UnknownName
 from pinpath.params import SCHEMA
@@ -96,7 +98,7 @@ PLAIN_LOCK_NBYTES = 8 << 20     #: a non-root user's usual `ulimit -l`
 def test_bad_parameter_files(tmp_path, text, match):
     (tmp_path / "params").mkdir()
     with pytest.raises(BadParameter, match=match):
-        runner.plan("smoke", "host", nb_dir=FIXTURES, params_dir=_params(tmp_path, text))
+        planning.plan("smoke", "host", nb_dir=FIXTURES, params_dir=_params(tmp_path, text))
 
 
 def _sizes_project(root: Path, extra: str) -> None:
@@ -110,30 +112,30 @@ def test_sizes_are_parsed_and_checked(project):
                          ("[1MiB, 4KiB]", "must be in increasing order"), ("[4KiB, 4096]", "repeats a value")):
         _params(project, f"00_ok:\n  SIZES_NBYTES: {value}\n")
         with pytest.raises(BadParameter, match=match):
-            runner.plan("smoke", "host")
+            planning.plan("smoke", "host")
     _params(project, "00_ok:\n  SIZES_NBYTES: [4KiB, 1MiB]\n")
-    assert runner.plan("smoke", "host").parameters["00_ok"]["SIZES_NBYTES"] == [4096, 1 << 20]
+    assert planning.plan("smoke", "host").parameters["00_ok"]["SIZES_NBYTES"] == [4096, 1 << 20]
 
 
 def test_vocabulary_words_are_checked(project):
     _sizes_project(project, 'POLICIES: list = ["nextgen"]  # policies\nVERIFY: str = "first"  # check')
     _params(project, "00_ok:\n  POLICIES: [nextgen, lock_allways]\n")
     with pytest.raises(BadParameter, match=r"\[00_ok\]: POLICIES\[1\] 'lock_allways' is not one of"):
-        runner.plan("smoke", "host")
+        planning.plan("smoke", "host")
     _params(project, "00_ok:\n  VERIFY: sometimes\n")
     with pytest.raises(BadParameter, match="VERIFY 'sometimes' is not one of"):
-        runner.plan("smoke", "host")
+        planning.plan("smoke", "host")
 
 
 def test_unknown_platform_preset_notebook(tmp_path):
     (tmp_path / "params").mkdir()
     params = _params(tmp_path, "00_ok: {}\n01_broken: {}\n")
     with pytest.raises(UnknownName, match="unknown platform 'gpu'"):
-        runner.plan("smoke", "gpu", nb_dir=FIXTURES, params_dir=params)
+        planning.plan("smoke", "gpu", nb_dir=FIXTURES, params_dir=params)
     with pytest.raises(BadParameter, match="unknown preset 'quick'"):
-        runner.plan("quick", "host", nb_dir=FIXTURES, params_dir=params)
+        planning.plan("quick", "host", nb_dir=FIXTURES, params_dir=params)
     with pytest.raises(UnknownName, match="unknown notebook '07_nope'"):
-        runner.plan("smoke", "host", only=["07_nope"], nb_dir=FIXTURES, params_dir=params)
+        planning.plan("smoke", "host", only=["07_nope"], nb_dir=FIXTURES, params_dir=params)
 
 
 def _run_manifest(rid: str, status: str = "failed", **over) -> str:
@@ -296,10 +298,10 @@ def test_a_notebook_that_is_not_json_or_has_no_parameters_cell(project):
     (project / "notebooks" / "00_ok.ipynb").write_text("{not json")
     _params(project, "00_ok: {}\n")
     with pytest.raises(BadParameter, match=r"00_ok.ipynb: not a notebook \(not JSON\)"):
-        runner.plan("smoke", "host")
+        planning.plan("smoke", "host")
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("pass")]), project / "notebooks" / "00_ok.ipynb")
     with pytest.raises(BadParameter, match="has no cell tagged 'parameters'"):
-        runner.plan("smoke", "host")
+        planning.plan("smoke", "host")
 
 
 def test_make_variables_reach_the_command_as_one_argument(tmp_path):
@@ -320,7 +322,7 @@ def test_failure_is_recorded_and_the_run_goes_on(tmp_path):
     (tmp_path / "params").mkdir()
     params = _params(tmp_path, "00_ok: {}\n01_broken: {}\n")
     lines = []
-    run_dir, man = runner.run("smoke", "host", nb_dir=FIXTURES, params_dir=params, out_dir=out, progress=lines.append)
+    run_dir, man = local.run("smoke", "host", nb_dir=FIXTURES, params_dir=params, out_dir=out, progress=lines.append)
     assert man["status"] == "failed"
     assert man["notebooks"]["00_ok"]["status"] == "ok"
     err = man["notebooks"]["01_broken"]
@@ -344,7 +346,7 @@ rt.lock(held.ctypes.data, held.nbytes)   # and never unlocked"""
 def test_a_notebook_that_leaves_a_lock_behind_is_leaked(project):
     _notebook(project / "notebooks" / "00_leaky.ipynb", LEAKY)
     _params(project, "00_leaky: {}\n")
-    run_dir, man = runner.run("smoke", "host", progress=lambda s: None)
+    run_dir, man = local.run("smoke", "host", progress=lambda s: None)
     part = man["notebooks"]["00_leaky"]
     assert part["status"] == "leaked" and "+1 lock@0x" in part["error"] and "VmLck grew" in part["error"], part
     assert man["status"] == "failed"
@@ -355,7 +357,7 @@ def test_a_notebook_that_leaves_a_lock_behind_is_leaked(project):
 def test_a_dead_kernel_is_recorded_and_shown(project):
     _notebook(project / "notebooks" / "00_dies.ipynb", "import os\nos._exit(3)")
     _params(project, "00_dies: {}\n")
-    run_dir, man = runner.run("smoke", "host", progress=lambda s: None)
+    run_dir, man = local.run("smoke", "host", progress=lambda s: None)
     part = man["notebooks"]["00_dies"]
     assert part["status"] == "dead_kernel" and "kernel died" in part["error"], part
     assert "kernel died" in (run_dir / "notebooks" / "00_dies.ipynb").read_text()
@@ -431,7 +433,7 @@ def test_a_killed_runner_leaves_a_stale_run(tmp_path):
     r = _cli("runs", env={"PINPATH_ROOT": str(tmp_path)})
     assert r.returncode == 0 and " stale " in r.stdout, r.stdout
     (run_dir,) = [p for p in (tmp_path / "outputs").iterdir() if p.is_dir()]
-    man = runner.finalize(run_dir)
+    man = finalizing.finalize(run_dir)
     assert man["notebooks"]["01_sleeps"]["status"] == "stale" and man["status"] == "failed"
 
 
@@ -439,9 +441,9 @@ def test_a_broken_data_file_is_named_in_the_report(tmp_path):
     out = tmp_path / "outs"
     (tmp_path / "params").mkdir()
     params = _params(tmp_path, "00_ok: {}\n01_broken: {}\n")
-    run_dir, _ = runner.run("smoke", "host", nb_dir=FIXTURES, params_dir=params, out_dir=out, progress=lambda s: None)
+    run_dir, _ = local.run("smoke", "host", nb_dir=FIXTURES, params_dir=params, out_dir=out, progress=lambda s: None)
     (run_dir / "data" / "lock_cost.parquet").write_bytes(b"PAR1 truncated")
-    man = runner.finalize(run_dir)
+    man = finalizing.finalize(run_dir)
     assert man["unreadable_data"] == ["lock_cost.parquet"]
 
 
@@ -463,7 +465,7 @@ def test_a_plain_user_gets_the_default_preset_fitted_and_explicit_sizes_refused(
 
 def test_smoke_run_every_notebook_ok_and_quiet(smoke_run):
     run_dir, man, stderr = smoke_run
-    stems = [p.stem for p in runner.available_notebooks(ROOT / "notebooks")]
+    stems = [p.stem for p in planning.available_notebooks(ROOT / "notebooks")]
     assert list(man["notebooks"]) == stems and stems
     assert all(v["status"] == "ok" for v in man["notebooks"].values()), man["notebooks"]
     for i, stem in enumerate(stems, 1):
@@ -536,7 +538,7 @@ def test_a_run_judged_again_by_newer_code_says_so(smoke_run, tmp_path):
     man = json.loads((old / "manifest.json").read_text())
     man["git"] = {"commit": "0" * 40, "dirty": False}
     (old / "manifest.json").write_text(json.dumps(man))
-    again = runner.finalize(old)
+    again = finalizing.finalize(old)
     assert again["judged_by"]["commit"] not in ("0" * 40, None) and again["end"] == man["end"]
     assert os.readlink(outs / "latest") == "newer"      # the old run did not become the latest
 
@@ -556,7 +558,7 @@ def test_resume_redoes_missing_data_and_keeps_what_a_failed_redo_would_lose(proj
     _notebook(project / "notebooks" / "01_flaky.ipynb", FLAKY)
     _params(project, "00_data: {}\n01_flaky: {}\n")
     monkeypatch.setenv("PINPATH_TEST_FAIL", "1")
-    run_dir, man = runner.run("smoke", "host", progress=lambda s: None)
+    run_dir, man = local.run("smoke", "host", progress=lambda s: None)
     assert man["notebooks"]["00_data"]["data"] == ["harness.00_data.parquet"] and man["status"] == "failed"
     assert not (run_dir / "runner.lock").exists()
     failed_nb, failed_part = (run_dir / "notebooks" / "01_flaky.ipynb").read_bytes(), rf.read_part(run_dir, "01_flaky")
@@ -565,7 +567,7 @@ def test_resume_redoes_missing_data_and_keeps_what_a_failed_redo_would_lose(proj
     dead.wait()
     (run_dir / "runner.lock").write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "start": "then"}))
     lines = []
-    _, man = runner.resume(run_dir.name, progress=lines.append)
+    _, man = local.resume(run_dir.name, progress=lines.append)
     said = "\n".join(lines)
     assert "took over the lock of pid" in said and "2 of 2 notebook(s) to run" in said, said
     assert "00_data: ok, but its data harness.00_data.parquet is missing or unreadable" in said, said
@@ -586,7 +588,7 @@ def test_resume_refuses_a_platform_that_does_not_start_and_keeps_everything(proj
 
     def no_gpu(name):
         raise RuntimeUnavailable(f"{name}: no driver here")
-    monkeypatch.setattr(runner, "open_runtime", no_gpu)
+    monkeypatch.setattr(resuming, "open_runtime", no_gpu)
     before = sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*"))
     assert cli.main(["run", "--resume", "done"]) == 2
     assert capsys.readouterr().err == "pinpath: host: no driver here\n"
@@ -616,8 +618,8 @@ def test_a_full_disk_ends_in_one_sentence_and_a_failed_run(project, monkeypatch,
     err = capsys.readouterr().err
     assert err.endswith("the run folder cannot be made (No space left on device)\n") and err.count("\n") == 1, err
     assert not [p for p in (project / "outputs").iterdir()]
-    monkeypatch.setattr(runner, "run_notebook", _fake_notebook)
-    monkeypatch.setattr(runner, "finalize", full)    # the report cannot be written
+    monkeypatch.setattr(local, "run_notebook", _fake_notebook)
+    monkeypatch.setattr(local, "finalize", full)    # the report cannot be written
     assert cli.main(["run", "--preset", "smoke", "--platform", "host"]) == 2
     err = capsys.readouterr().err.splitlines()[-1]
     assert err.startswith("pinpath: ") and "cannot be written (No space left on device); the run" in err, err
@@ -637,8 +639,8 @@ def test_a_second_signal_while_finishing_leaves_the_run_interrupted(project, mon
         assert kw["interrupted_at"] == "00_ok"
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(5)
-    monkeypatch.setattr(runner, "run_notebook", first)
-    monkeypatch.setattr(runner, "finalize", second)
+    monkeypatch.setattr(local, "run_notebook", first)
+    monkeypatch.setattr(local, "finalize", second)
     assert cli.main(["run", "--preset", "smoke", "--platform", "host"]) == 130
     err = capsys.readouterr().err
     assert err.splitlines()[-1].startswith("pinpath: ") and "stopped again while its report was written" in err, err
@@ -672,13 +674,13 @@ def test_run_ids_and_latest_are_made_atomically(tmp_path):
 def test_latest_only_for_a_run_of_the_folder_of_runs(project, monkeypatch):
     """A committed reference judged again, or a run finalized elsewhere, never gets a `latest`."""
     _one_notebook(project)
-    monkeypatch.setattr(runner, "run_notebook", _fake_notebook)
-    p = runner.plan("smoke", "host")
-    ref = runner.init_run(p, project / "outputs" / "reference", "h200")
-    runner._execute(ref, ["00_ok"], say=lambda s: None)
+    monkeypatch.setattr(local, "run_notebook", _fake_notebook)
+    p = planning.plan("smoke", "host")
+    ref = planning.init_run(p, project / "outputs" / "reference", "h200")
+    local._execute(ref, ["00_ok"], say=lambda s: None)
     assert not (project / "outputs" / "reference" / "latest").exists()
     assert not (project / "outputs" / "latest").exists()
-    run_dir, _ = runner._execute(runner.init_run(p), ["00_ok"], say=lambda s: None)
+    run_dir, _ = local._execute(planning.init_run(p), ["00_ok"], say=lambda s: None)
     assert (project / "outputs" / "latest").resolve() == run_dir.resolve()
 
 
@@ -686,7 +688,7 @@ def test_whole_number_floats_become_integers_for_the_schema_and_the_budget(proje
     from pinpath.params import estimated_ops
     _sizes_project(project, "REPEATS: int = 1  # r\nTHREADS: list = [1]  # t\nTRANSFERS: int = 1  # n")
     _params(project, "00_ok:\n  REPEATS: 3.0\n  THREADS: [1.0, 2.0]\n")
-    got = runner.plan("smoke", "host", overrides=["00_ok.TRANSFERS=1000.0"]).parameters["00_ok"]
+    got = planning.plan("smoke", "host", overrides=["00_ok.TRANSFERS=1000.0"]).parameters["00_ok"]
     assert got == {"REPEATS": 3, "THREADS": [1, 2], "TRANSFERS": 1000}
     assert all(type(v) is int for v in [got["REPEATS"], got["TRANSFERS"], *got["THREADS"]])
     assert estimated_ops({"TRANSFERS": 1e6, "THREADS": [1] * 16, "REPEATS": 30.0}) == \
@@ -749,14 +751,14 @@ def test_any_parameter_file_is_accepted_or_refused_in_one_sentence(project, docu
 
 def test_resume_never_moves_files_through_a_link_out_of_the_run(project, monkeypatch, capsys):
     _one_notebook(project)
-    run_dir = runner.init_run(runner.plan("smoke", "host"))
+    run_dir = planning.init_run(planning.plan("smoke", "host"))
     rf.write_part(run_dir, "00_ok", {"status": "failed"})
     rf.write_manifest(run_dir, {**rf.read_manifest(run_dir), "status": "failed"})
     outside = project / "elsewhere" / "notebooks" / "00_ok.ipynb"
     outside.parent.mkdir(parents=True)
     outside.write_text("a user's notebook")
     (run_dir / ".aside-00_ok").symlink_to(project / "elsewhere")
-    monkeypatch.setattr(runner, "run_notebook", _fake_notebook)
+    monkeypatch.setattr(local, "run_notebook", _fake_notebook)
     assert cli.main(["run", "--resume", run_dir.name]) == 2
     err = capsys.readouterr().err.splitlines()[-1]
     assert err.startswith("pinpath: ") and "'.aside-00_ok' leads outside the run folder" in err, err
@@ -780,3 +782,17 @@ def test_a_read_only_folder_of_runs_at_resume_and_share_is_one_sentence(project,
     assert err == [f"pinpath: {runs['done'] / 'runner.lock'}: cannot be written (Read-only file system); nothing was changed",
                    f"pinpath: {runs['done'] / 'runner.lock'}: cannot be written or read (Read-only file system)"], err
     assert sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*")) == before
+
+
+@pytest.mark.parametrize("given, seconds", [(None, None), ("", None), (" 90 ", 90), (900, 900)])
+def test_one_check_of_the_cell_timeout(given, seconds):
+    assert planning.cell_timeout_s(given) == seconds
+
+
+@pytest.mark.parametrize("given, said", [("0", "must be a positive number of seconds, got 0"),
+                                         (-3, "must be a positive number of seconds, got -3"),
+                                         ("soon", "'soon' is not a whole number of seconds"),
+                                         ("1.5", "'1.5' is not a whole number of seconds")])
+def test_a_bad_cell_timeout_is_one_sentence(given, said):
+    with pytest.raises(BadParameter, match=f"^{re.escape(said)}$"):
+        planning.cell_timeout_s(given)

@@ -1,4 +1,5 @@
-"""``pinpath`` command line: argument parsing only; the work is in ``pinpath.runner``.
+"""``pinpath`` command line, the only one: argument parsing only; the work is in ``pinpath.run``
+(plan, the local, snakemake and slurm executors, finalize), ``pinpath.compare`` and ``pinpath.report``.
 
 Every refusal is one sentence on stderr and exit code 2, with nothing written."""
 
@@ -8,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .errors import PinpathError, printable
+from .errors import BadParameter, PinpathError, printable
 from .params import PRESETS
 from .vocab import Platform
 
@@ -21,14 +22,21 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _positive_int(text: str) -> int:
+def _cell_timeout(text: str) -> int | None:
+    from .run.plan import cell_timeout_s
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value}")
-    return value
+        return cell_timeout_s(text)
+    except PinpathError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _slurm_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--partition", default="", help="Slurm partition (default: the profile's, else the cluster's)")
+    p.add_argument("--account", default="", help="Slurm account (default: the profile's, else none)")
+    p.add_argument("--gpus", default="", help="GPUs per notebook job (default: the profile's, 1)")
+    p.add_argument("--cpus", default="", help="CPUs per notebook job (default: the profile's, 8)")
+    p.add_argument("--time", default="", help="time limit per notebook job: 90, 1h30m, 01:30:00 (default: 60 min)")
+    p.add_argument("--mem", default="", help="memory per notebook job: 32G, 500M (default: 32000 MiB)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,14 +53,19 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--set", action="append", default=[], metavar="NOTEBOOK.NAME=VALUE",
                        help="one parameter of one notebook, e.g. 01_c12_lock_copy.NBYTES=1GiB (repeatable)")
         if name == "run":
-            p.add_argument("--cell-timeout", type=_positive_int, default=None, help="seconds a cell may run (default: no limit)")
+            p.add_argument("--executor", default="local",
+                           help="local (this process, the default), snakemake (the workflow on this machine) or "
+                                "slurm (one Slurm job per notebook)")
+            p.add_argument("--cell-timeout", type=_cell_timeout, default=None, help="seconds a cell may run (default: no limit)")
             p.add_argument("--resume", default="", help="a run id (or folder) whose notebooks that are not ok run again")
+            _slurm_options(p)
+            p.add_argument("snakemake_args", nargs="*", help="after --: more Snakemake options (e.g. --dry-run)")
         if name == "init":
             p.add_argument("--run-id", default=None, help="the run folder's name (default: time, host, platform)")
     p = sub.add_parser("run-notebook", help="execute one notebook into an existing run folder")
     p.add_argument("run_dir", type=Path)
     p.add_argument("stem")
-    p.add_argument("--cell-timeout", type=_positive_int, default=None, help="seconds a cell may run")
+    p.add_argument("--cell-timeout", type=_cell_timeout, default=None, help="seconds a cell may run")
     p = sub.add_parser("finalize", help="fold the notebooks' statuses into the manifest, judge the claims, build the report")
     p.add_argument("run_dir", type=Path)
     sub.add_parser("list", help="list the notebooks and presets")
@@ -77,28 +90,76 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", default="auto", help="replay engine: auto (native where it runs), native, python")
     p = sub.add_parser("runs", help="list the runs under outputs/ with their status")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
+    slurm = sub.add_parser("slurm", help="ask Slurm: would it accept the notebook jobs, what became of a job")
+    ssub = slurm.add_subparsers(dest="slurm_cmd", required=True, parser_class=_Parser)
+    p = ssub.add_parser("check", help="would Slurm accept the notebook jobs? (nothing is submitted)")
+    _slurm_options(p)
+    p = ssub.add_parser("job", help="what Slurm says about a job, in one sentence")
+    p.add_argument("job_id")
+    p.add_argument("--notebook", default="", help="the notebook's name for the sentence (default: from the job)")
     return ap
 
 
 def _only(text: str) -> list[str] | None:
     """Comma-separated stems; None (all) for nothing; empty or repeated names are left in, for
-    runner.plan to refuse."""
+    run.plan.plan to refuse."""
     return [s.strip() for s in text.split(",")] if text.strip() else None
+
+
+_SLURM_KEYS = ("partition", "account", "gpus", "cpus", "time", "mem")
+
+
+def _slurm(args) -> int:
+    """``pinpath slurm check`` and ``pinpath slurm job``."""
+    from .run import jobs, profile, slurm
+    if args.slurm_cmd == "job":
+        js = jobs.job_state(args.job_id)
+        if js is None:
+            print(f"{args.notebook or 'job'}: Slurm knows nothing of job {args.job_id}")
+            return 1
+        print(js.sentence(args.notebook or js.notebook or "job"))
+        return 0
+    res = profile.slurm_resources(profile.env_for_profile(profile.options({k: getattr(args, k) for k in _SLURM_KEYS})))
+    found = slurm.check(res)
+    for note in found.notes:
+        print(f"pinpath: {note}", file=sys.stderr, flush=True)
+    print(f"ok: Slurm accepts the notebook jobs ({slurm.describe(res, found.partition, found.account)}): {found.sbatch}")
+    return 0
+
+
+def _run(args, out_dir: Path):
+    """``pinpath run``: the local executor in this process (its run folder and manifest), or the
+    exit status of the snakemake and slurm executors."""
+    from .run import local, profile, snakemake
+    if args.executor != "local":
+        opts = profile.options({k: getattr(args, k) for k in _SLURM_KEYS})
+        return snakemake.run_workflow(executor=args.executor, preset=args.preset, platform=args.platform,
+                                      only=_only(args.notebooks), outputs=args.outputs, resume=args.resume,
+                                      sets=args.set, cell_timeout_s=args.cell_timeout, options=opts,
+                                      snakemake_args=args.snakemake_args)
+    if args.snakemake_args:
+        raise BadParameter(f"{' '.join(args.snakemake_args)!r}: Snakemake options need --executor snakemake or slurm")
+    if args.resume:
+        return local.resume(args.resume, out_dir=out_dir, cell_timeout_s=args.cell_timeout, preset=args.preset,
+                            platform=args.platform, only=_only(args.notebooks), overrides=args.set)
+    return local.run(args.preset or "default", args.platform, only=_only(args.notebooks), out_dir=out_dir,
+                     cell_timeout_s=args.cell_timeout, overrides=args.set)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from . import runfolder, runner
-    from . import paths
+    from . import compare, paths, runfolder
+    from .run import finalize, notebook, plan
+    from .run.signals import Interrupted
     try:
         if args.cmd == "list":
-            for nb in runner.available_notebooks():
+            for nb in plan.available_notebooks():
                 print(nb.stem)
             print("presets:", ", ".join(PRESETS))
             return 0
         if args.cmd == "compare":
             from .report import regress
-            path, checked = runner.compare(args.runs, args.out)
+            path, checked = compare.compare(args.runs, args.out)
             print(path)
             print("\n".join(regress.lines(checked)))
             return 1 if args.strict and len(regress.regressions(checked)) else 0
@@ -123,35 +184,33 @@ def main(argv: list[str] | None = None) -> int:
             print(share / "summary.md")
             print(share / f"{share.parent.name}.zip")
             return 0
+        if args.cmd == "slurm":
+            return _slurm(args)
         if args.cmd == "run-notebook":
-            part = runner.run_notebook(args.run_dir, args.stem, cell_timeout_s=args.cell_timeout)
+            part = notebook.run_notebook(args.run_dir, args.stem, cell_timeout_s=args.cell_timeout)
             print(f"{args.stem}: {part['status']}" + (f" - {part['error']}" if part.get("error") else ""))
             return 0 if part["status"] == "ok" else 1
         if args.cmd == "finalize":
-            man = runner.finalize(args.run_dir)
+            man = finalize.finalize(args.run_dir)
             print(f"{man['status']}: {args.run_dir}; report: {Path(args.run_dir) / 'report' / 'index.html'}")
             return 0 if man["status"] == "ok" else 1
         out_dir = args.outputs or paths.OUTPUTS_DIR
-        if args.cmd == "run" and args.resume:
-            run_dir, man = runner.resume(args.resume, out_dir=out_dir, cell_timeout_s=args.cell_timeout,
-                                         preset=args.preset, platform=args.platform, only=_only(args.notebooks),
-                                         overrides=args.set)
-        elif args.cmd in ("validate", "init"):
-            p = runner.plan(args.preset or "default", args.platform, only=_only(args.notebooks), overrides=args.set)
+        if args.cmd in ("validate", "init"):
+            p = plan.plan(args.preset or "default", args.platform, only=_only(args.notebooks), overrides=args.set)
             if args.cmd == "validate":
                 for notice in p.notices:
                     print(f"notice: {printable(notice)}")
                 print(f"ok: {len(p.notebooks)} notebook(s), preset {p.preset}, platform {p.platform}")
                 return 0
-            if args.cmd == "init":
-                for notice in p.notices:
-                    print(f"notice: {printable(notice)}", file=sys.stderr)
-            print(runner.init_run(p, out_dir, args.run_id))
+            for notice in p.notices:
+                print(f"notice: {printable(notice)}", file=sys.stderr)
+            print(plan.init_run(p, out_dir, args.run_id))
             return 0
-        else:
-            run_dir, man = runner.run(args.preset or "default", args.platform, only=_only(args.notebooks), out_dir=out_dir,
-                                      cell_timeout_s=args.cell_timeout, overrides=args.set)
-    except runner.Interrupted as e:          # a second signal while the run was finishing
+        done = _run(args, out_dir)
+        if isinstance(done, int):           # the snakemake and slurm executors said their own summary
+            return done
+        run_dir, man = done
+    except Interrupted as e:                 # a second signal while the run was finishing
         print(f"pinpath: {printable(e)}", file=sys.stderr)
         return 130
     except PinpathError as e:

@@ -194,15 +194,20 @@ def reopen(run_dir: Path, resolve=None) -> dict:
 
 def merge(run_dir: Path, manifest: dict, resolve=None) -> dict:
     """Fold the parts into ``manifest["notebooks"]``; a part left ``running`` by a job that is
-    gone becomes ``stale`` (or what ``resolve(part)`` says: a cluster knows why its job ended)."""
+    gone becomes ``stale`` (or what ``resolve(part)`` says: a cluster knows why its job ended).
+    ``resolve``'s answer is kept in the part (its ``slurm_state``), so a job is asked about once."""
     nbs = parts(run_dir, manifest.get("notebooks", {}))
     for stem, part in nbs.items():
-        on_cluster = resolve is not None and bool(part.get("SLURM_JOB_ID"))
-        if part.get("status") != "running" and not on_cluster:
+        ask = resolve is not None and bool(part.get("SLURM_JOB_ID")) and "slurm_state" not in part
+        if part.get("status") != "running" and not ask:
             continue
-        told = resolve({"notebook": stem, **part}) if resolve else None
+        told = resolve({"notebook": stem, **part}) if ask else None
         if told is not None:
             nbs[stem] = told
+            try:
+                write_part(run_dir, stem, told)
+            except OSError:          # a read-only run folder: asked again next time
+                pass
         elif part.get("status") == "running" and pid_alive(part.get("pid"), part.get("host")) is False:
             nbs[stem] = {**part, "status": "stale",
                          "error": f"{stem}: its job (pid {part.get('pid')}) ended without a status"}

@@ -1,4 +1,4 @@
-"""`make reproduce CLUSTER=slurm` against a real one-node Slurm (tests/cluster/slurm_up.sh: Debian's
+"""`make reproduce EXECUTOR=slurm` against a real one-node Slurm (tests/cluster/slurm_up.sh: Debian's
 slurm-wlm, munge, slurmdbd on MariaDB), stopped again at the end (slurm_down.sh).
 
 Runs only with PINPATH_SLURM_TESTS=1 (CI's Slurm step: root, apt, about 5 minutes); elsewhere
@@ -40,7 +40,7 @@ def _say(capsys, text):
 
 def _make(cl, root, *args, slurm, **popen):
     env = cl.env_for(root, SLURM_CONF=slurm["SLURM_CONF"], PINPATH_SLURM_POLL_S="5")
-    argv = ["make", "--no-print-directory", "reproduce", "CLUSTER=slurm", "PRESET=smoke", "PLATFORM=host", *args]
+    argv = ["make", "--no-print-directory", "reproduce", "EXECUTOR=slurm", "PRESET=smoke", "PLATFORM=host", *args]
     return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             **popen)
 
@@ -111,7 +111,7 @@ def test_bad_input_is_refused_before_anything(slurm, cl, tmp_path, capsys):
         if shutil.which(tool):
             (bin_dir / tool).symlink_to(shutil.which(tool))
     env = cl.env_for(root, PATH=str(bin_dir))
-    r = subprocess.run(["make", "--no-print-directory", "reproduce", "CLUSTER=slurm", "PRESET=smoke", "PLATFORM=host"],
+    r = subprocess.run(["make", "--no-print-directory", "reproduce", "EXECUTOR=slurm", "PRESET=smoke", "PLATFORM=host"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "pinpath: no sbatch on PATH" in r.stdout + r.stderr, r.stdout + r.stderr
     assert not (root / "outputs").exists()

@@ -1,5 +1,5 @@
-"""The Snakemake workflow on this machine (`make reproduce CLUSTER=local`) leaves the same run
-folder as the runner in one process (`make reproduce`), keeps a failed notebook's outputs, builds
+"""The Snakemake workflow on this machine (`pinpath run --executor snakemake`) leaves the same run
+folder as the runner in one process (`pinpath run`), keeps a failed notebook's outputs, builds
 the report anyway, and a second invocation on the same folder runs only what is not ok."""
 
 import time
@@ -17,7 +17,7 @@ def _both(cl, root, *args, **env):
     t0 = time.monotonic()
     r1 = cl.pinpath("run", *args, env=e)
     t1 = time.monotonic()
-    r2 = cl.pinpath("reproduce", "--executor", "local", *args, env=e, module="pinpath.cluster")
+    r2 = cl.pinpath("run", "--executor", "snakemake", *args, env=e)
     t2 = time.monotonic()
     print(f"runner {t1 - t0:.1f} s, Snakemake (local) {t2 - t1:.1f} s")
     assert r2.returncode == r1.returncode, (r1.stderr[-2000:], r2.stdout[-2000:], r2.stderr[-3000:])
@@ -63,15 +63,13 @@ def test_a_failure_keeps_every_output_builds_the_report_and_resumes(tmp_path, cl
     assert f"RESUME={b.name}" in r2.stderr
 
     quick = (b / "status" / "00_quick.json").read_text()
-    r3 = cl.pinpath("reproduce", "--executor", "local", "--resume", b.name, env=cl.env_for(root),
-                    module="pinpath.cluster")
+    r3 = cl.pinpath("run", "--executor", "snakemake", "--resume", b.name, env=cl.env_for(root))
     assert r3.returncode == 0, r3.stderr[-3000:]
     assert "run-notebook" in r3.stderr and "03_flaky" in r3.stderr
     assert (b / "status" / "00_quick.json").read_text() == quick          # the ok one did not run again
     man = cl.manifest(b)
     assert man["status"] == "ok" and man["notebooks"]["03_flaky"]["status"] == "ok"
-    r4 = cl.pinpath("reproduce", "--executor", "local", "--resume", str(b), env=cl.env_for(root),
-                    module="pinpath.cluster")
+    r4 = cl.pinpath("run", "--executor", "snakemake", "--resume", str(b), env=cl.env_for(root))
     assert r4.returncode == 0 and "Nothing to be done" in r4.stderr
 
 
@@ -81,9 +79,8 @@ def test_the_workflow_refuses_without_a_run_folder(tmp_path, cl):
     r = cl.pinpath("--snakefile", str(cl.ROOT / "workflow" / "Snakefile"), "--directory", str(tmp_path),
                    "--cores", "1", "--dry-run", env=cl.env_for(tmp_path), module="snakemake")
     assert r.returncode != 0 and "needs --config run_dir=outputs/<run-id>" in r.stdout + r.stderr
-    r = cl.pinpath("resume-nothing", env=cl.env_for(tmp_path), module="pinpath.cluster")
+    r = cl.pinpath("resume-nothing", env=cl.env_for(tmp_path))
     assert r.returncode == 2
-    r = cl.pinpath("reproduce", "--resume", "20990101T000000Z-nowhere", env=cl.env_for(tmp_path),
-                   module="pinpath.cluster")
+    r = cl.pinpath("run", "--executor", "snakemake", "--resume", "20990101T000000Z-nowhere", env=cl.env_for(tmp_path))
     assert r.returncode == 2 and "not a pinpath run (no manifest.json in 20990101T000000Z-nowhere)" in r.stderr
     assert sys.executable

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from pinpath import __main__ as cli
-from pinpath import runner
+from pinpath import compare
 from pinpath.report import regress
 from pinpath.report.share import render_compare_markdown
 
@@ -74,7 +74,7 @@ def test_markdown_of_the_comparison_carries_the_check(tmp_path):
 def test_strict_exits_1_only_on_a_regression(tmp_path, monkeypatch, capsys, strict, body, rc):
     a, b = _csv(tmp_path, "A", A), _csv(tmp_path, "B", body)
     out = tmp_path / "compare.html"
-    monkeypatch.setattr(runner, "compare", lambda dirs, path: (path, regress.check(_runs(*dirs))))
+    monkeypatch.setattr(compare, "compare", lambda dirs, path: (path, regress.check(_runs(*dirs))))
     assert cli.main(["compare", str(a), str(b), "--out", str(out), *(["--strict"] if strict else [])]) == rc
     printed = capsys.readouterr().out
     assert printed.startswith(str(out)) and "regression check:" in printed

@@ -34,9 +34,9 @@ def test_the_committed_run_judged_again_gives_its_claims_csv(platform, csv):
 
 def test_the_committed_runs_fidelity_table_is_unchanged():
     """report/fidelity.csv: the Python figures, net of the harness of the notebook that wrote them,
-    beside the C ones (runner._fidelity reads the harness through RunData)."""
-    from pinpath import runner
+    beside the C ones (run.finalize._fidelity reads the harness through RunData)."""
+    from pinpath.run import finalize
     data, _ = claims.load_run(RUN)
-    got = _csv(runner._fidelity(data, "host"))
+    got = _csv(finalize._fidelity(data, "host"))
     pd.testing.assert_frame_equal(got, pd.read_csv(RUN / "report" / "fidelity.csv", keep_default_na=False),
                                   check_exact=True)

@@ -274,9 +274,11 @@ def test_md_cell(raw, cell):
     assert S.md_cell(raw) == cell
 
 
-def test_main_prints_relative_paths(run, capsys, monkeypatch):
+def test_the_command_line_prints_where_it_wrote(run, capsys, monkeypatch):
+    from pinpath import __main__ as cli
     outputs, run_dir, _ = run
     monkeypatch.chdir(outputs.parent)
-    assert S.main([str(run_dir)]) == 0
+    assert cli.main(["share", str(run_dir)]) == 0
     out = capsys.readouterr().out.split()
-    assert out == [f"outputs/{run_dir.name}/share/summary.md", f"outputs/{run_dir.name}/share/{run_dir.name}.zip"]
+    share = run_dir.resolve() / "share"
+    assert out == [str(share / "summary.md"), str(share / f"{run_dir.name}.zip")]

@@ -7,7 +7,7 @@ whose intervals do not overlap: a verdict that moved while the figures overlap i
 the runs can tell apart, and is reported but not failed. ``compare --strict`` exits 1 on a
 regression.
 
-``runs`` are what ``runner.compare`` passes the pages: (manifest, claims frame[, run folder])
+``runs`` are what ``pinpath.compare`` passes the pages: (manifest, claims frame[, run folder])
 per run; the first run is the baseline every other is checked against.
 """
 
@@ -93,7 +93,7 @@ def _run_id(run, i: int) -> str:
 
 
 def check(runs: Sequence[tuple]) -> pd.DataFrame:
-    """``check_frames`` of every run against the first (``runs`` as ``runner.compare`` builds them)."""
+    """``check_frames`` of every run against the first (``runs`` as ``pinpath.compare`` builds them)."""
     if len(runs) < 2:
         return pd.DataFrame(columns=list(COLUMNS))
     base = runs[0]

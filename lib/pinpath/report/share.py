@@ -10,8 +10,7 @@ width that reads well there, and the whole run folder as one zip that opens offl
                             (not share/); <run-id>/index.html leads to report/index.html
 
 ``render_compare_markdown(runs)`` is the Markdown form of ``html.render_compare``.
-Command line: ``python -m pinpath.report.share [--inline] [RUN]`` (RUN: a run folder or run id; default
-``outputs/latest``).
+Command line: ``pinpath share [--inline] [RUN]`` (RUN: a run folder or run id; default ``outputs/latest``).
 """
 
 from __future__ import annotations
@@ -20,9 +19,7 @@ import base64
 import io
 import json
 import math
-import os
 import re
-import sys
 import zipfile
 from pathlib import Path
 from typing import Sequence
@@ -31,8 +28,6 @@ from urllib.parse import quote
 import pandas as pd
 
 from ..errors import BadParameter
-from ..paths import OUTPUTS_DIR
-from ..runfolder import find_run
 from ..atomic import replacing, write_bytes_atomic, write_text_atomic
 from . import regress
 from .fmt import cut_words, verdict_sentence
@@ -40,7 +35,7 @@ from .html import Scrubber, compare_rows, format_measured, verdict_word
 from .rundata import RunData
 
 __all__ = ["share_run", "summary_markdown", "render_compare_markdown", "zip_run", "resize_figures",
-           "headline_figures", "lock_unlock_table", "md_cell", "HEADLINE_ORDER", "main"]
+           "headline_figures", "lock_unlock_table", "md_cell", "HEADLINE_ORDER"]
 
 #: notebooks whose first figure heads the summary, in this order (stem prefixes)
 HEADLINE_ORDER = ("03_", "01_", "02_", "08_", "06_", "04_")
@@ -354,23 +349,3 @@ def render_compare_markdown(runs: Sequence[tuple]) -> str:
     out += _table(head, body)
     out += ["", scrub(regress.markdown(regress.check(runs)))]
     return "\n".join(out) + "\n"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pinpath.report.share [--inline] [RUN]``: share a run, print where the summary
-    went (``--inline``: its figures as data URIs)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    inline = "--inline" in args
-    args = [a for a in args if a != "--inline"]
-    try:
-        share = share_run(find_run(args[0] if args else None, OUTPUTS_DIR), inline=inline)
-    except BadParameter as e:
-        print(f"pinpath: {e}", file=sys.stderr)
-        return 2
-    rel = os.path.relpath(share, Path.cwd())
-    print(f"{rel}/summary.md\n{rel}/{share.parent.name}.zip")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Signals during a run: SIGINT and SIGTERM become ``Interrupted`` where the runner wants them to."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+
+from ..errors import PinpathError
+
+__all__ = ["Interrupted", "on_signals", "threading_main"]
+
+
+class Interrupted(PinpathError):
+    """The runner was asked to stop (SIGINT, SIGTERM)."""
+
+
+def raise_interrupted(signum, frame):
+    raise Interrupted(f"stopped by signal {signal.Signals(signum).name}")
+
+
+@contextmanager
+def on_signals(handler=raise_interrupted, signums=(signal.SIGINT, signal.SIGTERM)):
+    """``signums`` go to ``handler`` in the main thread (by default: raise Interrupted)."""
+    if threading_main():
+        old = {s: signal.signal(s, handler) for s in signums}
+        try:
+            yield
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+    else:
+        yield
+
+
+def threading_main() -> bool:
+    return threading.current_thread() is threading.main_thread()
+

@@ -314,6 +314,9 @@ def _real_vendor(data: RunData) -> str:
 def _real_steady(data: RunData) -> pd.DataFrame:
     """The real runtime's untraced invocations without the first one (a warm-up)."""
     inv = _get(data, "real_invocations")
+    if "step" not in inv:   # a run where the real runtime did not run (its not_applicable row)
+        why = inv.not_applicable.iloc[0] if "not_applicable" in inv and len(inv) else "no invocation recorded"
+        raise Missing(f"the real runtime did not run: {why}")
     inv = inv[~inv.traced.astype(bool)] if "traced" in inv else inv
     return inv[~((inv.step == inv.step.min()) & (inv.invocation == 0))]
 

@@ -214,6 +214,9 @@ def test_answers_grid():
     assert {"lock A", "lock A again", "query A", "call 1", "call 3", "lock twice"} <= set(_texts(fig))
     assert _legend_words(fig) == ("the runtime's answer", ["granted", "refused", "query: locked"])
     _legend_outside(fig)
+    marked = figures.answers_grid(probes, title="answers", judged={"lock_twice": "C8"})
+    label = marked.axes[0].get_yticklabels()[0]
+    assert label.get_text() == "lock twice\n(C8 is judged on it)" and label.get_fontweight() == "bold"
 
 
 def test_stats_bars():

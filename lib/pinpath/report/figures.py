@@ -464,10 +464,11 @@ _ANSWER_COLORS = {"granted": "#8fd18f", "refused": "#f2a3a3", "query: locked": "
                   "query: not locked": "#f2d7a3"}
 
 
-def answers_grid(probes: pd.DataFrame, title: str = ""):
+def answers_grid(probes: pd.DataFrame, title: str = "", judged: dict[str, str] | None = None):
     """Each probe as a row of cells, one per call in order, each cell naming the call and
     coloured by the runtime's answer (granted, refused, or what a query answered): seaborn's
-    relplot, each cell a segment."""
+    relplot, each cell a segment. ``judged`` maps a probe to the claim judged on it (its row
+    label says so, in bold)."""
     def word(r):
         if str(r.action).startswith("query"):
             return "query: locked" if r.locked else "query: not locked"
@@ -484,7 +485,11 @@ def answers_grid(probes: pd.DataFrame, title: str = ""):
     ax = g.ax
     for r in d.itertuples():
         ax.text(r.step + 0.5, r.y, textwrap.fill(str(r.action), 18), ha="center", va="center", fontsize="small")
-    ax.set_yticks(range(len(names)), [p.replace("_", " ") for p in names])
+    judged = judged or {}
+    ax.set_yticks(range(len(names)), [p.replace("_", " ") + (f"\n({judged[p]} is judged on it)" if p in judged else "")
+                                      for p in names])
+    for label, p in zip(ax.get_yticklabels(), names):
+        label.set_fontweight("bold" if p in judged else "normal")
     _fill_rows(ax, len(names), 0.8)
     ax.set_xlim(0, steps)
     ax.set_xticks(np.arange(steps) + 0.5, [f"call {i + 1}" for i in range(steps)])

@@ -304,14 +304,19 @@ def test_a_notebook_that_is_not_json_or_has_no_parameters_cell(project):
         planning.plan("smoke", "host")
 
 
+def _make_validate(*variables: str) -> subprocess.CompletedProcess:
+    """`make validate` in the environment these tests run in (.venv, or the node's own Python
+    under make test ENV=system), never rebuilding it."""
+    in_venv = Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()
+    env = ["ENV=venv"] if in_venv else ["ENV=system", f"PYTHON={sys.executable}"]
+    return subprocess.run(["make", "-s", "-o", "setup", "-o", ".venv/.stamp", "-o", ".site/.stamp", "validate",
+                           *variables, *env], cwd=ROOT, capture_output=True, text=True)
+
+
 def test_make_variables_reach_the_command_as_one_argument(tmp_path):
     """A make variable with shell in it is one (refused) argument, never run."""
     marker = tmp_path / "ran"
-    # the environment these tests run in: .venv, or the node's own Python (make test ENV=system)
-    in_venv = Path(sys.prefix).resolve() == (ROOT / ".venv").resolve()
-    env = ["ENV=venv"] if in_venv else ["ENV=system", f"PYTHON={sys.executable}"]
-    r = subprocess.run(["make", "-s", "-o", "setup", "-o", ".venv/.stamp", "-o", ".site/.stamp", "validate",   # never rebuild
-                        f"PRESET=x\"; touch {marker}; echo \"", *env], cwd=ROOT, capture_output=True, text=True)
+    r = _make_validate(f"PRESET=x\"; touch {marker}; echo \"")
     assert r.returncode != 0 and not marker.exists()
     assert "unknown preset 'x\"; touch" in r.stderr, r.stderr
 
@@ -697,13 +702,10 @@ def test_whole_number_floats_become_integers_for_the_schema_and_the_budget(proje
 
 def test_make_splits_set_at_semicolons_only(tmp_path):
     """SET="A=[4KiB, 1MiB];B=2" is two settings, each one argument (read by `make validate`)."""
-    r = subprocess.run(["make", "-s", "-o", "setup", "-o", ".venv/.stamp", "validate", "PRESET=smoke", "PLATFORM=host",
-                        "NOTEBOOKS=00_platform", "SET=00_platform.SIZES_NBYTES=[4KiB, 1MiB];99_nope.X=1", "ENV=venv"],
-                       cwd=ROOT, capture_output=True, text=True)
+    r = _make_validate("PRESET=smoke", "PLATFORM=host", "NOTEBOOKS=00_platform",
+                       "SET=00_platform.SIZES_NBYTES=[4KiB, 1MiB];99_nope.X=1")
     assert r.returncode != 0 and "unknown notebook '99_nope'" in r.stderr, r.stderr
-    r = subprocess.run(["make", "-s", "-o", "setup", "-o", ".venv/.stamp", "validate", "PRESET=smoke", "PLATFORM=host",
-                        "NOTEBOOKS=00_platform", "SET=00_platform.SIZES_NBYTES=[4KiB, 1MiB]", "ENV=venv"],
-                       cwd=ROOT, capture_output=True, text=True)
+    r = _make_validate("PRESET=smoke", "PLATFORM=host", "NOTEBOOKS=00_platform", "SET=00_platform.SIZES_NBYTES=[4KiB, 1MiB]")
     assert r.returncode == 0 and r.stdout.startswith("ok: 1 notebook(s), preset smoke"), r.stderr
 
 

@@ -312,3 +312,21 @@ def test_a_notice_figure_needs_only_its_words():
     assert figures.problems(fig) == ["no words"]
     ax.text(0, 0.5, "not applicable here: no GPU")
     assert figures.problems(fig) == []
+
+
+def test_gpu_clocks_name_their_axes_and_readings():
+    from pinpath.report.state_figures import gpu_clocks
+    rows = [{"when": w, "field": f, "value": v, "available": True, "unavailable": "", "platform": "cuda"}
+            for w in ("start", "after registration age", "end")
+            for f, v in (("sm_clock_mhz", "1980"), ("mem_clock_mhz", "3201"), ("sm_clock_max_mhz", "1980"),
+                         ("mem_clock_max_mhz", "3201"))]
+    fig = gpu_clocks(pd.DataFrame(rows))
+    _check(fig, time_axis=False)
+    _figure_level(fig)
+    assert (fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel()) == ("when it was read", "clock (MHz)")
+    assert _legend_words(fig)[0] == "the GPU's clocks" and {"SM", "memory", "as read", "its maximum"} <= \
+        set(_legend_words(fig)[1])
+    assert figures.words(fig)["title"] and not figures.problems(fig), figures.problems(fig)
+    _legend_outside(fig)
+    unread = gpu_clocks(pd.DataFrame([{**rows[0], "available": False, "unavailable": "no nvidia-smi"}]))
+    assert "no nvidia-smi" in " ".join(_texts(unread))

@@ -4,14 +4,16 @@ as read. A section that could not run gets a figure saying why."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Sequence
 
 import matplotlib.pyplot as plt
 import pandas as pd
+import seaborn as sns
 
 from ..experiments.state import AGES, repeat_medians
 from ..units import fmt_nbytes
-from .figures import case_bars
+from .figures import _retitle_legend, _titled, case_bars
 
 __all__ = ["state_bars", "gpu_clocks", "said"]
 
@@ -49,12 +51,14 @@ def gpu_clocks(gpu: pd.DataFrame, *, title: str = "GPU clocks when each section 
         why = gpu.unavailable[gpu.unavailable != ""].iloc[0] if "unavailable" in gpu.columns and \
             (gpu.unavailable != "").any() else "no readings"
         return said(f"GPU clocks and persistence unavailable here: {why}", title)
-    df = clocks.assign(mhz=pd.to_numeric(clocks.value, errors="coerce"))
-    fig, ax = plt.subplots(figsize=(7.5, 3.5))
-    for field, g in df.groupby("field"):
-        ax.plot(g.when, g.mhz, marker="o", label=field.replace("_mhz", "").replace("_", " "))
-    ax.set_ylabel("MHz")
-    ax.set_title(title)
-    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.tight_layout()
-    return fig
+    order = list(dict.fromkeys(clocks.when))
+    df = clocks.assign(mhz=pd.to_numeric(clocks.value, errors="coerce"),
+                       clock=clocks.field.str.startswith("sm").map({True: "SM", False: "memory"}),
+                       reading=clocks.field.str.contains("_max_").map({True: "its maximum", False: "as read"}),
+                       at=clocks.when.map({w: i for i, w in enumerate(order)}))
+    g = sns.relplot(data=df, x="at", y="mhz", hue="clock", style="reading", style_order=["as read", "its maximum"],
+                    kind="line", markers=True, height=3.5, aspect=2.2)
+    g.ax.set_xticks(range(len(order)), [textwrap.fill(str(w), 14) for w in order], fontsize="small")
+    g.set_axis_labels("when it was read", "clock (MHz)")
+    _retitle_legend(g, "the GPU's clocks")
+    return _titled(g, None, title)

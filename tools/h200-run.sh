@@ -3,6 +3,7 @@
 # wheelhouse with the node's own Python (ENV=system), then the steps asked for, each one's output
 # packed under $OUT (at most a few files: a tar per run).
 #   tools/h200-run.sh reference NAME   make reproduce PRESET=full PLATFORM=cuda; share; -> $OUT/NAME.tar
+#                                      (REFERENCE_LIMIT_S=N: stopped after N s, what ran kept)
 #   tools/h200-run.sh smoke            make reproduce PRESET=smoke PLATFORM=cuda -> $OUT/smoke.tar
 #   tools/h200-run.sh test             make test ENV=system -> $OUT/test.log
 #   tools/h200-run.sh probe            tools/offload-probe.sh (the real libomptarget region)
@@ -28,7 +29,15 @@ while [ $# -gt 0 ]; do
     reference)
       name=$1; shift
       start=$(date +%s)
-      make reproduce ENV=system PYTHON=python3 PRESET=full PLATFORM=cuda 2>&1 | grep -v '^      ' || status=1
+      # REFERENCE_LIMIT_S: stop the run (SIGTERM: the runner marks it interrupted and writes its report) so
+      # that what ran still comes back when the device time left is short
+      timeout -s TERM -k 60 "${REFERENCE_LIMIT_S:-0}" make reproduce ENV=system PYTHON=python3 PRESET=full PLATFORM=cuda \
+        >"$OUT/$name.log" 2>&1
+      rc=$?
+      grep -v '^      ' "$OUT/$name.log" | tail -25
+      # stopped: the runner finishes its report after the signal
+      [ $rc = 124 ] && { echo "reference $name: stopped after $REFERENCE_LIMIT_S s"; sleep 30; }
+      [ $rc = 0 ] || status=1
       make share ENV=system PYTHON=python3 >/dev/null 2>&1 || status=1
       run=$(readlink outputs/latest)
       [ -d build/advise-run ] && cp -r build/advise-run "outputs/$run/advise"   # the advise step, if it ran first

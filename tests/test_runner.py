@@ -633,8 +633,11 @@ def test_a_full_disk_ends_in_one_sentence_and_a_failed_run(project, monkeypatch,
     assert man["status"] == "failed" and "No space left on device" in man["error"] and man["end"]
 
 
-def test_a_second_signal_while_finishing_leaves_the_run_interrupted(project, monkeypatch, capsys):
+def test_a_second_signal_while_finishing_leaves_the_run_interrupted(project, monkeypatch, capsys, request):
     _one_notebook(project)
+    # Python's own SIGINT handler, also where the tests were started in the background (SIGINT ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
 
     def first(run_dir, stem, **kw):
         os.kill(os.getpid(), signal.SIGINT)

@@ -166,7 +166,7 @@ class Engine:
 
     def close(self) -> None:
         with self._lock:
-            if self._ready and self.platform == "hsa":   # hsa_init is counted: pair it
+            if self._ready:   # pairs a per-process start (hsa_init is counted); else nothing
                 self._lib.pe_fini()
             self._ready = False
 

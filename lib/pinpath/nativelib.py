@@ -51,7 +51,7 @@ __all__ = ["compiler", "NativeUnavailable", "NativeLib", "Toolchain", "Timed", "
            "PLATFORMS", "toolchain", "build", "build_program", "load", "why_not", "reason_not", "cache_dir"]
 
 PLATFORMS = ("cuda", "hsa", "host")
-ABI = 1                      #: must equal PP_ABI in ptime.c
+ABI = 2                      #: must equal PP_ABI in ptime.c
 EARG, ENOTSUP, ERESTORE = -1, -2, -3
 _BASE_FLAGS = ("-O2", "-std=c11", "-Wall", "-Wextra", "-fvisibility=hidden")
 _LIBS = ("-lpthread", "-ldl")   # threads; dlopen of libcuda for the engine's kernel launch
@@ -215,6 +215,14 @@ def _hsa_toolchain(cc: str) -> Toolchain:
                             "(apt-get install libhsa-runtime-dev, or set ROCM_PATH)")
 
 
+def _host_toolchain(cc: str) -> Toolchain:
+    return Toolchain("host", cc, _cc_version(cc), (_DEFINE["host"],), (), origin="libc")
+
+
+#: platform -> how its headers and library are found (the order of PLATFORMS)
+_TOOLCHAINS = {"cuda": _cuda_toolchain, "hsa": _hsa_toolchain, "host": _host_toolchain}
+
+
 def toolchain(platform: str) -> Toolchain:
     """The compiler and flags for ``platform``; raises NativeUnavailable saying what is missing."""
     if platform not in PLATFORMS:
@@ -223,11 +231,7 @@ def toolchain(platform: str) -> Toolchain:
         cc = compiler()
     except NativeUnavailable as e:
         raise NativeUnavailable(f"{platform}: {e}") from None
-    if platform == "cuda":
-        return _cuda_toolchain(cc)
-    if platform == "hsa":
-        return _hsa_toolchain(cc)
-    return Toolchain("host", cc, _cc_version(cc), (_DEFINE["host"],), (), origin="libc")
+    return _TOOLCHAINS[platform](cc)
 
 
 # -- building, cached ------------------------------------------------------------------------
@@ -302,6 +306,7 @@ _vp, _sz, _int = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
 _SIGNATURES = {
     "pp_abi": (_int, ()), "pp_platform": (ctypes.c_char_p, ()), "pp_locks_counted": (_int, ()),
     "pp_has_query": (_int, ()), "pp_has_copy": (_int, ()), "pp_error_name": (ctypes.c_char_p, (_int,)),
+    "pp_rc_kind": (ctypes.c_char_p, ()), "pp_init_call": (ctypes.c_char_p, ()), "pp_stage_needs_pool": (_int, ()),
     "pp_init": (_int, (_int,)), "pp_fini": (_int, ()),
     "pp_lock_once": (_int, (_vp, _sz)), "pp_unlock_once": (_int, (_vp, _sz)), "pp_locked": (_int, (_vp,)),
     "pp_null": (_int, (_int, _I64, _I32)),
@@ -334,6 +339,17 @@ def _handle(obj) -> int:
         raise BadParameter(f"cannot take a handle from {type(obj).__name__}") from None
 
 
+def _errno_name(rc: int) -> str:
+    from .libc import errno_name
+    return errno_name(rc)
+
+
+#: the kind of return code a build declares (pp_rc_kind) -> how Python names a code the library
+#: does not name itself (pp_error_name NULL), and how it prints the number
+RC_KINDS = {"cudaError": (lambda rc: f"cudaError {rc}", "{}"), "hsa_status": (status_name, "{:#x}"),
+            "errno": (_errno_name, "{}")}
+
+
 class NativeLib:
     """ptime.c loaded for one platform. Every timing method runs ``warmup`` untimed reps,
     then ``reps`` timed ones, all in one C call (no Python between reps), and returns the
@@ -356,9 +372,9 @@ class NativeLib:
         self.locks_counted = bool(self._lib.pp_locks_counted())   #: a re-lock needs its own unlock
         self.has_query = bool(self._lib.pp_has_query())
         self.has_copy = bool(self._lib.pp_has_copy())               #: pp_c12 is there
-        self._local = threading.local()
-        self._init_lock = threading.Lock()
-        self._global_init = False
+        self.stage_needs_pool = bool(self._lib.pp_stage_needs_pool())  #: HSA: stage takes a pool handle
+        self._rc_namer, self._rc_format = RC_KINDS[self._lib.pp_rc_kind().decode()]
+        self._init_call = self._lib.pp_init_call().decode().format(device=device)
 
     def describe(self) -> dict:
         tc = self.toolchain
@@ -369,31 +385,17 @@ class NativeLib:
 
     # -- runtime start ---------------------------------------------------------------------
     def _ensure(self) -> None:
-        """CUDA: cudaSetDevice + cudaFree(0) once per thread (the primary context current and
-        created before anything is timed); HSA: hsa_init once; host: nothing."""
-        if self.platform == "cuda":
-            if getattr(self._local, "ready", False):
-                return
-            rc = self._lib.pp_init(self.device)
-            if rc != 0:
-                raise NativeUnavailable(f"cuda: cudaSetDevice({self.device})/cudaFree(0) in the native library "
-                                        f"returned {self.rc_name(rc)} ({rc})")
-            self._local.ready = True
-        elif self.platform == "hsa" and not self._global_init:
-            with self._init_lock:
-                if not self._global_init:
-                    rc = self._lib.pp_init(self.device)
-                    if rc != 0:
-                        raise NativeUnavailable(f"hsa: hsa_init in the native library returned "
-                                                f"{self.rc_name(rc)} ({rc:#x})")
-                    self._global_init = True
+        """Start the runtime where it is not started yet, before anything is timed: pp_init keeps
+        the once-flag (CUDA: cudaSetDevice + cudaFree(0) once per thread; HSA: hsa_init once per
+        process; host: nothing)."""
+        rc = self._lib.pp_init(self.device)
+        if rc != 0:
+            raise NativeUnavailable(f"{self.platform}: {self._init_call} in the native library returned "
+                                    f"{self.rc_name(rc)} ({self._rc_format.format(rc)})")
 
     def close(self) -> None:
-        """Pair the HSA init (hsa_shut_down); the object stays loaded (ctypes cannot unload)."""
-        with self._init_lock:
-            if self.platform == "hsa" and self._global_init:
-                self._lib.pp_fini()
-                self._global_init = False
+        """Pair a per-process start (HSA: hsa_shut_down); the object stays loaded (ctypes cannot unload)."""
+        self._lib.pp_fini()
 
     def rc_name(self, rc: int) -> str:
         """The runtime's name for a return code."""
@@ -402,13 +404,8 @@ class NativeLib:
             return "success"
         if rc < 0:
             return {EARG: "bad arguments", ENOTSUP: "not supported", ERESTORE: "lock not restored"}.get(rc, str(rc))
-        if self.platform == "cuda":
-            name = self._lib.pp_error_name(rc)
-            return name.decode() if name else f"cudaError {rc}"
-        if self.platform == "hsa":
-            return status_name(rc)
-        from .libc import errno_name
-        return errno_name(rc)
+        name = self._lib.pp_error_name(rc)
+        return name.decode() if name else self._rc_namer(rc)
 
     # -- helpers ---------------------------------------------------------------------------
     def _check(self, ret: int, what: str) -> None:
@@ -489,8 +486,8 @@ class NativeLib:
         hsa_amd_memory_pool_allocate/free on ``pool`` (HsaRuntime.pinned_pool.pool; no
         agents_allow_access); host mmap+mlock / munlock+munmap."""
         pool = _handle(pool)
-        if self.platform == "hsa" and not pool:
-            raise BadParameter("hsa: stage needs a memory pool handle (the fine-grained CPU pool)")
+        if self.stage_needs_pool and not pool:
+            raise BadParameter(f"{self.platform}: stage needs a memory pool handle (the fine-grained CPU pool)")
         self._ensure()
         n = self._counts(reps, warmup)
         a, f, rc = self._arrays(n, np.int64, np.int64, np.int32)

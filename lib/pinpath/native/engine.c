@@ -652,8 +652,8 @@ PE_API const char *pe_name(int kind, int i) {
     }
 }
 PE_API const char *pe_error_name(int rc) { return error_name(rc); }
-PE_API int pe_init(int device) { return rt_init(device); }
-PE_API int pe_fini(void) { return rt_fini(); }
+PE_API int pe_init(int device) { return rt_start(device); }   /* once per thread or process (platform.h) */
+PE_API int pe_fini(void) { return rt_stop(); }     /* pairs a per-process start; else nothing */
 
 /* Execute `ops` under `policy`. Threads 0 .. nthreads-1 each run the ops that name them, in
  * order, after one barrier. `calls` has room for `calls_cap` entries, split evenly between the

@@ -12,7 +12,9 @@
  *   stage_alloc, stage_grant, stage_free           runtime-pinned (staging) memory
  *   queue_open, queue_new, queue_close, copy_async, queue_wait, kernel_replica   copy queues
  *   already_registered(rc)                         "this memory is locked already" answers
- * and the native names of those calls (CALL_*), which the trace and the engine's call log use.
+ * the native names of those calls (CALL_*), which the trace and the engine's call log use, and
+ * what the Python loaders need to know instead of the platform's name: RC_KIND (how return
+ * codes are named), INIT_CALL, INIT_PER_THREAD (see rt_start below), STAGE_NEEDS_POOL.
  */
 #ifndef PINPATH_PLATFORM_H
 #define PINPATH_PLATFORM_H
@@ -70,6 +72,10 @@ static const int LOCKS_COUNTED = 0;
 #define CALL_HOST_COPY "memcpy"
 #define CALL_KERNEL "cuLaunchKernel"
 #define NEEDS_GRANT 0
+#define RC_KIND "cudaError"                            /* return codes are cudaError_t */
+#define INIT_CALL "cudaSetDevice({device})/cudaFree(0)"  /* what rt_init calls ({device}: Python fills it) */
+#define INIT_PER_THREAD 1   /* the primary context is made current on each calling thread */
+#define STAGE_NEEDS_POOL 0  /* pp_stage ignores its pool */
 
 /* The runtime uses the device's primary context, the one cuda.bindings uses too. */
 static int rt_init(int device) {
@@ -152,6 +158,10 @@ static const int LOCKS_COUNTED = 1;
 #define CALL_HOST_COPY "memcpy"
 #define CALL_KERNEL "none"
 #define NEEDS_GRANT 1
+#define RC_KIND "hsa_status"
+#define INIT_CALL "hsa_init"
+#define INIT_PER_THREAD 0   /* hsa_init is counted: one start per process, paired by rt_stop */
+#define STAGE_NEEDS_POOL 1  /* pp_stage allocates on the caller's pool (no agents are found there) */
 
 /* The agents and the pool the engine's copies and staging use: the first CPU and GPU agents
  * and the CPU's fine-grained global pool, found once after hsa_init (as LLVM's plugin does). */
@@ -283,6 +293,10 @@ static const int LOCKS_COUNTED = 0;
 #define CALL_HOST_COPY "memcpy"
 #define CALL_KERNEL "kernel@worker"
 #define NEEDS_GRANT 0
+#define RC_KIND "errno"
+#define INIT_CALL "nothing"
+#define INIT_PER_THREAD 0   /* nothing to start */
+#define STAGE_NEEDS_POOL 0
 
 static int rt_init(int device) { (void)device; return 0; }
 static int rt_fini(void) { return 0; }
@@ -427,5 +441,32 @@ static int lock_alias(void *p, size_t n, void **alias) {
     return rc;
 }
 #endif
+
+/* rt_start/rt_stop: rt_init once per calling thread where INIT_PER_THREAD (CUDA), else once per
+ * process (HSA: hsa_init is counted, and rt_stop pairs that one start; the host starts nothing).
+ * Safe to call before every use; a failed start is tried again on the next call. */
+static pthread_mutex_t rt_start_mu = PTHREAD_MUTEX_INITIALIZER;
+static int rt_started;                 /* per process */
+static _Thread_local int rt_started_here;   /* per thread */
+static int rt_start(int device) {
+    if (INIT_PER_THREAD) {
+        if (rt_started_here) return 0;
+        int rc = rt_init(device);
+        if (rc == 0) rt_started_here = 1;
+        return rc;
+    }
+    pthread_mutex_lock(&rt_start_mu);
+    int rc = rt_started ? 0 : rt_init(device);
+    if (rc == 0) rt_started = 1;
+    pthread_mutex_unlock(&rt_start_mu);
+    return rc;
+}
+static int rt_stop(void) {
+    pthread_mutex_lock(&rt_start_mu);
+    int rc = rt_started ? rt_fini() : 0;
+    rt_started = 0;
+    pthread_mutex_unlock(&rt_start_mu);
+    return rc;
+}
 
 #endif /* PINPATH_PLATFORM_H */

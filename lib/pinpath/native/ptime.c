@@ -20,7 +20,7 @@
 #include "platform.h"
 
 #define PP_API __attribute__((visibility("default")))
-#define PP_ABI 1          /* bumped when a signature changes; nativelib.py checks it */
+#define PP_ABI 2          /* bumped when a signature changes; nativelib.py checks it */
 
 /* TIME(ns_out, rc_out, call): time one call. */
 #define TIME(ns_out, rc_out, call)            \
@@ -74,11 +74,17 @@ PP_API int pp_has_copy(void) { return HAS_COPY; }
 /* the runtime's name for a return code, or NULL where Python names it */
 PP_API const char *pp_error_name(int rc) { return error_name(rc); }
 
-/* CUDA: make the device's primary context current on the calling thread and create it
- * (cudaSetDevice + cudaFree(0)); HSA: hsa_init (reference counted: pair with pp_fini);
- * host: nothing. Returns the runtime's code. */
-PP_API int pp_init(int device) { return rt_init(device); }
-PP_API int pp_fini(void) { return rt_fini(); }
+/* what the loader needs instead of the platform's name (platform.h) */
+PP_API const char *pp_rc_kind(void) { return RC_KIND; }
+PP_API const char *pp_init_call(void) { return INIT_CALL; }
+PP_API int pp_stage_needs_pool(void) { return STAGE_NEEDS_POOL; }
+
+/* Start the runtime where it is not started yet (rt_start): CUDA makes the device's primary
+ * context current on the calling thread and creates it (cudaSetDevice + cudaFree(0)), once per
+ * thread; HSA: hsa_init once per process (pp_fini pairs it); host: nothing. Call it before every
+ * use; returns the runtime's code. */
+PP_API int pp_init(int device) { return rt_start(device); }
+PP_API int pp_fini(void) { return rt_stop(); }
 
 /* Untimed helpers, so a caller can set up a state without its own runtime. */
 PP_API int pp_lock_once(void *p, size_t n) {

@@ -187,7 +187,6 @@ def drive_core(rt, *, describe: bool = True) -> None:
         rt.free_queue(q)
         rt.free_device(dev, NBYTES)
         rt.free_pinned(pinned, NBYTES)
-    rt.null_call()
     rt.null_native()
     assert rt.recorder.outstanding() == {} and rt.recorder.acquired == rt.recorder.released
     assert rt.recorder.acquired.get("lock") == 1

@@ -225,9 +225,6 @@ class HostRuntime(RuntimeBase):
         """The cheapest real call (a syscall), unrecorded."""
         return _L.getppid()
 
-    def null_call(self) -> None:
-        self.recorder.call("getppid", _L.getppid)
-
     def fill_device(self, ptr: int, byte: int, nbytes: int) -> None:
         ctypes.memset(ptr, byte, nbytes)
 

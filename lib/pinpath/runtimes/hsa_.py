@@ -503,9 +503,6 @@ class HsaRuntime(RuntimeBase):
         """The cheapest real runtime call, unrecorded: read the system timestamp."""
         return self._f.hsa_system_get_info(_K.HSA_SYSTEM_INFO_TIMESTAMP, ctypes.byref(self._now_ticks))
 
-    def null_call(self) -> None:
-        self._do("hsa_system_get_info", _K.HSA_SYSTEM_INFO_TIMESTAMP, ctypes.byref(self._now_ticks))
-
     def _sync_copy(self, dst: int, src: int, nbytes: int, direction: Direction) -> None:
         sig = Signal()
         self._raw("hsa_amd_signal_create", 1, 0, None, 0, ctypes.byref(sig))

@@ -128,9 +128,6 @@ class StreamRuntime(RuntimeBase):
         """The cheapest real runtime call, unrecorded."""
         return self._fn("GetDevice")()
 
-    def null_call(self) -> None:
-        self._call("GetDevice")
-
     def fill_device(self, ptr: int, byte: int, nbytes: int) -> None:
         self._check(self._p + "Memset", self._fn("Memset")(ptr, byte, nbytes))
         self._check(self._p + "DeviceSynchronize", self._fn("DeviceSynchronize")())

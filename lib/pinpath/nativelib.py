@@ -143,6 +143,14 @@ _CUDA_DEFAULT_ROOT = Path("/usr/local/cuda")
 _HSA_DEFAULT_ROOTS = (Path("/opt/rocm"), Path("/usr"))
 
 
+def _made(platform: str, cc: str, incs, lib: Path | None, origin: str) -> Toolchain:
+    """The toolchain compiling against the header folders ``incs`` and linking ``lib`` (with an
+    rpath to its folder; none for the host)."""
+    return Toolchain(platform, cc, _cc_version(cc), (_DEFINE[platform], *(f"-I{d}" for d in incs)),
+                     (str(lib), f"-Wl,-rpath,{lib.parent}") if lib else (), tuple(map(str, incs)),
+                     str(lib) if lib else None, origin)
+
+
 def _libcudart(root: Path) -> Path | None:
     for d in (root / "lib", root / "lib64", root / "targets/x86_64-linux/lib"):
         if (d / "libcudart.so").exists():
@@ -183,8 +191,7 @@ def _cuda_toolchain(cc: str) -> Toolchain:
             lib = _libcudart(root)
             if lib is None:
                 continue
-            return Toolchain("cuda", cc, _cc_version(cc), (_DEFINE["cuda"], *(f"-I{d}" for d in incs)),
-                             (str(lib), f"-Wl,-rpath,{lib.parent}"), tuple(map(str, incs)), str(lib), origin)
+            return _made("cuda", cc, incs, lib, origin)
     if no_crt is not None:
         raise NativeUnavailable(f"cuda: {no_crt}/cuda_runtime_api.h needs crt/host_defines.h, which is not there "
                                 "(pip install nvidia-cuda-crt, or set CUDA_HOME to a CUDA toolkit)")
@@ -205,9 +212,7 @@ def _hsa_toolchain(cc: str) -> Toolchain:
         for d in (root / "lib", root / "lib64", root / "lib" / multiarch):
             for name in ("libhsa-runtime64.so.1", "libhsa-runtime64.so"):
                 if (d / name).exists():
-                    lib = d / name
-                    return Toolchain("hsa", cc, _cc_version(cc), (_DEFINE["hsa"], f"-I{inc}"),
-                                     (str(lib), f"-Wl,-rpath,{d}"), (str(inc),), str(lib), str(root))
+                    return _made("hsa", cc, (inc,), d / name, str(root))
     if headers_at is not None:
         raise NativeUnavailable(f"hsa: libhsa-runtime64.so.1 not found beside {headers_at} "
                                 "(apt-get install libhsa-runtime64-1, or set ROCM_PATH)")
@@ -216,7 +221,7 @@ def _hsa_toolchain(cc: str) -> Toolchain:
 
 
 def _host_toolchain(cc: str) -> Toolchain:
-    return Toolchain("host", cc, _cc_version(cc), (_DEFINE["host"],), (), origin="libc")
+    return _made("host", cc, (), None, "libc")
 
 
 #: platform -> how its headers and library are found (the order of PLATFORMS)

@@ -13,9 +13,8 @@ import numpy as np
 from ..errors import RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
-from ..vocab import PageableCopy, Relock
 from .base import binding
-from .streams import StreamRuntime
+from .streams import StreamRuntime, stream_categories
 
 __all__ = ["CudaRuntime"]
 
@@ -25,16 +24,9 @@ class CudaRuntime(StreamRuntime):
     streams, cudaMemcpyAsync and events on device ``device``."""
 
     name = "cuda"
-    has_events = True
-    needs_grant = False
-    pageable_copy = PageableCopy.STAGED
-    relock = Relock.REFUSED      #: a second register answers cudaErrorHostMemoryAlreadyRegistered
     # kernels: NVRTC-compiled at first use (``prepare_kernels``); latch: a spin kernel on a mapped flag
-    call_categories = {"cudaHostRegister": "lock", "cudaHostUnregister": "unlock",
-                       "cudaPointerGetAttributes": "query", "cudaMallocHost": "alloc", "cudaFreeHost": "free",
-                       "cudaMalloc": "device_alloc", "cudaFree": "device_free", "cudaMemcpyAsync": "copy",
-                       "cudaStreamSynchronize": "wait", "memcpy": "host_copy", "cuLaunchKernel": "kernel",
-                       "cudaEventRecord": "event", "cudaEventElapsedTime": "event", "cudaGetDevice": "null"}
+    call_categories = stream_categories("cuda", "MallocHost", "FreeHost", cuLaunchKernel="kernel",
+                                        cudaGetDevice="null")
 
     def __init__(self, recorder: Recorder | None = None, device: int = 0) -> None:
         cudart = binding("cuda", "cuda.bindings", "runtime", "cuda-python", "pip install cuda-bindings")

@@ -19,9 +19,9 @@ import numpy as np
 from ..errors import RuntimeCallFailed, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
-from ..vocab import Capability, PageableCopy, Relock
+from ..vocab import Capability
 from .base import CUPTI_CUDA_ONLY, binding
-from .streams import StreamRuntime, rc_of
+from .streams import StreamRuntime, rc_of, stream_categories
 
 __all__ = ["HipRuntime", "parse_hip_version", "memory_type_names", "PointerAttributes", "load_hiprtc",
            "compile_kernels", "HipLatch", "plain", "dlopen_reason"]
@@ -174,18 +174,10 @@ class HipRuntime(StreamRuntime):
     streams, hipMemcpyAsync and events on device ``device``."""
 
     name = "hip"
-    has_events = True
-    needs_grant = False
-    pageable_copy = PageableCopy.STAGED
-    relock = Relock.REFUSED      #: a second register answers hipErrorHostMemoryAlreadyRegistered (712)
     unavailable = {Capability.CUPTI: CUPTI_CUDA_ONLY}
     # kernels: hiprtc-compiled at first use (``prepare_kernels``); latch: a spin kernel on a mapped flag
-    call_categories = {"hipHostRegister": "lock", "hipHostUnregister": "unlock",
-                       "hipPointerGetAttributes": "query", "hipHostMalloc": "alloc", "hipHostFree": "free",
-                       "hipMalloc": "device_alloc", "hipFree": "device_free", "hipMemcpyAsync": "copy",
-                       "hipStreamSynchronize": "wait", "memcpy": "host_copy", "hipEventRecord": "event",
-                       "hipEventElapsedTime": "event", "hipModuleLaunchKernel": "kernel",
-                       "hiprtcCompileProgram": "kernel"}
+    call_categories = stream_categories("hip", "HostMalloc", "HostFree", hipModuleLaunchKernel="kernel",
+                                        hiprtcCompileProgram="kernel")
 
     def __init__(self, recorder: Recorder | None = None, device: int = 0) -> None:
         hip = binding("hip", "hip", "hip", "hip-python", "pip install the hip-python release of this machine's ROCm")

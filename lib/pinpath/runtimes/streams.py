@@ -11,10 +11,10 @@ import time
 import numpy as np
 
 from ..errors import LockFailed, RuntimeCallFailed
-from ..vocab import Direction
+from ..vocab import Direction, PageableCopy, Relock
 from .base import RuntimeBase
 
-__all__ = ["StreamRuntime", "rc_of"]
+__all__ = ["StreamRuntime", "rc_of", "stream_categories"]
 
 
 def rc_of(out) -> int:
@@ -22,12 +22,26 @@ def rc_of(out) -> int:
     return int(out[0]) if isinstance(out, tuple) else int(out)
 
 
+def stream_categories(p: str, alloc: str, free: str, **more: str) -> dict[str, str]:
+    """``call_categories`` of the API with prefix ``p`` ("cuda", "hip"): the calls made here, its
+    pinned allocation calls ``p + alloc`` and ``p + free``, and ``more`` (its kernel calls)."""
+    return {f"{p}HostRegister": "lock", f"{p}HostUnregister": "unlock", f"{p}PointerGetAttributes": "query",
+            p + alloc: "alloc", p + free: "free", f"{p}Malloc": "device_alloc", f"{p}Free": "device_free",
+            f"{p}MemcpyAsync": "copy", f"{p}StreamSynchronize": "wait", "memcpy": "host_copy",
+            f"{p}EventRecord": "event", f"{p}EventElapsedTime": "event", **more}
+
+
 class StreamRuntime(RuntimeBase):
     """Subclasses set ``name``, ``_api`` (the bindings module), ``_p`` (the API's prefix,
-    "cuda" or "hip"), ``_H2D`` / ``_D2H`` (its memcpy kinds), ``recorder``, and ``_name(err)``."""
+    "cuda" or "hip"), ``_H2D`` / ``_D2H`` (its memcpy kinds), ``recorder``, ``_name(err)`` and
+    ``call_categories`` (``stream_categories``)."""
 
     name: str
     _p: str
+    has_events = True
+    needs_grant = False
+    pageable_copy = PageableCopy.STAGED
+    relock = Relock.REFUSED      #: a second register answers <prefix>ErrorHostMemoryAlreadyRegistered (712)
 
     def _fn(self, suffix: str):
         return getattr(self._api, self._p + suffix)

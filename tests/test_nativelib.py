@@ -185,6 +185,37 @@ def test_cuda_build_compiles_and_links_libcudart(host):
             lib.null(1)
 
 
+@pytest.mark.parametrize("platform, rc_kind, init_call, needs_pool, calls", [
+    ("cuda", "cudaError", "cudaSetDevice(0)/cudaFree(0)", False,
+     ["cudaHostRegister", "cudaHostUnregister", "cudaPointerGetAttributes", "cudaMallocHost", "none", "cudaFreeHost",
+      "cudaMemcpyAsync", "cudaStreamSynchronize", "memcpy", "cuLaunchKernel"]),
+    ("hsa", "hsa_status", "hsa_init", True,
+     ["hsa_amd_memory_lock", "hsa_amd_memory_unlock", "hsa_amd_pointer_info", "hsa_amd_memory_pool_allocate",
+      "hsa_amd_agents_allow_access", "hsa_amd_memory_pool_free", "hsa_amd_memory_async_copy",
+      "hsa_signal_wait_scacquire", "memcpy", "none"]),
+    ("host", "errno", "nothing", False,
+     ["mlock", "munlock", "smaps_lookup", "mmap", "none", "munmap", "memmove@worker", "worker_wait", "memcpy",
+      "kernel@worker"]),
+])
+def test_each_build_declares_what_python_used_to_branch_on(platform, rc_kind, init_call, needs_pool, calls):
+    """platform.h says how codes are named, what starts the runtime, whether staging takes a pool and
+    the engine's call names; nativelib and engine.py read them instead of the platform's name."""
+    from pinpath import engine
+    reason = nativelib.why_not(platform) or engine.why_not(platform)
+    if reason:
+        pytest.skip(reason)
+    lib = nativelib.load(platform)
+    assert lib._lib.pp_rc_kind().decode() == rc_kind and lib._init_call == init_call
+    assert lib.stage_needs_pool is needs_pool and engine.load(platform).calls == calls
+
+
+def test_the_host_start_is_idempotent_and_close_lets_it_start_again(host):
+    for _ in range(2):
+        assert host._lib.pp_init(0) == 0 and host._lib.pp_init(0) == 0
+        assert (host.null(2).rc == 0).all()
+        host.close()
+
+
 # -- timing on the host ------------------------------------------------------------------------
 def test_timings_on_a_malloced_buffer(host, malloced):
     ptr, nbytes = malloced

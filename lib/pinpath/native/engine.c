@@ -41,9 +41,7 @@ static const char *const PATH_NAMES[P_N] = {
     "pageable_direct", "copy_failed",
     "untracked", "locked", "external", "refcounted", "lock_failed", "overlap_refused", "unlocked", "released",
     "sync", "kernel", "adopted", "failed"};
-enum { C_LOCK, C_UNLOCK, C_QUERY, C_ALLOC, C_GRANT, C_FREE, C_COPY, C_WAIT, C_HOST_COPY, C_KERNEL, C_N };
-static const char *const CALL_NAMES[C_N] = {CALL_LOCK, CALL_UNLOCK, CALL_QUERY, CALL_ALLOC, CALL_GRANT,
-                                            CALL_FREE, CALL_COPY, CALL_WAIT, CALL_HOST_COPY, CALL_KERNEL};
+/* the call numbers (C_*) and their names (CALL_NAMES) are platform.h's */
 #define PE_WAIT 1     /* op flag: a transfer waits for its queue (the policy's sync) before it ends */
 #define PE_MAXREFS 16 /* map references one buffer may hold at once */
 #define PE_MAXUSERS 64

@@ -12,7 +12,7 @@
  *   stage_alloc, stage_grant, stage_free           runtime-pinned (staging) memory
  *   queue_open, queue_new, queue_close, copy_async, queue_wait, kernel_replica   copy queues
  *   already_registered(rc)                         "this memory is locked already" answers
- * the native names of those calls (CALL_*), which the trace and the engine's call log use, and
+ * the native names of those calls (CALL_NAMES), which the trace and the engine's call log use, and
  * what the Python loaders need to know instead of the platform's name: RC_KIND (how return
  * codes are named), INIT_CALL, INIT_PER_THREAD (see rt_start below), STAGE_NEEDS_POOL.
  */
@@ -54,6 +54,11 @@ typedef struct {
 /* The directions of a copy (the engine's plan uses the same numbers). */
 enum { PP_H2D = 0, PP_D2H = 1 };
 
+/* The table's calls as the engine's call log numbers them; each platform gives their native
+ * names in CALL_NAMES ("none" where it has no such call). */
+enum { C_LOCK, C_UNLOCK, C_QUERY, C_ALLOC, C_GRANT, C_FREE, C_COPY, C_WAIT, C_HOST_COPY, C_KERNEL, C_N };
+#define PP_UNUSED __attribute__((unused))   /* each user takes the part of the table it needs */
+
 /* ---------------------------------------------------------------------------------- */
 #if defined(PINPATH_CUDA)
 #include <cuda_runtime_api.h>
@@ -61,16 +66,10 @@ enum { PP_H2D = 0, PP_D2H = 1 };
 static const char PLATFORM[] = "cuda";
 /* cudaHostRegister of registered memory is refused (712), not counted */
 static const int LOCKS_COUNTED = 0;
-#define CALL_LOCK "cudaHostRegister"
-#define CALL_UNLOCK "cudaHostUnregister"
-#define CALL_QUERY "cudaPointerGetAttributes"
-#define CALL_ALLOC "cudaMallocHost"
-#define CALL_GRANT "none"
-#define CALL_FREE "cudaFreeHost"
-#define CALL_COPY "cudaMemcpyAsync"
-#define CALL_WAIT "cudaStreamSynchronize"
-#define CALL_HOST_COPY "memcpy"
-#define CALL_KERNEL "cuLaunchKernel"
+static const char *const CALL_NAMES[C_N] PP_UNUSED = {
+    [C_LOCK] = "cudaHostRegister", [C_UNLOCK] = "cudaHostUnregister", [C_QUERY] = "cudaPointerGetAttributes",
+    [C_ALLOC] = "cudaMallocHost", [C_GRANT] = "none", [C_FREE] = "cudaFreeHost", [C_COPY] = "cudaMemcpyAsync",
+    [C_WAIT] = "cudaStreamSynchronize", [C_HOST_COPY] = "memcpy", [C_KERNEL] = "cuLaunchKernel"};
 #define NEEDS_GRANT 0
 #define RC_KIND "cudaError"                            /* return codes are cudaError_t */
 #define INIT_CALL "cudaSetDevice({device})/cudaFree(0)"  /* what rt_init calls ({device}: Python fills it) */
@@ -147,16 +146,11 @@ static int kernel_replica(queue_t *q, uint64_t fn, void *pos, void *out, int nw,
 static const char PLATFORM[] = "hsa";
 /* ROCr counts locks: a re-lock is granted and needs its own unlock */
 static const int LOCKS_COUNTED = 1;
-#define CALL_LOCK "hsa_amd_memory_lock"
-#define CALL_UNLOCK "hsa_amd_memory_unlock"
-#define CALL_QUERY "hsa_amd_pointer_info"
-#define CALL_ALLOC "hsa_amd_memory_pool_allocate"
-#define CALL_GRANT "hsa_amd_agents_allow_access"
-#define CALL_FREE "hsa_amd_memory_pool_free"
-#define CALL_COPY "hsa_amd_memory_async_copy"
-#define CALL_WAIT "hsa_signal_wait_scacquire"
-#define CALL_HOST_COPY "memcpy"
-#define CALL_KERNEL "none"
+static const char *const CALL_NAMES[C_N] PP_UNUSED = {
+    [C_LOCK] = "hsa_amd_memory_lock", [C_UNLOCK] = "hsa_amd_memory_unlock", [C_QUERY] = "hsa_amd_pointer_info",
+    [C_ALLOC] = "hsa_amd_memory_pool_allocate", [C_GRANT] = "hsa_amd_agents_allow_access",
+    [C_FREE] = "hsa_amd_memory_pool_free", [C_COPY] = "hsa_amd_memory_async_copy",
+    [C_WAIT] = "hsa_signal_wait_scacquire", [C_HOST_COPY] = "memcpy", [C_KERNEL] = "none"};
 #define NEEDS_GRANT 1
 #define RC_KIND "hsa_status"
 #define INIT_CALL "hsa_init"
@@ -282,16 +276,10 @@ static int kernel_replica(queue_t *q, uint64_t fn, void *pos, void *out, int nw,
 static const char PLATFORM[] = "host";
 /* mlock does not stack: a re-lock is granted, and one munlock undoes every lock */
 static const int LOCKS_COUNTED = 0;
-#define CALL_LOCK "mlock"
-#define CALL_UNLOCK "munlock"
-#define CALL_QUERY "smaps_lookup"
-#define CALL_ALLOC "mmap"
-#define CALL_GRANT "none"
-#define CALL_FREE "munmap"
-#define CALL_COPY "memmove@worker"
-#define CALL_WAIT "worker_wait"
-#define CALL_HOST_COPY "memcpy"
-#define CALL_KERNEL "kernel@worker"
+static const char *const CALL_NAMES[C_N] PP_UNUSED = {
+    [C_LOCK] = "mlock", [C_UNLOCK] = "munlock", [C_QUERY] = "smaps_lookup", [C_ALLOC] = "mmap", [C_GRANT] = "none",
+    [C_FREE] = "munmap", [C_COPY] = "memmove@worker", [C_WAIT] = "worker_wait", [C_HOST_COPY] = "memcpy",
+    [C_KERNEL] = "kernel@worker"};
 #define NEEDS_GRANT 0
 #define RC_KIND "errno"
 #define INIT_CALL "nothing"

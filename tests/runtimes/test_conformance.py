@@ -28,7 +28,8 @@ import pytest
 
 from pinpath.errors import LockFailed, RuntimeUnavailable
 from pinpath.runtimes import RUNTIMES, hsa_, open_runtime
-from pinpath.runtimes.base import CAPABILITY_MEMBERS, CORE_MEMBERS, Runtime, RuntimeBase, event_pair
+from pinpath.runtimes.base import (CALL_MEMBERS, CAPABILITY_MEMBERS, CORE_MEMBERS, Backend, Runtime, RuntimeBase,
+                                   RuntimeCalls, event_pair)
 from pinpath.runtimes.hip_ import MEMORY_TYPES_6_1, PointerAttributes
 from pinpath.runtimes.hsa_abi import K, OPTIONAL_SYMBOLS, PROTOTYPES, Agent
 from pinpath.trace import Recorder
@@ -76,7 +77,15 @@ def test_class_has_every_core_member(platform):
     cls = _class(platform)
     assert issubclass(cls, RuntimeBase) and cls.name == platform
     instance_members = _init_attributes(cls)
-    assert [m for m in CORE_MEMBERS if not hasattr(cls, m) and m not in instance_members] == []
+    assert [m for m in CORE_MEMBERS + CALL_MEMBERS if not hasattr(cls, m) and m not in instance_members] == []
+
+
+def test_the_core_is_start_buffers_and_capabilities():
+    """The core stays about a dozen calls; the per-call layer mirrors native/platform.h's table."""
+    core_calls = [m for m in CORE_MEMBERS if callable(getattr(Runtime, m, None))]
+    assert len(core_calls) <= 13, core_calls
+    assert set(CALL_MEMBERS) >= {"lock", "unlock", "query", "copy_async", "wait", "host_copy"}
+    assert not set(CORE_MEMBERS) & set(CALL_MEMBERS)
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -85,8 +94,8 @@ def test_core_methods_take_the_protocols_parameters(platform):
     events (``has_events`` False) is never asked for one: its event members only refuse."""
     cls = _class(platform)
     wrong = {}
-    for name in CORE_MEMBERS:
-        proto = getattr(Runtime, name, None)
+    for name in CORE_MEMBERS + CALL_MEMBERS:
+        proto = getattr(Runtime if name in CORE_MEMBERS else RuntimeCalls, name, None)
         if not callable(proto) or (name in EVENT_MEMBERS and not cls.has_events):
             continue
         impl = inspect.getattr_static(cls, name)
@@ -135,7 +144,7 @@ def _categories(rt, fn, *args):
 
 def drive_core(rt, *, describe: bool = True) -> None:
     """Every core member, bytes verified at each hop, every lock and allocation undone."""
-    assert isinstance(rt, Runtime)
+    assert isinstance(rt, Backend)
     if describe:
         assert rt.describe()["platform"] == rt.name
     caps = rt.capabilities()

@@ -14,7 +14,7 @@ from ..closing import Closing
 from ..errors import LockFailed, RuntimeCallFailed
 from ..memkinds import HostBuffer, host_buffer
 from ..records import TransferRecord
-from ..runtimes.base import Runtime
+from ..runtimes.base import Backend
 from ..trace import records
 from ..units import MiB
 from ..vocab import Direction, MapOutcome, PageableCopy, Phase, TransferPath
@@ -57,7 +57,7 @@ class StagingPool:
     a power of two (at least 4 KiB) and any buffer of that class is reused.
     """
 
-    def __init__(self, rt: Runtime, *, exact: bool) -> None:
+    def __init__(self, rt: Backend, *, exact: bool) -> None:
         self.rt, self.exact = rt, exact
         self._free: dict[int, list[int]] = {}
         self._pending: dict[int, list[tuple[int, int]]] = {}   # id(queue) -> buffers in flight on it
@@ -120,7 +120,7 @@ class PolicyBase(Closing):
     #: per target region (``sync``); a synchronous one waits after every copy
     asynchronous: bool = False
 
-    def __init__(self, rt: Runtime, *, q: Any = None, threshold_nbytes: int = DEFAULT_THRESHOLD_NBYTES,
+    def __init__(self, rt: Backend, *, q: Any = None, threshold_nbytes: int = DEFAULT_THRESHOLD_NBYTES,
                  events: bool = False, per_thread_queues: bool = False) -> None:
         self.rt = rt
         self.threshold_nbytes = threshold_nbytes

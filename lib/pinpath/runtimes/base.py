@@ -1,7 +1,13 @@
-"""The runtime interface: a small core every backend fills, and declared capabilities.
+"""The runtime interface: a small core every backend fills, the per-call layer, and declared
+capabilities.
 
-A backend is any object with the members of ``Runtime`` (structural typing). Beyond the
-core, a backend may offer capabilities (``vocab.Capability``: kernels, a latch, bare copy
+A backend is any object with the members of ``Runtime`` and ``RuntimeCalls`` (structural
+typing). ``Runtime`` is the core: the runtime started (the constructor), what it declares,
+buffers, verification and capabilities. ``RuntimeCalls`` is the per-call layer: the calls of the
+C table in ``native/platform.h`` (lock, unlock, query, queues, async copy, wait, host copy),
+made one at a time from Python, plus device events; the Python reference policies and the
+Python-timed experiments use it (NEXT.md on branch next-protocol says which, and what each needs
+before it can go). Beyond both, a backend may offer capabilities (``vocab.Capability``: kernels, a latch, bare copy
 loops, the C timing library, CUPTI); ``capabilities()`` says for each one "" (available)
 or why not, and ``need(rt, cap)`` raises NotAvailable with that reason. Code above the
 backends asks for capabilities, never looks at ``name``.
@@ -20,12 +26,13 @@ from ..records import PointerInfo
 from ..trace import Recorder
 from ..vocab import Capability, Direction, PageableCopy, Relock
 
-__all__ = ["Runtime", "RuntimeBase", "CORE_MEMBERS", "CAPABILITY_MEMBERS", "has", "need", "pinned_alloc",
-           "device_alloc", "queue", "event_pair"]
+__all__ = ["Runtime", "RuntimeCalls", "Backend", "RuntimeBase", "CORE_MEMBERS", "CALL_MEMBERS", "CAPABILITY_MEMBERS", "has",
+           "need", "pinned_alloc", "device_alloc", "queue", "event_pair"]
 
 
 @runtime_checkable
 class Runtime(Protocol):
+    """The core: start (the constructor), declared behaviour, buffers, verification, capabilities."""
     name: str                    #: "host", "cuda", "hsa", "hip"
     recorder: Recorder           #: every native call goes through it
     has_events: bool             #: device events time the DMA
@@ -43,6 +50,30 @@ class Runtime(Protocol):
     def reason(self, cap: Capability | str) -> str:
         """"" where ``cap`` is available, else the reason it is not."""
 
+    # runtime-allocated memory
+    def alloc_pinned(self, nbytes: int) -> int: ...
+    def grant(self, ptr: int, nbytes: int) -> None:
+        """Give the device access to a pinned allocation (a no-op where ``needs_grant`` is False)."""
+    def free_pinned(self, ptr: int, nbytes: int) -> None: ...
+    def alloc_device(self, nbytes: int) -> int: ...
+    def free_device(self, ptr: int, nbytes: int) -> None: ...
+
+    # untimed helpers (verification, harness)
+    def null_native(self) -> Any:
+        """The runtime's cheapest real call, unrecorded (harness calibration)."""
+    def fill_device(self, ptr: int, byte: int, nbytes: int) -> None: ...
+    def read_device(self, ptr: int, nbytes: int) -> np.ndarray: ...
+    def write_device(self, ptr: int, src: np.ndarray) -> None: ...
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class RuntimeCalls(Protocol):
+    """The per-call layer: ``native/platform.h``'s table made from Python one call at a time
+    (do_lock, do_unlock, do_query, queue_new, queue_close, copy_async, queue_wait, memcpy), and
+    device events. Each call is recorded (``recorder``), so Python-side timing and the call trace
+    see it."""
+
     # page locking of user memory
     def lock(self, ptr: int, nbytes: int, *, read_only: bool = False) -> int:
         """Page-lock ``[ptr, ptr+nbytes)`` with the flags an offload runtime passes (``read_only``
@@ -55,14 +86,6 @@ class Runtime(Protocol):
     def query(self, ptr: int) -> PointerInfo:
         """Ask the runtime whether ``ptr`` is page-locked."""
 
-    # runtime-allocated memory
-    def alloc_pinned(self, nbytes: int) -> int: ...
-    def grant(self, ptr: int, nbytes: int) -> None:
-        """Give the device access to a pinned allocation (a no-op where ``needs_grant`` is False)."""
-    def free_pinned(self, ptr: int, nbytes: int) -> None: ...
-    def alloc_device(self, nbytes: int) -> int: ...
-    def free_device(self, ptr: int, nbytes: int) -> None: ...
-
     # queues, copies, the timer
     def new_queue(self) -> Any: ...
     def free_queue(self, q: Any) -> None: ...
@@ -74,18 +97,21 @@ class Runtime(Protocol):
     def record_event(self, ev: Any, q: Any) -> None: ...
     def elapsed_ns(self, ev0: Any, ev1: Any) -> int: ...
 
-    # untimed helpers (verification, harness)
-    def null_native(self) -> Any:
-        """The runtime's cheapest real call, unrecorded (harness calibration)."""
-    def fill_device(self, ptr: int, byte: int, nbytes: int) -> None: ...
-    def read_device(self, ptr: int, nbytes: int) -> np.ndarray: ...
-    def write_device(self, ptr: int, src: np.ndarray) -> None: ...
-    def close(self) -> None: ...
+
+@runtime_checkable
+class Backend(Runtime, RuntimeCalls, Protocol):
+    """Both layers: what every backend class is today, and what the Python reference policies drive."""
+
+
+def _members(proto) -> tuple[str, ...]:
+    return tuple(proto.__dict__.get("__annotations__", {})) + tuple(
+        n for n, v in vars(proto).items() if callable(v) and not n.startswith("_"))
 
 
 #: the members every backend has (the conformance test checks each backend class)
-CORE_MEMBERS = tuple(n for n in Runtime.__dict__.get("__annotations__", {})) + tuple(
-    n for n, v in vars(Runtime).items() if callable(v) and not n.startswith("_"))
+CORE_MEMBERS = _members(Runtime)
+#: the per-call members every backend has too, while Python callers need them
+CALL_MEMBERS = _members(RuntimeCalls)
 
 #: capability -> the members a backend offering it has
 CAPABILITY_MEMBERS: dict[Capability, tuple[str, ...]] = {

@@ -2,7 +2,7 @@
 # One call on a GPU node without a package index (the H200 we develop on): pinpath from the
 # wheelhouse with the node's own Python (ENV=system), then the steps asked for, each one's output
 # packed under $OUT (at most a few files: a tar per run).
-#   tools/h200-run.sh reference NAME   make reproduce PRESET=full PLATFORM=cuda; share; -> $OUT/NAME.tar
+#   tools/h200-run.sh reference NAME   make reproduce PRESET=full PLATFORM=cuda; share; -> $OUT/NAME.tar.xz
 #                                      (REFERENCE_LIMIT_S=N: stopped after N s, what ran kept)
 #   tools/h200-run.sh smoke            make reproduce PRESET=smoke PLATFORM=cuda -> $OUT/smoke.tar
 #   tools/h200-run.sh test             make test ENV=system -> $OUT/test.log
@@ -12,6 +12,9 @@
 #   tools/h200-run.sh advise           the region and the stencil traced and timed, pinpath advise -> $OUT/advise.tar
 #                                      (a reference after it carries it as advise/)
 # Steps may follow one another: tools/h200-run.sh test reference h200
+# The node's copy of the tree may carry stale git metadata: set PINPATH_GIT_COMMIT (and
+# PINPATH_GIT_DIRTY=1 where the tree differs from it) so that manifests name the commit sent; each
+# manifest's git.sources digest names the tree as it was, whatever git said.
 # Needs: wheelhouse/ (make wheelhouse PYVER=3.12 SKIP="what the node has") and, for notebook 13,
 # build/offload/ (make offload-bundle), both carried to the node.
 set -uo pipefail
@@ -42,7 +45,8 @@ while [ $# -gt 0 ]; do
       run=$(readlink outputs/latest)
       [ -d build/advise-run ] && cp -r build/advise-run "outputs/$run/advise"   # the advise step, if it ran first
       echo "reference $name: run $run in $(( $(date +%s) - start )) s"
-      tar -C outputs --exclude='*.zip' -cf "$OUT/$name.tar" "$run"
+      # xz: a full run as a plain tar (about 37 MB) is too large to come back from the node
+      tar -C outputs --exclude='*.zip' -cJf "$OUT/$name.tar.xz" "$run"
       ;;
     smoke)
       make reproduce ENV=system PYTHON=python3 PRESET=smoke PLATFORM=cuda 2>&1 | grep -v '^      ' || status=1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import os
 import platform
 import socket
@@ -13,7 +14,7 @@ from typing import Any
 
 from . import osinfo
 
-__all__ = ["git_state", "machine", "packages", "utc_now", "PATH_ENV_VARS"]
+__all__ = ["git_state", "source_digest", "machine", "packages", "utc_now", "PATH_ENV_VARS", "SOURCE_DIRS"]
 
 #: environment variables that change which path a runtime takes (bench-anchors §5.2)
 PATH_ENV_VARS = ("GPU_PINNED_MIN_XFER_SIZE", "GPU_PINNED_XFER_SIZE", "GPU_STAGING_BUFFER_SIZE", "HSA_USE_SVM",
@@ -28,7 +29,26 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+#: the folders whose files decide what a run measures and says (their digest is in the manifest)
+SOURCE_DIRS = ("lib/pinpath", "notebooks", "params", "tools")
+_SOURCE_SUFFIXES = (".py", ".c", ".h", ".cpp", ".ipynb", ".yaml", ".sh", ".html", ".j2")
+
+
+def source_digest(root: Path) -> str:
+    """sha256 over the relative paths and contents of SOURCE_DIRS' source files, in path order:
+    it names the code that ran without asking git, whose metadata can be stale where a tree was
+    copied onto a node (compare it with ``pinpath``'s value at a commit on a clean checkout)."""
+    h = hashlib.sha256()
+    files = sorted(p for d in SOURCE_DIRS if (root / d).is_dir() for p in (root / d).rglob("*")
+                   if p.is_file() and p.suffix in _SOURCE_SUFFIXES and "__pycache__" not in p.parts)
+    for p in files:
+        h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def git_state(root: Path) -> dict[str, Any]:
+    """The commit (git's answer, or PINPATH_GIT_COMMIT where whoever copied the tree set it), whether
+    tracked files differ from it, and ``sources``: source_digest of the tree as it is."""
     def git(*args):
         r = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
         return r.stdout.strip() if r.returncode == 0 else None
@@ -36,10 +56,12 @@ def git_state(root: Path) -> dict[str, Any]:
         # a copy of the tree whose .git is missing or stale (a batch node's staging area): the launcher
         # that copied it says which commit it is
         return {"commit": os.environ["PINPATH_GIT_COMMIT"], "dirty": os.environ.get("PINPATH_GIT_DIRTY") == "1",
-                "source": "PINPATH_GIT_COMMIT (set by whoever copied the tree to this node)"}
+                "source": "PINPATH_GIT_COMMIT (set by whoever copied the tree to this node)",
+                "sources": source_digest(root)}
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit or "unknown", "dirty": bool(status) if status is not None else None}
+    return {"commit": commit or "unknown", "dirty": bool(status) if status is not None else None,
+            "sources": source_digest(root)}
 
 
 def _cpu_model() -> str:

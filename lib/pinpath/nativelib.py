@@ -192,11 +192,10 @@ def _cuda_toolchain(cc: str) -> Toolchain:
             if lib is None:
                 continue
             return _made("cuda", cc, incs, lib, origin)
-    if no_crt is not None:
-        raise NativeUnavailable(f"cuda: {no_crt}/cuda_runtime_api.h needs crt/host_defines.h, which is not there "
-                                "(pip install nvidia-cuda-crt, or set CUDA_HOME to a CUDA toolkit)")
-    raise NativeUnavailable("cuda: cuda_runtime_api.h and libcudart not found "
-                            "(pip install nvidia-cuda-runtime nvidia-cuda-crt, or set CUDA_HOME)")
+    raise _not_found(no_crt, f"cuda: {no_crt}/cuda_runtime_api.h needs crt/host_defines.h, which is not there "
+                             "(pip install nvidia-cuda-crt, or set CUDA_HOME to a CUDA toolkit)",
+                     "cuda: cuda_runtime_api.h and libcudart not found "
+                     "(pip install nvidia-cuda-runtime nvidia-cuda-crt, or set CUDA_HOME)")
 
 
 def _hsa_toolchain(cc: str) -> Toolchain:
@@ -213,11 +212,14 @@ def _hsa_toolchain(cc: str) -> Toolchain:
             for name in ("libhsa-runtime64.so.1", "libhsa-runtime64.so"):
                 if (d / name).exists():
                     return _made("hsa", cc, (inc,), d / name, str(root))
-    if headers_at is not None:
-        raise NativeUnavailable(f"hsa: libhsa-runtime64.so.1 not found beside {headers_at} "
-                                "(apt-get install libhsa-runtime64-1, or set ROCM_PATH)")
-    raise NativeUnavailable("hsa: hsa/hsa.h and hsa/hsa_ext_amd.h not found "
-                            "(apt-get install libhsa-runtime-dev, or set ROCM_PATH)")
+    raise _not_found(headers_at, f"hsa: libhsa-runtime64.so.1 not found beside {headers_at} "
+                                 "(apt-get install libhsa-runtime64-1, or set ROCM_PATH)",
+                     "hsa: hsa/hsa.h and hsa/hsa_ext_amd.h not found (apt-get install libhsa-runtime-dev, or set ROCM_PATH)")
+
+
+def _not_found(part, part_why: str, none_why: str) -> NativeUnavailable:
+    """A toolchain search's error: ``part_why`` where it found ``part`` of what it needs, else ``none_why``."""
+    return NativeUnavailable(part_why if part is not None else none_why)
 
 
 def _host_toolchain(cc: str) -> Toolchain:

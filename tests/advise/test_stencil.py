@@ -71,3 +71,7 @@ def test_stencil_refuses_a_host_run_and_bad_options(stencil):
     assert r.returncode == 3 and "ran on the host" in r.stderr
     r = _run(stencil, "--nx", 2)
     assert r.returncode == 2 and r.stderr.startswith("stencil: --nx")
+    for bad, says in ((("--nx", "12x"), "--nx needs an integer, got 12x"), (("--variant", "pinned"), "--variant is"),
+                      (("--halo", 1), "unknown option --halo"), (("--steps",), "option --steps needs a value")):
+        r = _run(stencil, *bad)
+        assert r.returncode == 2 and r.stderr.startswith(f"stencil: {says}"), r.stderr

@@ -54,20 +54,27 @@ def _class(platform: str) -> type:
 
 
 def _init_attributes(cls: type) -> set[str]:
-    """``self.X`` assigned in the ``__init__`` of ``cls`` or a base: instance members."""
+    """``self.X`` assigned in the ``__init__`` of ``cls`` or a base, or in a ``self._method(...)``
+    that such an ``__init__`` calls: instance members."""
     names: set[str] = set()
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
+    seen: set[str] = set()
+
+    def scan(fn) -> None:
         try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
         except (OSError, TypeError):
-            continue
+            return
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and \
-                    isinstance(node.value, ast.Name) and node.value.id == "self":
-                names.add(node.attr)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+                if isinstance(node.ctx, ast.Store):
+                    names.add(node.attr)
+                elif node.attr.startswith("_") and node.attr not in seen and callable(getattr(cls, node.attr, None)):
+                    seen.add(node.attr)
+                    scan(getattr(cls, node.attr))
+
+    for klass in cls.__mro__:
+        if "__init__" in klass.__dict__:
+            scan(klass.__dict__["__init__"])
     return names
 
 

@@ -29,25 +29,18 @@ class CudaRuntime(StreamRuntime):
                                         cudaGetDevice="null")
 
     def __init__(self, recorder: Recorder | None = None, device: int = 0) -> None:
-        cudart = binding("cuda", "cuda.bindings", "runtime", "cuda-python", "pip install cuda-bindings")
-        self._rt = self._api = cudart
-        self._p = "cuda"
-        self.recorder = recorder or Recorder()
+        self._open(binding("cuda", "cuda.bindings", "runtime", "cuda-python", "pip install cuda-bindings"), recorder)
+        cudart = self._rt = self._api
         err, count = cudart.cudaGetDeviceCount()
         if int(err) != 0 or count == 0:
             raise RuntimeUnavailable(
                 f"cuda runtime unavailable: no CUDA device answers (cudaGetDeviceCount returned "
                 f"{self._name(err)} ({int(err)}))")
-        self.device = device
-        self._check("cudaSetDevice", cudart.cudaSetDevice(device))
-        self._check("cudaFree", cudart.cudaFree(0))   # creates the context now, not in a timed call
-        self._H2D = cudart.cudaMemcpyKind.cudaMemcpyHostToDevice
-        self._D2H = cudart.cudaMemcpyKind.cudaMemcpyDeviceToHost
+        self._start_device(device)
         self._TYPE_HOST = cudart.cudaMemoryType.cudaMemoryTypeHost
         err, ro = cudart.cudaDeviceGetAttribute(
             cudart.cudaDeviceAttr.cudaDevAttrHostRegisterReadOnlySupported, device)
         self.read_only_register = int(err) == 0 and bool(ro)
-        self._functions: dict[str, object] = {}
 
     # -- helpers -----------------------------------------------------------------------
     def _name(self, err) -> str:

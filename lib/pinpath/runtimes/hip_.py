@@ -180,10 +180,9 @@ class HipRuntime(StreamRuntime):
                                         hiprtcCompileProgram="kernel")
 
     def __init__(self, recorder: Recorder | None = None, device: int = 0) -> None:
-        hip = binding("hip", "hip", "hip", "hip-python", "pip install the hip-python release of this machine's ROCm")
-        self._hip = self._api = hip
-        self._p = "hip"
-        self.recorder = recorder or Recorder()
+        self._open(binding("hip", "hip", "hip", "hip-python", "pip install the hip-python release of this machine's ROCm"),
+                   recorder)
+        hip = self._hip = self._api
         try:
             out = hip.hipRuntimeGetVersion()
         except RuntimeError as e:   # hip-python opens libamdhip64.so at its first call
@@ -201,13 +200,8 @@ class HipRuntime(StreamRuntime):
             raise RuntimeUnavailable(
                 f"hip runtime unavailable: no AMD GPU answers (hipGetDeviceCount returned {self._name(err)} "
                 f"({int(err)}) with HIP runtime {'.'.join(map(str, self.runtime_version))})")
-        self.device = device
-        self._check("hipSetDevice", hip.hipSetDevice(device))
-        self._check("hipFree", hip.hipFree(0))   # creates the context now, not in a timed call
-        self._H2D = hip.hipMemcpyKind.hipMemcpyHostToDevice
-        self._D2H = hip.hipMemcpyKind.hipMemcpyDeviceToHost
+        self._start_device(device)
         self._module = None
-        self._functions: dict[str, object] = {}
         self.kernel_build: dict | None = None   #: target, clock rate and size of the compiled code object
 
     # -- helpers -----------------------------------------------------------------------

@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from ..errors import LockFailed, RuntimeCallFailed
+from ..trace import Recorder
 from ..vocab import Direction, PageableCopy, Relock
 from .base import RuntimeBase
 
@@ -45,6 +46,26 @@ class StreamRuntime(RuntimeBase):
 
     def _fn(self, suffix: str):
         return getattr(self._api, self._p + suffix)
+
+    def _open(self, api, recorder: Recorder | None) -> None:
+        """The bindings module (its functions are ``<name><suffix>``) and the call recorder."""
+        self._api, self._p = api, self.name
+        self.recorder = recorder or Recorder()
+
+    def _start_device(self, device: int) -> None:
+        """Make ``device`` current and create its context now, not in a timed call; the memcpy
+        kinds and an empty kernel cache."""
+        self.device = device
+        self._call_checked("SetDevice", device)
+        self._call_checked("Free", 0)
+        kinds = self._fn("MemcpyKind")
+        self._H2D = getattr(kinds, self._p + "MemcpyHostToDevice")
+        self._D2H = getattr(kinds, self._p + "MemcpyDeviceToHost")
+        self._functions: dict[str, object] = {}
+
+    def _call_checked(self, suffix: str, *args):
+        """``_check`` of the API function ``<prefix><suffix>``, not recorded (set-up calls)."""
+        return self._check(self._p + suffix, self._fn(suffix)(*args))
 
     def _name(self, err) -> str:
         raise NotImplementedError

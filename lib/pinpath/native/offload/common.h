@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 // PINPATH_VENDOR: 1 NVIDIA (nvptx64), 2 AMD (amdgcn), 0 no GPU (host build, tests)
 #ifndef PINPATH_VENDOR
@@ -35,17 +36,45 @@ inline int64_t now_ns() {
   std::exit(code);
 }
 
-// every option of argv through f(option, value) (value() takes the next word); f says whether it knew
-// the option. An unknown option or a missing value ends the program with status 2.
-template <class F> void for_each_option(int argc, char **argv, F &&f) {
+// what every offload application takes: --variant plain|app_pinned, --markers, --allow-host
+struct CommonOptions {
+  std::string variant = "plain";
+  bool markers = false, allow_host = false;
+};
+
+// every option of argv: the common ones into c, the others through f(option, value) (value() takes the
+// next word); f says whether it knew the option. An unknown option, a missing value or an unknown
+// variant ends the program with status 2.
+template <class F> void for_each_option(int argc, char **argv, CommonOptions &c, F &&f) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
       if (i + 1 >= argc) die(2, "option " + a + " needs a value");
       return argv[++i];
     };
-    if (!f(a, value)) die(2, "unknown option " + a);
+    if (a == "--variant") c.variant = value();
+    else if (a == "--markers") c.markers = true;
+    else if (a == "--allow-host") c.allow_host = true;
+    else if (!f(a, value)) die(2, "unknown option " + a);
   }
+  if (c.variant != "plain" && c.variant != "app_pinned") die(2, "--variant is plain or app_pinned");
+}
+
+// option a's value into field when a is name: an integer (the whole word, or the program ends with
+// status 2) or, for a std::string field, the word itself. Says whether a was name.
+template <class V, class T> bool option(const std::string &a, const char *name, V &value, T &field) {
+  if (a != name) return false;
+  const std::string word = value();
+  if constexpr (std::is_same_v<T, std::string>) {
+    field = word;
+  } else {
+    char *end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(word.c_str(), &end, 10);
+    if (word.empty() || *end || errno) die(2, a + " needs an integer, got " + word);
+    field = static_cast<T>(n);
+  }
+  return true;
 }
 
 // one probe region before anything is timed: does a target region run on the device? Ends the program

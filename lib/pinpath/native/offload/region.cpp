@@ -42,34 +42,23 @@ constexpr int kVghDim = 10;              // value, 3 gradient, 6 hessian compone
 constexpr int kNsplines = 192;           // getAlignedSize<double>(192) for the NiO 32-atom cell
 constexpr int kInvocationsPerStep = 384; // one region per electron move: 32 atoms x 12 electrons
 
-struct Options {
-  std::string variant = "plain";
+struct Options : CommonOptions {
   long nw = 0;
   int steps = 5;
   int invocations = kInvocationsPerStep;
   std::string verify = "all";
   uint64_t seed = 1;
-  bool markers = false;
-  bool allow_host = false;
 };
 
 Options parse(int argc, char **argv) {
   Options o;
-  for_each_option(argc, argv, [&](const std::string &a, auto &value) {
-    if (a == "--variant") o.variant = value();
-    else if (a == "--nw") o.nw = std::atol(value().c_str());
-    else if (a == "--steps") o.steps = std::atoi(value().c_str());
-    else if (a == "--invocations") o.invocations = std::atoi(value().c_str());
-    else if (a == "--verify") o.verify = value();
-    else if (a == "--seed") o.seed = std::strtoull(value().c_str(), nullptr, 10);
-    else if (a == "--markers") o.markers = true;
-    else if (a == "--allow-host") o.allow_host = true;
-    else return false;
-    return true;
+  for_each_option(argc, argv, o, [&](const std::string &a, auto &value) {
+    return option(a, "--nw", value, o.nw) || option(a, "--steps", value, o.steps) ||
+           option(a, "--invocations", value, o.invocations) || option(a, "--verify", value, o.verify) ||
+           option(a, "--seed", value, o.seed);
   });
   if (o.nw < 1 || o.nw > 1 << 20) die(2, "--nw must be a walker count >= 1");
   if (o.steps < 1 || o.invocations < 1) die(2, "--steps and --invocations must be >= 1");
-  if (o.variant != "plain" && o.variant != "app_pinned") die(2, "--variant is plain or app_pinned");
   if (o.verify != "all" && o.verify != "first" && o.verify != "none") die(2, "--verify is all, first or none");
   return o;
 }

@@ -32,29 +32,19 @@
 namespace {
 using namespace pinpath;
 
-struct Options {
-  std::string variant = "plain";
+struct Options : CommonOptions {
   long nx = 4096, ny = 4096;
   int steps = 20, checkpoint = 5;
-  bool markers = false, allow_host = false;
 };
 
 Options parse(int argc, char **argv) {
   Options o;
-  for_each_option(argc, argv, [&](const std::string &a, auto &value) {
-    if (a == "--variant") o.variant = value();
-    else if (a == "--nx") o.nx = std::atol(value().c_str());
-    else if (a == "--ny") o.ny = std::atol(value().c_str());
-    else if (a == "--steps") o.steps = std::atoi(value().c_str());
-    else if (a == "--checkpoint") o.checkpoint = std::atoi(value().c_str());
-    else if (a == "--markers") o.markers = true;
-    else if (a == "--allow-host") o.allow_host = true;
-    else return false;
-    return true;
+  for_each_option(argc, argv, o, [&](const std::string &a, auto &value) {
+    return option(a, "--nx", value, o.nx) || option(a, "--ny", value, o.ny) || option(a, "--steps", value, o.steps) ||
+           option(a, "--checkpoint", value, o.checkpoint);
   });
   if (o.nx < 3 || o.ny < 4 || o.nx > (1L << 16) || o.ny > (1L << 16)) die(2, "--nx must be 3..65536 and --ny 4..65536");
   if (o.steps < 1 || o.checkpoint < 1) die(2, "--steps and --checkpoint must be >= 1");
-  if (o.variant != "plain" && o.variant != "app_pinned") die(2, "--variant is plain or app_pinned");
   return o;
 }
 

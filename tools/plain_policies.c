@@ -4,7 +4,8 @@
  *
  * Build: as nativelib builds tools (-DPINPATH_CUDA with cuda_runtime_api.h and libcudart, or
  * -DPINPATH_HOST with libc only: mlock/munlock and a worker thread that does the "device" copy).
- * Usage: plain_policies OUT REPEATS ROUNDS SPEC...    SPEC = policy:direction:nbytes, OUT a file or -
+ * Usage: plain_policies OUT REPEATS ROUNDS SEED SPEC...   SPEC = policy:direction:nbytes, OUT a file or -,
+ * SEED the shuffles' seed (a caller that runs one repeat per call passes a new seed each time)
  * Output, one line per timed transfer: policy,direction,nbytes,repeat,round,ns
  * Each repeat visits the policies in a shuffled order; for each, it allocates that policy's
  * buffers anew (page-aligned heap, touched with a non-zero pattern; one host and one device buffer per
@@ -217,18 +218,19 @@ static void run_policy(spec_t *specs, int *idx, int k, int r, int rounds, FILE *
 }
 
 __attribute__((visibility("default"))) int plain_main(int argc, char **argv) {
-    if (argc < 5) {
-        fprintf(stderr, "usage: plain_policies OUT REPEATS ROUNDS policy:direction:nbytes ...\n");
+    if (argc < 6) {
+        fprintf(stderr, "usage: plain_policies OUT REPEATS ROUNDS SEED policy:direction:nbytes ...\n");
         return 2;
     }
-    int repeats = atoi(argv[2]), rounds = atoi(argv[3]), ns = argc - 4;
+    int repeats = atoi(argv[2]), rounds = atoi(argv[3]), ns = argc - 5;
+    unsigned seed = (unsigned)strtoul(argv[4], NULL, 10);
     spec_t *specs = calloc((size_t)ns, sizeof *specs);
     int *pol = calloc((size_t)ns, sizeof *pol), npol = 0;   /* the first spec of each policy */
     for (int i = 0; i < ns; ++i) {
         char dir[8];
         unsigned long long n;
-        if (sscanf(argv[4 + i], "%31[a-z_]:%7[a-z2]:%llu", specs[i].policy, dir, &n) != 3 || n == 0) {
-            fprintf(stderr, "plain_policies: bad spec %s\n", argv[4 + i]);
+        if (sscanf(argv[5 + i], "%31[a-z_]:%7[a-z2]:%llu", specs[i].policy, dir, &n) != 3 || n == 0) {
+            fprintf(stderr, "plain_policies: bad spec %s\n", argv[5 + i]);
             return 2;
         }
         specs[i].h2d = !strcmp(dir, "h2d");
@@ -240,7 +242,7 @@ __attribute__((visibility("default"))) int plain_main(int argc, char **argv) {
     FILE *out = strcmp(argv[1], "-") ? fopen(argv[1], "w") : stdout;
     if (!out) { perror(argv[1]); return 2; }
     setup();
-    srand(20201019);
+    srand(seed);
     int *idx = malloc(sizeof(int) * (size_t)ns);
     for (int r = 0; r < repeats; ++r) {
         for (int i = npol - 1; i > 0; --i) { int j = rand() % (i + 1), t = pol[i]; pol[i] = pol[j]; pol[j] = t; }

@@ -84,6 +84,7 @@ ENGINE_FIDELITY = {   # the native engine against the same policy written by han
     "ratio": "float", "low": "float", "high": "float",   # engine / plain, 95 % interval over repeats
     "repeats": "int",
     "plain_process_ns": "float",   # the plain program as a process of its own (the process state's effect)
+    "thread_cpu": "int",    # the CPU both sides' timing thread was pinned to (-1: not pinned, host)
     "platform": "str"}
 BANDWIDTH = {
     "case": "str",      # "pinned" (prepinned policy), "pageable" (driver_pageable), "plain_loop", "sync_loop"

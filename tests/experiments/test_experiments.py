@@ -303,3 +303,20 @@ def test_poisoned_destination_is_judged_after_the_transfer(host_rt, direction):
             other[0] ^= 0xFF
             with pytest.raises(VerificationFailed):
                 dst.verdict("the kernel's output", want=other)
+
+
+def test_the_fidelity_timing_thread_stays_on_the_gpus_node(monkeypatch):
+    from types import SimpleNamespace
+
+    from pinpath import machine_state
+    from pinpath.experiments import fidelity
+    assert fidelity.timing_cpu(SimpleNamespace(name="host")) is None   # its copies run on worker threads
+    gpu = SimpleNamespace(name="cuda")
+    monkeypatch.setattr(machine_state, "cpus_by_node", lambda: {0: [0, 1], 1: [2, 3]})
+    monkeypatch.setattr(machine_state, "gpu_node", lambda device=0: (1, "sysfs"))
+    for now, pinned in ((0, 2), (3, 3), (-1, 2)):
+        monkeypatch.setattr(machine_state, "thread_cpu", lambda now=now: now)
+        assert fidelity.timing_cpu(gpu) == pinned
+    monkeypatch.setattr(machine_state, "gpu_node", lambda device=0: (-1, "unknown"))
+    monkeypatch.setattr(machine_state, "thread_cpu", lambda: 1)
+    assert fidelity.timing_cpu(gpu) == 1                                # no NUMA facts: where it runs now

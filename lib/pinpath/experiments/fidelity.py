@@ -13,10 +13,11 @@ import ctypes
 import os
 import subprocess
 import tempfile
+from contextlib import nullcontext
 
 import pandas as pd
 
-from .. import nativelib
+from .. import machine_state, nativelib
 from ..errors import NotAvailable
 from ..paths import PROJECT_ROOT
 from ..schema import ENGINE_FIDELITY, frame
@@ -50,15 +51,16 @@ def _source(platform: str):
     return YARDSTICK_SOURCE
 
 
-def plain_policies(platform: str, specs, *, repeats: int, rounds: int = ROUNDS, in_process: bool = False,
-                   timeout_s: int = 600) -> pd.DataFrame:
+def plain_policies(platform: str, specs, *, repeats: int, rounds: int = ROUNDS, seed: int = SEED,
+                   in_process: bool = False, timeout_s: int = 600) -> pd.DataFrame:
     """Run the plain program on ``specs`` ((policy, direction, nbytes), ...), as a process of its
-    own or (``in_process``) inside this one: one row per timed transfer."""
+    own or (``in_process``) inside this one: one row per timed transfer. ``seed`` seeds its
+    shuffles of policies and of the specs in each round."""
     src = _source(platform)
     spec_args = [f"{p}:{d}:{n}" for p, d, n in specs]
     if not in_process:
         exe = nativelib.build_program(platform, src)
-        r = subprocess.run([str(exe), "-", str(repeats), str(rounds), *spec_args], capture_output=True, text=True,
+        r = subprocess.run([str(exe), "-", str(repeats), str(rounds), str(seed), *spec_args], capture_output=True, text=True,
                            timeout=timeout_s)
         if r.returncode != 0:
             raise NotAvailable(f"{platform}: the plain yardstick failed ({(r.stderr.strip() or 'no output')[:200]})")
@@ -67,7 +69,7 @@ def plain_policies(platform: str, specs, *, repeats: int, rounds: int = ROUNDS, 
     fd, path = tempfile.mkstemp(prefix="pinpath-plain-", suffix=".csv")
     os.close(fd)
     try:
-        argv = [b"plain_policies", path.encode(), str(repeats).encode(), str(rounds).encode(),
+        argv = [b"plain_policies", path.encode(), str(repeats).encode(), str(rounds).encode(), str(seed).encode(),
                 *(a.encode() for a in spec_args)]
         rc = lib.plain_main(len(argv), (ctypes.c_char_p * len(argv))(*argv))
         if rc != 0:
@@ -84,24 +86,13 @@ def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions
     shuffled order; for each, the engine's plan and the in-process yardstick run back to back
     (which goes first alternates), each with fresh buffers. Per policy, direction and size: the
     median of each side's repeat medians and their ratio (engine / plain) with a 95 % interval
-    over the repeats; then the yardstick once more as a process of its own."""
+    over the repeats; then the yardstick once more as a process of its own. The timing thread
+    is pinned to one CPU throughout (``timing_cpu``; ``thread_cpu`` in the rows, -1 unpinned)."""
     if native_why_not(rt):
         raise NotAvailable(f"{rt.name}: the native engine is not available: {native_why_not(rt)}")
-    sweep = Sweep(repeats=repeats, verify="first", seed=SEED + 16)
-    eng_frames, plain_frames = [], []
-    for r, order in sweep.independent(policies):
-        for k, policy in enumerate(order):
-            specs = [(policy, d, n) for d in directions for n in sizes_nbytes]
-            sides = [("engine", lambda: native_policy_sweep(rt, policies=[policy], sizes_nbytes=sizes_nbytes,
-                                                              directions=directions, repeats=1, rounds=rounds,
-                                                              verify="all" if sweep.checks(r) else "none",
-                                                              seed=SEED + r, label="")),
-                     ("plain", lambda: plain_policies(rt.name, specs, repeats=1, rounds=rounds, in_process=True))]
-            for side, run in (sides if (r + k) % 2 == 0 else sides[::-1]):
-                (eng_frames if side == "engine" else plain_frames).append(run().assign(repeat=r))
-    eng, plain = pd.concat(eng_frames, ignore_index=True), pd.concat(plain_frames, ignore_index=True)
-    apart = plain_policies(rt.name, [(p, d, n) for p in policies for d in directions for n in sizes_nbytes],
-                           repeats=repeats, rounds=rounds)
+    cpu = timing_cpu(rt)
+    with machine_state.pinned_to(cpu) if cpu is not None else nullcontext():
+        eng, plain, apart = _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds)
     keys = ["policy", "direction", "nbytes"]
     e_rep = eng[eng.event == "transfer"].groupby([*keys, "repeat"]).total_ns.median()
     p_rep = plain.groupby([*keys, "repeat"]).ns.median()
@@ -116,8 +107,40 @@ def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions
         rows.append({**dict(zip(keys, key)), "engine_ns": float(e.median()), "plain_ns": float(p.median()),
                      "ratio": est.value, "low": est.low, "high": est.high, "repeats": len(e),
                      "plain_process_ns": float(a.median()) if a is not None else float("nan"),
-                     "platform": rt.name})
+                     "thread_cpu": -1 if cpu is None else cpu, "platform": rt.name})
     return frame(rows, ENGINE_FIDELITY), eng
+
+
+def timing_cpu(rt) -> int | None:
+    """The CPU the timing thread is pinned to while both sides run, so that neither meets a CPU or
+    NUMA node the other did not: the CPU it runs on now where that is on the GPU's NUMA node (or the
+    node is unknown), else the first CPU of that node this process may use. None on ``host``, whose
+    copies are done by worker threads that a pinned thread would start on its one CPU."""
+    if rt.name == "host":
+        return None
+    now = max(machine_state.thread_cpu(), 0)
+    local = machine_state.cpus_by_node().get(machine_state.gpu_node()[0], [])
+    return now if not local or now in local else local[0]
+
+
+def _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds):
+    """The engine's and the in-process yardstick's rows, interleaved, then the yardstick apart."""
+    sweep = Sweep(repeats=repeats, verify="first", seed=SEED + 16)
+    eng_frames, plain_frames = [], []
+    for r, order in sweep.independent(policies):
+        for k, policy in enumerate(order):
+            specs = [(policy, d, n) for d in directions for n in sizes_nbytes]
+            sides = [("engine", lambda: native_policy_sweep(rt, policies=[policy], sizes_nbytes=sizes_nbytes,
+                                                              directions=directions, repeats=1, rounds=rounds,
+                                                              verify="all" if sweep.checks(r) else "none",
+                                                              seed=SEED + r, label="")),
+                     ("plain", lambda: plain_policies(rt.name, specs, repeats=1, rounds=rounds, seed=SEED + 1000 * r + k,
+                                                      in_process=True))]
+            for side, run in (sides if (r + k) % 2 == 0 else sides[::-1]):
+                (eng_frames if side == "engine" else plain_frames).append(run().assign(repeat=r))
+    apart = plain_policies(rt.name, [(p, d, n) for p in policies for d in directions for n in sizes_nbytes],
+                           repeats=repeats, rounds=rounds)
+    return pd.concat(eng_frames, ignore_index=True), pd.concat(plain_frames, ignore_index=True), apart
 
 
 def engine_fidelity_or_reason(rt, **kw) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str]:

@@ -2,10 +2,12 @@
 (fixtures in LLVM 19's formats), the one-sentence reasons, and where clang-19 with OpenMP
 offload is installed, the region built for the host offload target and run for real."""
 
+import io
 import json
 import resource
 import shutil
 import stat
+import subprocess
 
 import numpy as np
 import pandas as pd
@@ -275,3 +277,31 @@ def test_processes_below_one_are_refused_in_one_sentence(tmp_path):
     ran = rr.real_runtime_or_reason(offload_dir=tmp_path, processes=0)
     _one_sentence(ran.reason)
     assert "processes must be at least 1" in ran.reason
+
+
+def test_host_offload_region_paired_splits_off_the_copies(host_build):
+    """--paired: each invocation beside the same region over present arrays (no copies); the
+    transfer_ns column is ns - kernel_ns, and the bytes are still checked."""
+    r = subprocess.run([str(host_build.binary), "--nw", "3", "--steps", "1", "--invocations", "4", "--paired"],
+                       capture_output=True, text=True, env=rr.runtime_env(host_build), timeout=120)
+    assert r.returncode == 0, r.stderr[-500:]
+    inv = pd.read_csv(io.StringIO("\n".join(l for l in r.stdout.splitlines() if not l.startswith("#"))))
+    assert list(inv.columns[-2:]) == ["kernel_ns", "transfer_ns"] and len(inv) == 4 and inv.verified.all()
+    assert (inv.kernel_ns > 0).all() and (inv.transfer_ns == inv.ns - inv.kernel_ns).all()
+
+
+def test_host_offload_updates_probe(tmp_path):
+    """updates.cpp through the host libomptarget: one row per timed update, both round trips checked."""
+    if not shutil.which("clang++-19"):
+        pytest.skip("no clang++-19 here (apt-get install clang-19 libomp-19-dev clang-tools-19)")
+    try:
+        build = rr.build_host_region(tmp_path, app="updates")
+    except NotAvailable as e:
+        pytest.skip(str(e))
+    r = subprocess.run([str(build.binary), "--nbytes", "4100", "--rounds", "5"], capture_output=True, text=True,
+                       env=rr.runtime_env(build), timeout=120)
+    assert r.returncode == 0, r.stderr[-500:]
+    facts = rr.parse_facts(l for l in r.stdout.splitlines() if l.startswith("#"))
+    assert facts["on_device"] == 1 and facts["checked"] == 1 and facts["wrong"] == 0 and facts["nbytes"] == 4100
+    rows = pd.read_csv(io.StringIO("\n".join(l for l in r.stdout.splitlines() if not l.startswith("#"))))
+    assert len(rows) == 10 and sorted(set(rows.direction)) == ["d2h", "h2d"] and (rows.ns > 0).all()

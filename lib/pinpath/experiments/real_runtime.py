@@ -214,10 +214,11 @@ def _device_reason(build: Build) -> str | None:
     return None
 
 
-def build_host_region(dest: Path | str, *, cxx: str | None = None, timeout_s: int = 120) -> Build:
-    """Compile the region for libomptarget's host (x86_64) offload target into ``dest`` (a
-    directory) with a manifest, so ``find_build(dest)`` finds it: a real libomptarget run on a
-    machine without a GPU. NotAvailable if no clang with OpenMP offload is here."""
+def build_host_region(dest: Path | str, *, cxx: str | None = None, timeout_s: int = 120, app: str = "region") -> Build:
+    """Compile the region (or another of native/offload's applications, ``app``: stencil, updates)
+    for libomptarget's host (x86_64) offload target into ``dest`` (a directory) with a manifest, so
+    ``find_build(dest)`` finds it: a real libomptarget run on a machine without a GPU. NotAvailable
+    if no clang with OpenMP offload is here."""
     cxx = cxx or shutil.which("clang++-19")
     if not cxx:
         raise NotAvailable("no clang++-19 here to build the region for the host offload target")
@@ -227,16 +228,16 @@ def build_host_region(dest: Path | str, *, cxx: str | None = None, timeout_s: in
         raise NotAvailable(f"{cxx} has no libomptarget ({llvm_lib}/libomptarget.so is missing: libomp-19-dev)")
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    binary = dest / "region-x86_64"
+    binary = dest / f"{app}-x86_64"
     offload = resources.files("pinpath").joinpath("native/offload")
     flags = [w for line in offload.joinpath("flags.txt").read_text().splitlines() if not line.startswith("#")
              for w in line.split()]
-    with resources.as_file(offload.joinpath("region.cpp")) as src:
+    with resources.as_file(offload.joinpath(f"{app}.cpp")) as src:
         r = subprocess.run([cxx, *flags, "-fopenmp-targets=x86_64-pc-linux-gnu", str(src), "-o", str(binary)],
                            capture_output=True, text=True, timeout=timeout_s)
     if r.returncode != 0:
         first = (r.stderr.strip().splitlines() or ["no output"])[-1]
-        raise NotAvailable(f"the region did not compile for the host offload target ({first})")
+        raise NotAvailable(f"{app}.cpp did not compile for the host offload target ({first})")
     man = {"vendor": "host", "arch": "x86_64", "binary": binary.name, "compiler": cxx, "bundle": None,
            "runtime": "system", "ld_library_path": [str(llvm_lib)]}
     (dest / "manifest.json").write_text(json.dumps(man, indent=1) + "\n")

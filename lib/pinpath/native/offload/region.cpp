@@ -10,12 +10,17 @@
 // so every D2H can be checked byte for byte against the positions sent.
 //
 // Usage: region --nw N [--variant plain|app_pinned] [--steps S (5)] [--invocations I (384)]
-//               [--verify all|first|none] [--seed K] [--markers] [--allow-host]
+//               [--verify all|first|none] [--seed K] [--paired] [--markers] [--allow-host]
 // --verify: after its timing, compare the D2H of every invocation (all, the default), of the first
 // invocation of each step (first), or of none with the formula; the output is poisoned (0xA5)
 // before each checked invocation. --allow-host: accept a host execution (tests of a build
 // without offload); otherwise a region that runs on the host fails (probe region, NaN output).
-// stdout: '#'-lines of facts (key=value), then CSV: variant,nw,step,invocation,ns,verified.
+// --paired: each invocation is followed (or, every other one, preceded) by the same region with plain
+// map(to/from) clauses, which move nothing because the arrays are present: its time is kernel_ns, and
+// transfer_ns = ns - kernel_ns is what the two copies cost through the runtime (pinpath advise's
+// real figure for this region).
+// stdout: '#'-lines of facts (key=value), then CSV: variant,nw,step,invocation,ns,verified (with
+// --paired also kernel_ns,transfer_ns).
 // --markers writes "pinpath-region: ..." lines to stderr between invocations (outside the timed
 // part), so the runtime's LIBOMPTARGET_INFO lines, also on stderr, can be assigned to invocations.
 // Exit status: 0 ok, 2 usage, 3 not on the device, 4 wrong bytes, 5 registration failed.
@@ -48,6 +53,7 @@ struct Options : CommonOptions {
   int invocations = kInvocationsPerStep;
   std::string verify = "all";
   uint64_t seed = 1;
+  bool paired = false;
 };
 
 Options parse(int argc, char **argv) {
@@ -55,7 +61,7 @@ Options parse(int argc, char **argv) {
   for_each_option(argc, argv, o, [&](const std::string &a, auto &value) {
     return option(a, "--nw", value, o.nw) || option(a, "--steps", value, o.steps) ||
            option(a, "--invocations", value, o.invocations) || option(a, "--verify", value, o.verify) ||
-           option(a, "--seed", value, o.seed);
+           option(a, "--seed", value, o.seed) || (a == "--paired" && (o.paired = true));
   });
   if (o.nw < 1 || o.nw > 1 << 20) die(2, "--nw must be a walker count >= 1");
   if (o.steps < 1 || o.invocations < 1) die(2, "--steps and --invocations must be >= 1");
@@ -86,6 +92,21 @@ long first_mismatch(const double *pos, const double *out, long nw) {
 }
 
 }  // namespace
+
+#define PINPATH_STR(x) #x
+#define PINPATH_PRAGMA(x) _Pragma(PINPATH_STR(x))
+// one invocation of the region under the map clauses MAPS: the same kernel whatever they are. A host
+// execution writes NaN, so the byte check then fails loudly (unless --allow-host).
+#define PINPATH_REGION(MAPS)                                                                          \
+  PINPATH_PRAGMA(omp target teams distribute num_teams(nw) thread_limit(nsplines) MAPS)              \
+  for (long w = 0; w < nw; ++w) {                                                                     \
+    const double poison = (omp_is_initial_device() && !on_host_ok) ? NAN : 0.0;                       \
+    PINPATH_PRAGMA(omp parallel for)                                                                  \
+    for (int s = 0; s < nsplines; ++s)                                                                \
+      for (int c = 0; c < kVghDim; ++c)                                                               \
+        out[(w * kVghDim + c) * nsplines + s] =                                                       \
+            pos[3 * w + c % 3] * static_cast<double>(s + 1) + static_cast<double>(c) + poison;        \
+  }
 
 int main(int argc, char **argv) {
   pinpath::program = "region";
@@ -126,7 +147,7 @@ int main(int argc, char **argv) {
               o.verify.c_str(), pos_nbytes, out_nbytes, o.variant == "app_pinned" ? pin.how.c_str() : "none",
               register_rc, static_cast<long long>(register_ns), static_cast<long long>(enter_ns));
 
-  struct Row { int step, inv; int64_t ns; int verified; };   // verified: 1 yes, 0 wrong, -1 not checked
+  struct Row { int step, inv; int64_t ns, kernel_ns; int verified; };   // verified: 1 yes, 0 wrong, -1 not checked
   std::vector<Row> rows;
   rows.reserve(static_cast<size_t>(o.steps) * o.invocations);
   long wrong = 0;
@@ -138,25 +159,28 @@ int main(int argc, char **argv) {
       fill_positions(pos, pos_len, rng);
       if (check) std::memset(out, 0xA5, out_nbytes);   // a D2H that did not happen cannot pass
       if (o.markers) std::fprintf(stderr, "pinpath-region: invocation step=%d invocation=%d\n", step, inv);
-      const int64_t start = now_ns();
-#pragma omp target teams distribute num_teams(nw) thread_limit(nsplines) \
-    map(always, to : pos[0:pos_len]) map(always, from : out[0:out_len])
-      for (long w = 0; w < nw; ++w) {
-        // a host execution writes NaN: the byte check then fails loudly (unless --allow-host)
-        const double poison = (omp_is_initial_device() && !on_host_ok) ? NAN : 0.0;
-#pragma omp parallel for
-        for (int s = 0; s < nsplines; ++s)
-          for (int c = 0; c < kVghDim; ++c)
-            out[(w * kVghDim + c) * nsplines + s] =
-                pos[3 * w + c % 3] * static_cast<double>(s + 1) + static_cast<double>(c) + poison;
+      // --paired: the present-only region before this invocation every other time, after it otherwise
+      const bool kernel_first = o.paired && inv % 2 == 1;
+      int64_t kernel_ns = 0;
+      if (kernel_first) {
+        const int64_t k0 = now_ns();
+        PINPATH_REGION(map(to : pos[0:pos_len]) map(from : out[0:out_len]))
+        kernel_ns = now_ns() - k0;
       }
+      const int64_t start = now_ns();
+      PINPATH_REGION(map(always, to : pos[0:pos_len]) map(always, from : out[0:out_len]))
       const int64_t ns = now_ns() - start;
+      if (o.paired && !kernel_first) {
+        const int64_t k0 = now_ns();
+        PINPATH_REGION(map(to : pos[0:pos_len]) map(from : out[0:out_len]))
+        kernel_ns = now_ns() - k0;
+      }
       int verified = -1;
       if (check) {
         verified = first_mismatch(pos, out, nw) < 0 ? 1 : 0;
         wrong += verified == 0;
       }
-      rows.push_back({step, inv, ns, verified});
+      rows.push_back({step, inv, ns, kernel_ns, verified});
     }
   }
 
@@ -174,10 +198,13 @@ int main(int argc, char **argv) {
 
   std::printf("# exit_ns=%lld unregister_rc=%d unregister_ns=%lld wrong=%ld\n", static_cast<long long>(exit_ns),
               unregister_rc, static_cast<long long>(unregister_ns), wrong);
-  std::printf("variant,nw,step,invocation,ns,verified\n");
-  for (const Row &r : rows)
-    std::printf("%s,%ld,%d,%d,%lld,%s\n", o.variant.c_str(), nw, r.step, r.inv, static_cast<long long>(r.ns),
+  std::printf("variant,nw,step,invocation,ns,verified%s\n", o.paired ? ",kernel_ns,transfer_ns" : "");
+  for (const Row &r : rows) {
+    std::printf("%s,%ld,%d,%d,%lld,%s", o.variant.c_str(), nw, r.step, r.inv, static_cast<long long>(r.ns),
                 r.verified < 0 ? "" : (r.verified ? "true" : "false"));
+    if (o.paired) std::printf(",%lld,%lld", static_cast<long long>(r.kernel_ns), static_cast<long long>(r.ns - r.kernel_ns));
+    std::printf("\n");
+  }
   std::fflush(stdout);
   std::free(pos);
   std::free(out);

@@ -1,0 +1,108 @@
+// A probe of what one `target update` costs through the offload runtime, for pinpath advise's
+// runtime term (issue 22): advise replays an application's copies with the native engine, which
+// times the copies alone; the runtime adds its own work to each one (finding the mapping, a queue,
+// the wait). This program measures that work without any application: one array is mapped once,
+// then every round times a `target update to` and a `target update from` of its first --nbytes bytes,
+// each alone. advise subtracts the engine's time for a copy of the same size and direction.
+//
+// Usage: updates [--nbytes N (8)] [--rounds R (200)] [--variant plain|app_pinned] [--allow-host]
+//                [--markers]
+// app_pinned: the array is registered first (as region and stencil do). Ten untimed rounds first.
+// Afterwards, outside the timing, two round trips check that both directions moved the bytes (not
+// on the host, where there is no second copy to check).
+// stdout: '#'-lines of facts (key=value), then CSV: variant,direction,nbytes,round,ns.
+// Exit status: 0 ok, 2 usage, 3 not on the device, 4 wrong bytes, 5 registration failed.
+
+#include "common.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace pinpath;
+
+namespace {
+
+struct Options : CommonOptions {
+  long nbytes = 8;
+  int rounds = 200;
+};
+
+Options parse(int argc, char **argv) {
+  Options o;
+  for_each_option(argc, argv, o, [&](const std::string &a, auto &value) {
+    return option(a, "--nbytes", value, o.nbytes) || option(a, "--rounds", value, o.rounds);
+  });
+  if (o.nbytes < 1 || o.nbytes > (1L << 30)) die(2, "--nbytes must be 1..1073741824");
+  if (o.rounds < 1) die(2, "--rounds must be >= 1");
+  return o;
+}
+
+void pattern(unsigned char *a, long n, unsigned seed) {
+  for (long i = 0; i < n; ++i) a[i] = static_cast<unsigned char>(1 + (i * 131 + seed) % 251);   // never 0
+}
+
+// one round trip outside the timing: host -> device with pattern seed, host poisoned, device -> host
+bool round_trip(unsigned char *a, long n, unsigned seed) {
+  pattern(a, n, seed);
+#pragma omp target update to(a[0:n])
+  std::memset(a, 0xA5, static_cast<size_t>(n));
+#pragma omp target update from(a[0:n])
+  std::vector<unsigned char> want(static_cast<size_t>(n));
+  pattern(want.data(), n, seed);
+  return std::memcmp(want.data(), a, static_cast<size_t>(n)) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  pinpath::program = "updates";
+  const Options o = parse(argc, argv);
+  const long n = o.nbytes;
+  auto *a = static_cast<unsigned char *>(page_aligned(static_cast<size_t>(n)));
+  pattern(a, n, 7);
+  const bool initial = !on_device(o.allow_host);
+
+  Pinner pin;
+  int register_rc = 0;
+  if (o.variant == "app_pinned") {
+    pin.open();
+    register_rc = pin.lock(a, static_cast<size_t>(n));
+    if (register_rc != 0) die(5, "app_pinned: " + pin.how + " failed with " + std::to_string(register_rc));
+  }
+#pragma omp target enter data map(to : a[0:n])
+  std::printf("# offload_devices=%d on_device=%d vendor=%d variant=%s nbytes=%ld rounds=%d register=%s register_rc=%d\n",
+              omp_get_num_devices(), initial ? 0 : 1, PINPATH_VENDOR, o.variant.c_str(), n, o.rounds,
+              o.variant == "app_pinned" ? pin.how.c_str() : "none", register_rc);
+
+  struct Row { bool h2d; int round; int64_t ns; };
+  std::vector<Row> rows;
+  rows.reserve(2 * static_cast<size_t>(o.rounds));
+  for (int r = -10; r < o.rounds; ++r) {   // rounds below 0 warm up
+    if (o.markers) std::fprintf(stderr, "pinpath-region: invocation step=0 invocation=%d\n", r < 0 ? 0 : r);
+    int64_t t0 = now_ns();
+#pragma omp target update to(a[0:n])
+    const int64_t h2d = now_ns() - t0;
+    t0 = now_ns();
+#pragma omp target update from(a[0:n])
+    const int64_t d2h = now_ns() - t0;
+    if (r >= 0) {
+      rows.push_back({true, r, h2d});
+      rows.push_back({false, r, d2h});
+    }
+  }
+  // on the host (--allow-host) the "device" copy is the array itself: nothing to check
+  const bool ok = initial || (round_trip(a, n, 11) && round_trip(a, n, 23));
+#pragma omp target exit data map(delete : a[0:n])
+  if (o.variant == "app_pinned") pin.unlock(a, static_cast<size_t>(n));
+
+  std::printf("# checked=%d wrong=%d\n", initial ? 0 : 1, ok ? 0 : 1);
+  std::printf("variant,direction,nbytes,round,ns\n");
+  for (const Row &r : rows)
+    std::printf("%s,%s,%ld,%d,%lld\n", o.variant.c_str(), r.h2d ? "h2d" : "d2h", n, r.round,
+                static_cast<long long>(r.ns));
+  std::fflush(stdout);
+  std::free(a);
+  if (!ok) die(4, "a round trip through the device did not bring the bytes back");
+  return 0;
+}

@@ -9,7 +9,8 @@
 #   tools/h200-run.sh probe            tools/offload-probe.sh (the real libomptarget region)
 #   tools/h200-run.sh notebooks PRESET a,b   some notebooks -> $OUT/notebooks.tar
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
-#   tools/h200-run.sh advise           the region and the stencil traced and timed, pinpath advise -> $OUT/advise.tar
+#   tools/h200-run.sh advise           the region and the stencil traced and timed (the region --paired), pinpath
+#                                      advise (with the runtime term: build/offload's updates) -> $OUT/advise.tar
 #                                      (a reference after it carries it as advise/)
 # Steps may follow one another: tools/h200-run.sh test reference h200
 # The node's copy of the tree may carry stale git metadata: set PINPATH_GIT_COMMIT (and
@@ -78,12 +79,14 @@ while [ $# -gt 0 ]; do
       d=build/advise-run; rm -rf $d; mkdir -p $d
       for app in region stencil; do
         bin=$(ls build/offload/$app-sm_* | head -1)
-        args=(--nw 16 --steps 5); [ $app = stencil ] && args=(--nx 4096 --ny 512 --steps 200 --checkpoint 50)
+        args=(--nw 16 --steps 5) real=(--paired)   # --paired: the region's copies apart from its kernel (transfer_ns)
+        [ $app = stencil ] && args=(--nx 4096 --ny 512 --steps 200 --checkpoint 50) real=()
         LIBOMPTARGET_INFO=32 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
         for v in plain app_pinned lock_mapped; do
           mode=$v envs=(); [ $v = lock_mapped ] && mode=plain envs=(LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1)
-          env "${envs[@]}" "$bin" --variant $mode "${args[@]}" >$d/$app-$v.out 2>$d/$app-$v.err || status=1
-          awk -F, -v v=$v '/^#/ {next} /^variant,/ {if (!h++) print; next} {$1 = v; print}' OFS=, $d/$app-$v.out
+          env "${envs[@]}" "$bin" --variant $mode "${args[@]}" "${real[@]}" >$d/$app-$v.out 2>$d/$app-$v.err || status=1
+          seen=1; [ $v = plain ] && seen=0   # one header line, the first variant's
+          awk -F, -v v=$v -v h=$seen '/^#/ {next} /^variant,/ {if (!h++) print; next} {$1 = v; print}' OFS=, $d/$app-$v.out
         done >$d/$app-real.csv
         py -m pinpath advise $d/$app.info --platform cuda --real $d/$app-real.csv --application $app \
           --out $d/$app 2>&1 | tail -3 || status=1

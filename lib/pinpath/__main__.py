@@ -85,9 +85,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--platform", default="auto", help=f"one of {', '.join(m.value for m in Platform)} (default: auto)")
     p.add_argument("--vendor", default="auto", help="whose runtime to model: nvidia, amd, host (default: the platform's)")
     p.add_argument("--repeats", type=int, default=10, help="replays of each class (at least 5; default 10)")
-    p.add_argument("--real", type=Path, default=None, help="real times per step for prediction.csv: a CSV with variant, ns, or stencil's stdout (its transfer_ns)")
+    p.add_argument("--real", type=Path, default=None, help="real times per step or invocation for prediction.csv: a CSV with variant, ns, or the stdout of stencil or region --paired (their transfer_ns)")
     p.add_argument("--application", default=None, help="the application's name in prediction.csv (default: the trace's)")
     p.add_argument("--engine", default="auto", help="replay engine: auto (native where it runs), native, python")
+    p.add_argument("--no-runtime-term", action="store_true",
+                   help="leave out the offload runtime's own cost per copy (probed with the offload build's updates)")
+    p.add_argument("--offload-dir", type=Path, default=None, help="the offload build (default: build/offload/)")
     p = sub.add_parser("runs", help="list the runs under outputs/ with their status")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
     slurm = sub.add_parser("slurm", help="ask Slurm: would it accept the notebook jobs, what became of a job")
@@ -172,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "advise":
             from .advise.main import advise
             res = advise(args.trace, out=args.out, platform=args.platform, vendor=args.vendor, repeats=args.repeats,
-                         real=args.real, application=args.application, engine=args.engine)
+                         real=args.real, application=args.application, engine=args.engine,
+                         runtime_term=not args.no_runtime_term, offload_dir=args.offload_dir)
             print("\n".join(f"- {a}" for a in res["advice"]))
             print(f"advice: {res['html']}; summary: {res['summary']}")
             return 0

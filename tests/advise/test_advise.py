@@ -164,7 +164,9 @@ def test_cli_end_to_end_on_host(write, tr, tmp_path, capsys):
     trace = write("run.err", tr.info_trace(steps=2, invocations=2))
     real = write("stencil.out", "# offload_devices=1 variant=plain\nvariant,nx,ny,step,ns,transfer_ns,checkpoint\n"
                                 "plain,8,8,0,900000,500000,false\nplain,8,8,1,900000,510000,false\n"
-                                "plain,8,8,2,900000,490000,true\n")   # stencil's stdout: its transfer_ns counts
+                                "plain,8,8,2,900000,490000,true\n"   # stencil's stdout: its transfer_ns counts
+                                "variant,nx,ny,step,ns,transfer_ns,checkpoint\napp_pinned,8,8,0,900000,400000,false\n")
+    # (a second run's output joined to the first, its header line with it)
     out = tmp_path / "adv"
     r = _cli(capsys, trace, "--platform", "host", "--out", out, "--repeats", "5", "--real", real, "--application", "miniqmc")
     assert r.returncode == 0, r.stderr
@@ -176,7 +178,8 @@ def test_cli_end_to_end_on_host(write, tr, tmp_path, capsys):
     pred = pd.read_csv(out / "prediction.csv")
     plain = pred[pred.variant == "plain"].iloc[0]
     assert plain.application == "miniqmc" and plain.real_ns == 500000 and plain.low <= plain.ratio <= plain.high
-    assert pred[pred.variant != "plain"].real_ns.isna().all()
+    assert pred.set_index("variant").real_ns.get("app_pinned") == 400000
+    assert pred[~pred.variant.isin(["plain", "app_pinned"])].real_ns.isna().all()
 
 
 def test_cli_hsa_stats_says_what_counts_tell(write, tr, tmp_path, capsys):
@@ -245,3 +248,55 @@ def test_a_refused_registration_is_not_replayed():
     assert out[out.variant == "app_pinned"].event.tolist() == ["refused"]
     assert out[out.variant == "app_pinned"].error.iat[0] == "ENOMEM (12)"
     assert out[out.variant == "plain"].event.tolist() == ["transfer"]
+
+
+def test_the_runtime_term_adds_the_probe_less_the_copy(write, tr):
+    """runtime_rows: each probed update less the replay's median later-use copy of its class;
+    predict then charges every transfer of a variant that has the term its size and direction's."""
+    from pinpath.advise.runtime_term import runtime_rows
+    p = pattern(read_trace(write("run.err", tr.info_trace(steps=2, invocations=3))))
+    pols = {"plain": ("driver_pageable", False, None), "app_pinned": ("prepinned", True, None)}
+    ns = {}
+    for v in pols:
+        for nb, d, r in ((384, "h2d", 4), (245760, "d2h", 4), (8192, "h2d", 1)):
+            for use in ((0, 1) if r > 1 else (0,)):
+                ns[(v, "transfer", nb, d, r, use)] = 1000 if use == 0 else 800   # later uses are cheaper
+            for ev in ("map", "unmap", "register", "unregister"):
+                ns[(v, ev, nb, d, r, -1)] = 100
+    rep = _synthetic_replay(ns)
+    probe = pd.DataFrame([{"variant": "plain", "process": k, "direction": d, "nbytes": nb, "round": i, "ns": 3800.0}
+                          for k in range(3) for i in range(5) for nb, d in ((384, "h2d"), (245760, "d2h"), (8192, "h2d"))])
+    rt = runtime_rows(probe, rep)
+    assert set(rt.variant) == {"plain"} and (rt.event == "runtime").all() and len(rt) == len(probe)
+    # the 8 KiB class is used once (use 0 only): its copy is 1000; the others' later uses cost 800
+    assert rt.groupby("nbytes").ns.median().to_dict() == {384: 3000.0, 8192: 2800.0, 245760: 3000.0}
+    with_term = predict(p, pd.concat([rep, rt], ignore_index=True), pols).totals.set_index("variant")
+    without = predict(p, rep, pols).totals.set_index("variant")
+    # 13 transfers: 12 of the reused classes (3000 each) and the table once (2800)
+    assert with_term.loc["plain", "predicted_ns"] == pytest.approx(without.loc["plain", "predicted_ns"] + 12 * 3000 + 2800,
+                                                                   abs=30)
+    assert with_term.loc["app_pinned", "predicted_ns"] == without.loc["app_pinned", "predicted_ns"]
+    assert with_term.loc["plain", "runtime_term"] and not with_term.loc["app_pinned", "runtime_term"]
+
+
+def test_the_runtime_probe_through_the_host_libomptarget(write, tr, tmp_path):
+    """probe_runtime with updates built for the host offload target: rows per variant, process,
+    size and direction; a build for another vendor is refused in one sentence."""
+    import shutil
+
+    from pinpath.advise.runtime_term import probe_runtime
+    from pinpath.errors import NotAvailable
+    from pinpath.experiments import real_runtime as rr
+    if not shutil.which("clang++-19"):
+        pytest.skip("no clang++-19 here (apt-get install clang-19 libomp-19-dev clang-tools-19)")
+    try:
+        rr.build_host_region(tmp_path, app="updates")
+    except NotAvailable as e:
+        pytest.skip(str(e))
+    classes = pd.DataFrame({"nbytes": [384, 8192], "direction": ["h2d", "d2h"], "reuse": [2, 1]})
+    probe, why = probe_runtime(classes, ["plain", "lock_mapped"], vendor="host", offload_dir=tmp_path, rounds=4,
+                               processes=2)
+    assert why == "" and len(probe) == 2 * 2 * 2 * 2 * 4 and (probe.ns > 0).all()
+    assert probe.groupby(["variant", "process"]).size().eq(16).all()
+    probe, why = probe_runtime(classes, ["plain"], vendor="nvidia", offload_dir=tmp_path)
+    assert probe.empty and why.endswith("is for host, and nvidia is modelled")

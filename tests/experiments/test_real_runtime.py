@@ -298,10 +298,11 @@ def test_host_offload_updates_probe(tmp_path):
         build = rr.build_host_region(tmp_path, app="updates")
     except NotAvailable as e:
         pytest.skip(str(e))
-    r = subprocess.run([str(build.binary), "--nbytes", "4100", "--rounds", "5"], capture_output=True, text=True,
+    r = subprocess.run([str(build.binary), "--nbytes", "8,4100", "--rounds", "5"], capture_output=True, text=True,
                        env=rr.runtime_env(build), timeout=120)
     assert r.returncode == 0, r.stderr[-500:]
     facts = rr.parse_facts(l for l in r.stdout.splitlines() if l.startswith("#"))
-    assert facts["on_device"] == 1 and facts["checked"] == 1 and facts["wrong"] == 0 and facts["nbytes"] == 4100
+    assert facts["on_device"] == 1 and facts["checked"] == 1 and facts["wrong"] == 0 and facts["nbytes"] == "8,4100"
     rows = pd.read_csv(io.StringIO("\n".join(l for l in r.stdout.splitlines() if not l.startswith("#"))))
-    assert len(rows) == 10 and sorted(set(rows.direction)) == ["d2h", "h2d"] and (rows.ns > 0).all()
+    assert len(rows) == 20 and sorted(set(rows.direction)) == ["d2h", "h2d"] and (rows.ns > 0).all()
+    assert rows.groupby(["nbytes", "direction"]).size().to_dict() == {(n, d): 5 for n in (8, 4100) for d in ("d2h", "h2d")}

@@ -19,6 +19,7 @@ from .parse import read_trace
 from .pattern import pattern, write_dataset
 from .predict import predict
 from .replay import ENGINES, replay
+from .runtime_term import probe_runtime, runtime_rows
 from .report import write_pages, write_prediction
 
 __all__ = ["advise", "policies_for", "VENDORS"]
@@ -88,7 +89,7 @@ def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
     typ = pred.typical
     if not len(typ):
         return []
-    per_invocation = real is not None and "invocation" in real.columns and "transfer_ns" not in real.columns
+    per_invocation = real is not None and "invocation" in real.columns
     by = "region" if per_invocation or "step" not in set(typ.by) else "step"
     rows = []
     for r in typ[typ.by == by].itertuples():
@@ -101,10 +102,28 @@ def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
     return rows
 
 
+def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir) -> tuple[pd.DataFrame, str]:
+    """The runtime probe's rows (empty where not run) and what the pages say about the term."""
+    if not wanted:
+        return pd.DataFrame(), "not added (--no-runtime-term): the predictions are the copies alone"
+    if set(rep.engine) != {"native"}:
+        return pd.DataFrame(), "not added: the replay ran on the Python policies, not the native engine"
+    t0 = time.perf_counter()
+    kw = {"offload_dir": offload_dir} if offload_dir else {}
+    probe, why = probe_runtime(p.classes, list(pols), vendor=vendor, **kw)
+    if why:
+        return probe, f"not added ({why}): the predictions are the copies alone, without the runtime's own work"
+    return probe, (f"added: target updates of the pattern's sizes through the offload runtime under "
+                   f"{', '.join(sorted(set(probe.variant)))} ({probe.process.nunique()} processes each, "
+                   f"{time.perf_counter() - t0:.1f} s), less the replay's copy of the same class")
+
+
 def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
            repeats: int = 10, real: Path | None = None, application: str | None = None,
-           engine: str = "auto") -> dict:
-    """Everything ``pinpath advise`` does; the paths written and the run's facts."""
+           engine: str = "auto", runtime_term: bool = True, offload_dir: Path | None = None) -> dict:
+    """Everything ``pinpath advise`` does; the paths written and the run's facts. ``runtime_term``:
+    add the offload runtime's own cost per copy, probed on this node (runtime_term.probe_runtime)
+    where an offload build is here."""
     if engine not in ENGINES:
         raise BadParameter(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if repeats < 5:
@@ -115,7 +134,11 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             real_df = pd.read_csv(real, comment="#")
         except (OSError, ValueError) as e:
             raise BadParameter(f"{real}: the real figures cannot be read ({str(e).splitlines()[0]})") from None
-        if "transfer_ns" in real_df.columns:   # stencil.cpp: the step's target updates alone
+        if "variant" in real_df.columns:   # header lines repeated where several runs' outputs were joined
+            real_df = real_df[real_df.variant != "variant"]
+            real_df = real_df.assign(**{c: pd.to_numeric(real_df[c], errors="coerce")
+                                        for c in ("ns", "transfer_ns") if c in real_df.columns})
+        if "transfer_ns" in real_df.columns:   # stencil.cpp's target updates, region.cpp --paired's copies
             real_df = real_df.assign(ns=real_df.transfer_ns)
         if not {"variant", "ns"} <= set(real_df.columns):
             raise BadParameter(f"{real}: the real figures need the columns variant and ns (one row per step)")
@@ -125,6 +148,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     parse_s = time.perf_counter() - t0
     meta = {"format": trace.format, "parse+pattern": f"{parse_s:.2f} s"}
     pred = rep = None
+    probe = pd.DataFrame()
     if trace.has_sizes:   # the replay first: a runtime that cannot start leaves nothing written
         if vendor != "auto" and not policies_for(vendor):
             raise BadParameter(f"no variant is modelled for the vendor {vendor!r}; known: nvidia, amd, host")
@@ -138,11 +162,16 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
                         replay=f"{time.perf_counter() - t1:.1f} s")
         finally:
             rt.close()
+        probe, meta["runtime term"] = _runtime_term(p, pols, rep, vendor, runtime_term, offload_dir)
+        if len(probe):
+            rep = pd.concat([rep, runtime_rows(probe, rep)], ignore_index=True)
     out = Path(out) if out else OUTPUTS_DIR / f"advise-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"
     out.mkdir(parents=True, exist_ok=True)
     write_dataset(p, out)
     if rep is not None:
         rep.to_csv(out / "replay.csv", index=False)
+        if len(probe):
+            probe.to_csv(out / "runtime_probe.csv", index=False)
         pred = predict(p, rep, pols)
         for name in ("totals", "regions", "steps", "break_even", "by_class", "typical", "arrays"):
             getattr(pred, name).to_csv(out / f"{name}.csv", index=False)

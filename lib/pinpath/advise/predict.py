@@ -4,9 +4,11 @@ the ranking; the break-evens (after how many uses of a buffer a variant's one-of
 is paid back by what it saves per transfer).
 
 A transfer is charged the replayed time of its class (size, direction, reuse class) and of its
-use (the buffer's first transfer or a later one); a buffer is charged its one-off events (map,
-unmap; register and unregister where the application registers it) once, in the region of its
-first (map, register) and last (unmap, unregister) transfer.
+use (the buffer's first transfer or a later one) and, where the replay carries the offload
+runtime's own term for the variant (event "runtime", ``runtime_term``), that term of its size and
+direction; a buffer is charged its one-off events (map, unmap; register and unregister where the
+application registers it) once, in the region of its first (map, register) and last (unmap,
+unregister) transfer.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pandas as pd
 
 from ..stats import interval, median_draws
 from .pattern import Pattern, pow2_floor
+from .runtime_term import RUNTIME_EVENT
 
 __all__ = ["Prediction", "predict", "BUFFER_EVENTS"]
 
@@ -51,6 +54,19 @@ class _Keys:
             self.draws[k] = median_draws(x, seed=i)
             self.point[k] = float(np.median(x))
 
+    def runtime_variants(self) -> set:
+        """The variants whose replay carries the offload runtime's term."""
+        return {k[0] for k in self.groups if k[1] == RUNTIME_EVENT}
+
+    def per_copy(self, variant, nbytes, direction, use):
+        """Point and draws of one transfer of a class: its copy, plus the runtime's term where
+        the variant has one."""
+        pt, dr = self.pooled(variant, "transfer", nbytes, direction, use)
+        if variant in self.runtime_variants():
+            rpt, rdr = self.pooled(variant, RUNTIME_EVENT, nbytes, direction)
+            pt, dr = pt + rpt, dr + rdr
+        return pt, dr
+
     def pooled(self, variant, event, nbytes, direction=None, use=None):
         """Point and draws of the samples of an event pooled over what is not given."""
         ks = [k for k in self.groups if k[0] == variant and k[1] == event and k[2] == nbytes
@@ -65,9 +81,14 @@ class _Keys:
         return self.point[key], self.draws[key]
 
 
-def _transfer_rows(t: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame({"region": t.region, "step": t.step, "event": "transfer", "nbytes": t.class_nbytes,
+def _transfer_rows(t: pd.DataFrame, runtime: bool = False) -> pd.DataFrame:
+    """Each transfer's charge rows: its copy and, with ``runtime``, the runtime's term of its size
+    and direction."""
+    rows = pd.DataFrame({"region": t.region, "step": t.step, "event": "transfer", "nbytes": t.class_nbytes,
                          "direction": t.direction, "reuse": t.reuse_class, "use": t.use})
+    if not runtime:
+        return rows
+    return pd.concat([rows, rows.assign(event=RUNTIME_EVENT, reuse=None, use=None)], ignore_index=True)
 
 
 def _counted(rows: pd.DataFrame) -> pd.DataFrame:
@@ -76,10 +97,10 @@ def _counted(rows: pd.DataFrame) -> pd.DataFrame:
             .rename("count").reset_index())
 
 
-def _charges(p: Pattern, variant: str, pinned: bool) -> pd.DataFrame:
+def _charges(p: Pattern, variant: str, pinned: bool, runtime: bool) -> pd.DataFrame:
     """What the trace charges under ``variant``: rows of (region, step, key, count)."""
     t = p.transfers
-    tr = _transfer_rows(t)
+    tr = _transfer_rows(t, runtime)
     b = p.arrays
     nb = pow2_floor(b.nbytes) if p.size_binned else b.nbytes.to_numpy()
     step_of = t.groupby("region").step.first()
@@ -98,6 +119,8 @@ def _lookup(keys: _Keys, variant: str, ev, nb, d, r, u):
     if ev == "transfer":
         k = (variant, ev, nb, d, r, u)
         return (keys.point[k], keys.draws[k]) if k in keys.groups else keys.pooled(variant, ev, nb, d, u)
+    if ev == RUNTIME_EVENT:
+        return keys.pooled(variant, ev, nb, d)
     return keys.pooled(variant, ev, nb)
 
 
@@ -158,11 +181,12 @@ def _grouped(keys: _Keys, variant: str, ch: pd.DataFrame, by: str, max_signature
 def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
     """Predictions for every variant of ``policies`` (variant -> (policy, user_pinned, threshold))."""
     keys = _Keys(rep)
+    with_runtime = set(rep[rep.event == RUNTIME_EVENT].variant)
     refused = rep[rep.event == "refused"].groupby("variant").error.first()
     totals, regions, steps, classes, typical = [], [], [], [], []
     n_transfers = len(p.transfers)
     for variant, (policy, pinned, _) in policies.items():
-        ch = _charges(p, variant, pinned)
+        ch = _charges(p, variant, pinned, variant in with_runtime)
         pt, dr = _value(keys, variant, ch)
         lo, hi = interval(dr)
         per_region = _per_group_points(keys, variant, ch, "region")
@@ -170,7 +194,7 @@ def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
                        "low": lo, "high": hi, "per_transfer_ns": pt / n_transfers if n_transfers else math.nan,
                        "n_regions": len(per_region), "region_median_ns": per_region.median(),
                        "region_min_ns": per_region.min(), "region_max_ns": per_region.max(),
-                       "not_replayed": refused.get(variant, "")})
+                       "not_replayed": refused.get(variant, ""), "runtime_term": variant in with_runtime})
         regions.append(_grouped(keys, variant, ch, "region"))
         has_steps = bool((p.transfers.step >= 0).any())
         if has_steps:
@@ -216,11 +240,13 @@ def _array_break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "
         return pd.DataFrame()
     rows = []
     t = p.transfers
-    code = pd.Series(range(len(p.arrays)), index=p.arrays.array)
-    ch = (_transfer_rows(t).assign(arr=t.array.map(code).to_numpy())
-          .groupby(["arr"] + _KEY).size().rename("count").reset_index())
+    arr = t.array.map(pd.Series(range(len(p.arrays)), index=p.arrays.array)).to_numpy()
+    with_runtime = keys.runtime_variants()
 
     def per_array(variant):
+        tr = _transfer_rows(t, variant in with_runtime)
+        ch = (tr.assign(arr=np.tile(arr, len(tr) // max(len(t), 1))).fillna({"reuse": -1, "use": -1})
+              .groupby(["arr"] + _KEY).size().rename("count").reset_index())
         groups, counts, pts, draws, _ = _matrix(keys, variant, ch, "arr")
         return dict(zip(groups, counts @ pts)), dict(zip(groups, counts @ draws))
 
@@ -265,8 +291,8 @@ def _break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "plain"
             continue
         for nb, d in p.classes[p.classes.transfers > 0][["nbytes", "direction"]].drop_duplicates().itertuples(index=False):
             use = 1 if any(k[:4] == (variant, "transfer", nb, d) and k[5] == 1 for k in keys.groups) else 0
-            tb, db = keys.pooled(baseline, "transfer", nb, d, use)
-            tv, dv = keys.pooled(variant, "transfer", nb, d, use)
+            tb, db = keys.per_copy(baseline, nb, d, use)
+            tv, dv = keys.per_copy(variant, nb, d, use)
             ox, dox = _one_off(keys, variant, pinned, nb)
             ob, dob = _one_off(keys, baseline, bool(policies[baseline][1]), nb)
             extra, dx = ox - ob, dox - dob

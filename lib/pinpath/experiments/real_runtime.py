@@ -48,6 +48,7 @@ from .repeats import spreads
 from .sweep import Sweep
 
 __all__ = ["VARIANTS", "MODELS", "OFFLOAD_DIR", "RUNTIME_DIR", "Build", "RealRun", "find_build", "runtime_env",
+           "variant_env", "app_binary",
            "build_host_region", "run_region", "parse_facts", "parse_info", "parse_profile", "real_runtime",
            "real_runtime_or_reason", "model_plan", "replica_model", "summary", "copies_table", "phase_table",
            "model_real_ratio", "phase_compare", "beside", "describe", "plan_vendor"]
@@ -313,17 +314,37 @@ def _failure(rc: int, stderr: str) -> str:
     return "; ".join(dict.fromkeys(telling[:3])) or f"exit status {rc}, no message"
 
 
+def variant_env(env: dict[str, str], variant: str) -> dict[str, str]:
+    """The environment of an offload binary under ``variant``: this process's, less anything that
+    changes the runtime (LIBOMPTARGET_*, OMPX_*, OMP_TARGET_OFFLOAD), plus ``env`` (runtime_env's),
+    OMP_TARGET_OFFLOAD=MANDATORY and the variant's own settings."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(_CLEAR_ENV)}
+    return {**base, **env, "OMP_TARGET_OFFLOAD": "MANDATORY", **VARIANTS[variant][1]}
+
+
+def app_binary(build: Build, app: str) -> Path:
+    """The binary of one of the build's applications (region, stencil, updates); NotAvailable if
+    the build has none."""
+    if build.binary.name.startswith(f"{app}-"):
+        return build.binary
+    entry = build.manifest.get("apps", {}).get(app)
+    path = build.binary.parent / entry["binary"] if entry else None
+    if path is None or not path.is_file():
+        raise NotAvailable(f"the offload build in {_rel(build.binary.parent)} has no {app} binary "
+                           "(tools/offload-bundle builds it)")
+    return path
+
+
 def run_region(build: Build, env: dict[str, str], *, variant: str, nw: int, steps: int, invocations: int,
                verify: str = "all", trace: bool = False, seed: int = 1, timeout_s: int = 600,
                process: int = 0) -> dict:
     """Run the binary once; returns ``facts`` (dict), ``invocations``, ``copies`` and ``phases``
     (frames; the last two empty unless ``trace``). A run the runtime refused (host fallback under
     MANDATORY, no image for this GPU ...) raises NotAvailable; wrong bytes VerificationFailed."""
-    mode, extra_env, _ = VARIANTS[variant]
+    mode = VARIANTS[variant][0]
     cmd = [str(build.binary), "--variant", mode, "--nw", str(nw), "--steps", str(steps),
            "--invocations", str(invocations), "--verify", verify, "--seed", str(seed)]
-    base = {k: v for k, v in os.environ.items() if not k.startswith(_CLEAR_ENV)}
-    run_env = {**base, **env, "OMP_TARGET_OFFLOAD": "MANDATORY", **extra_env}
+    run_env = variant_env(env, variant)
     ctx = {"variant": variant, "nw": nw}
     with tempfile.TemporaryDirectory(prefix="pinpath-offload-") as d:
         profile = Path(d) / "profile.json"

@@ -1,21 +1,24 @@
 // A probe of what one `target update` costs through the offload runtime, for pinpath advise's
 // runtime term (issue 22): advise replays an application's copies with the native engine, which
 // times the copies alone; the runtime adds its own work to each one (finding the mapping, a queue,
-// the wait). This program measures that work without any application: one array is mapped once,
-// then every round times a `target update to` and a `target update from` of its first --nbytes bytes,
-// each alone. advise subtracts the engine's time for a copy of the same size and direction.
+// the wait). This program measures updates without any application: one array is mapped once,
+// then every round times, for each size in a shuffled order, a `target update to` and a `target
+// update from` of the array's first bytes, each alone. advise subtracts the engine's time for a copy
+// of the same size and direction.
 //
-// Usage: updates [--nbytes N (8)] [--rounds R (200)] [--variant plain|app_pinned] [--allow-host]
-//                [--markers]
+// Usage: updates [--nbytes N[,N...] (8)] [--rounds R (200)] [--seed K (1)] [--variant plain|app_pinned]
+//                [--allow-host] [--markers]
 // app_pinned: the array is registered first (as region and stencil do). Ten untimed rounds first.
-// Afterwards, outside the timing, two round trips check that both directions moved the bytes (not
-// on the host, where there is no second copy to check).
+// Afterwards, outside the timing, two round trips of the largest size check that both directions
+// moved the bytes (not on the host, where there is no second copy to check).
 // stdout: '#'-lines of facts (key=value), then CSV: variant,direction,nbytes,round,ns.
 // Exit status: 0 ok, 2 usage, 3 not on the device, 4 wrong bytes, 5 registration failed.
 
 #include "common.h"
 
+#include <algorithm>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -24,16 +27,27 @@ using namespace pinpath;
 namespace {
 
 struct Options : CommonOptions {
-  long nbytes = 8;
+  std::string nbytes = "8";
+  std::vector<long> sizes;
   int rounds = 200;
+  uint64_t seed = 1;
 };
 
 Options parse(int argc, char **argv) {
   Options o;
   for_each_option(argc, argv, o, [&](const std::string &a, auto &value) {
-    return option(a, "--nbytes", value, o.nbytes) || option(a, "--rounds", value, o.rounds);
+    return option(a, "--nbytes", value, o.nbytes) || option(a, "--rounds", value, o.rounds) ||
+           option(a, "--seed", value, o.seed);
   });
-  if (o.nbytes < 1 || o.nbytes > (1L << 30)) die(2, "--nbytes must be 1..1073741824");
+  for (size_t at = 0; at <= o.nbytes.size();) {   // a comma-separated list of sizes
+    const size_t comma = std::min(o.nbytes.find(',', at), o.nbytes.size());
+    const std::string word = o.nbytes.substr(at, comma - at);
+    char *end = nullptr;
+    const long n = std::strtol(word.c_str(), &end, 10);
+    if (word.empty() || *end || n < 1 || n > (1L << 30)) die(2, "--nbytes takes sizes 1..1073741824, got " + word);
+    o.sizes.push_back(n);
+    at = comma + 1;
+  }
   if (o.rounds < 1) die(2, "--rounds must be >= 1");
   return o;
 }
@@ -58,7 +72,7 @@ bool round_trip(unsigned char *a, long n, unsigned seed) {
 int main(int argc, char **argv) {
   pinpath::program = "updates";
   const Options o = parse(argc, argv);
-  const long n = o.nbytes;
+  const long n = *std::max_element(o.sizes.begin(), o.sizes.end());
   auto *a = static_cast<unsigned char *>(page_aligned(static_cast<size_t>(n)));
   pattern(a, n, 7);
   const bool initial = !on_device(o.allow_host);
@@ -71,24 +85,29 @@ int main(int argc, char **argv) {
     if (register_rc != 0) die(5, "app_pinned: " + pin.how + " failed with " + std::to_string(register_rc));
   }
 #pragma omp target enter data map(to : a[0:n])
-  std::printf("# offload_devices=%d on_device=%d vendor=%d variant=%s nbytes=%ld rounds=%d register=%s register_rc=%d\n",
-              omp_get_num_devices(), initial ? 0 : 1, PINPATH_VENDOR, o.variant.c_str(), n, o.rounds,
+  std::printf("# offload_devices=%d on_device=%d vendor=%d variant=%s nbytes=%s rounds=%d register=%s register_rc=%d\n",
+              omp_get_num_devices(), initial ? 0 : 1, PINPATH_VENDOR, o.variant.c_str(), o.nbytes.c_str(), o.rounds,
               o.variant == "app_pinned" ? pin.how.c_str() : "none", register_rc);
 
-  struct Row { bool h2d; int round; int64_t ns; };
+  struct Row { bool h2d; long nbytes; int round; int64_t ns; };
   std::vector<Row> rows;
-  rows.reserve(2 * static_cast<size_t>(o.rounds));
+  rows.reserve(2 * o.sizes.size() * static_cast<size_t>(o.rounds));
+  std::vector<long> order = o.sizes;
+  std::mt19937_64 rng(o.seed);
   for (int r = -10; r < o.rounds; ++r) {   // rounds below 0 warm up
-    if (o.markers) std::fprintf(stderr, "pinpath-region: invocation step=0 invocation=%d\n", r < 0 ? 0 : r);
-    int64_t t0 = now_ns();
-#pragma omp target update to(a[0:n])
-    const int64_t h2d = now_ns() - t0;
-    t0 = now_ns();
-#pragma omp target update from(a[0:n])
-    const int64_t d2h = now_ns() - t0;
-    if (r >= 0) {
-      rows.push_back({true, r, h2d});
-      rows.push_back({false, r, d2h});
+    std::shuffle(order.begin(), order.end(), rng);
+    for (const long m : order) {
+      if (o.markers) std::fprintf(stderr, "pinpath-region: invocation step=0 invocation=%d\n", r < 0 ? 0 : r);
+      int64_t t0 = now_ns();
+#pragma omp target update to(a[0:m])
+      const int64_t h2d = now_ns() - t0;
+      t0 = now_ns();
+#pragma omp target update from(a[0:m])
+      const int64_t d2h = now_ns() - t0;
+      if (r >= 0) {
+        rows.push_back({true, m, r, h2d});
+        rows.push_back({false, m, r, d2h});
+      }
     }
   }
   // on the host (--allow-host) the "device" copy is the array itself: nothing to check
@@ -99,7 +118,7 @@ int main(int argc, char **argv) {
   std::printf("# checked=%d wrong=%d\n", initial ? 0 : 1, ok ? 0 : 1);
   std::printf("variant,direction,nbytes,round,ns\n");
   for (const Row &r : rows)
-    std::printf("%s,%s,%ld,%d,%lld\n", o.variant.c_str(), r.h2d ? "h2d" : "d2h", n, r.round,
+    std::printf("%s,%s,%ld,%d,%lld\n", o.variant.c_str(), r.h2d ? "h2d" : "d2h", r.nbytes, r.round,
                 static_cast<long long>(r.ns));
   std::fflush(stdout);
   std::free(a);

@@ -173,3 +173,14 @@ def test_the_engine_and_the_python_policies_take_the_same_paths(host_rt):
     cols = ["policy", "user_pinned", "nw", "event", "array", "path"]
     paths = [df[df.event.isin(["map", "transfer", "unmap"])].groupby(cols).size() for df in rep]
     assert paths[0].to_dict() == paths[1].to_dict()
+
+
+def test_a_closed_engine_starts_again_and_still_moves_the_bytes(any_rt, eng):
+    """close() ends the engine's start (pe_fini: HSA's hsa_init is counted); the next run starts
+    it again, also on a thread that started it before, and moves the bytes as before."""
+    eng.close()
+    done1, done2, want, got_dev, back = _moved(any_rt, eng, "prepinned", 4096)
+    assert np.array_equal(got_dev, want) and np.array_equal(back, want)
+    eng.close()
+    done1, done2, want, got_dev, back = _moved(any_rt, eng, "lock_always", 8192)
+    assert np.array_equal(got_dev, want) and np.array_equal(back, want)

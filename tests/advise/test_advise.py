@@ -87,6 +87,19 @@ def _synthetic_replay(ns: dict, repeats: int = 7) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _known_times(pols, classes, transfer_ns, event_ns) -> dict:
+    """(variant, event, nbytes, direction, reuse, use) -> ns for every (nbytes, direction, reuse)
+    of ``classes`` under every variant: transfer_ns(variant, use), event_ns(variant, event)."""
+    ns = {}
+    for v in pols:
+        for nb, d, r in classes:
+            for use in ((0, 1) if r > 1 else (0,)):
+                ns[(v, "transfer", nb, d, r, use)] = transfer_ns(v, use)
+            for ev in ("map", "unmap", "register", "unregister"):
+                ns[(v, ev, nb, d, r, -1)] = event_ns(v, ev)
+    return ns
+
+
 def test_prediction_sums_and_break_even(write, tr):
     # 6 invocations: pos 384 B h2d (reuse 6 -> class 4), out 240 KiB d2h; table 8 KiB once
     p = pattern(read_trace(write("run.err", tr.info_trace(steps=2, invocations=3))))
@@ -132,13 +145,8 @@ def test_prediction_sums_and_break_even(write, tr):
 def test_no_saving_is_never_called_a_break_even(write, tr):
     p = pattern(read_trace(write("run.err", tr.info_trace(steps=1, invocations=2))))
     pols = {"plain": ("driver_pageable", False, None), "app_pinned": ("prepinned", True, None)}
-    ns = {}
-    for v in pols:
-        for nb, d, r in ((384, "h2d", 2), (245760, "d2h", 2), (8192, "h2d", 1)):
-            for use in ((0, 1) if r > 1 else (0,)):
-                ns[(v, "transfer", nb, d, r, use)] = 1000   # the same time under both
-            for ev in ("map", "unmap", "register", "unregister"):
-                ns[(v, ev, nb, d, r, -1)] = 100
+    ns = _known_times(pols, ((384, "h2d", 2), (245760, "d2h", 2), (8192, "h2d", 1)),
+                      lambda v, use: 1000, lambda v, ev: 100)   # the same time under both
     pred = predict(p, _synthetic_replay(ns), pols)
     assert pred.break_even.verdict.str.startswith("never pays").all()
     assert np.isinf(pred.break_even.uses).all()
@@ -256,13 +264,8 @@ def test_the_runtime_term_adds_the_probe_less_the_copy(write, tr):
     from pinpath.advise.runtime_term import runtime_rows
     p = pattern(read_trace(write("run.err", tr.info_trace(steps=2, invocations=3))))
     pols = {"plain": ("driver_pageable", False, None), "app_pinned": ("prepinned", True, None)}
-    ns = {}
-    for v in pols:
-        for nb, d, r in ((384, "h2d", 4), (245760, "d2h", 4), (8192, "h2d", 1)):
-            for use in ((0, 1) if r > 1 else (0,)):
-                ns[(v, "transfer", nb, d, r, use)] = 1000 if use == 0 else 800   # later uses are cheaper
-            for ev in ("map", "unmap", "register", "unregister"):
-                ns[(v, ev, nb, d, r, -1)] = 100
+    ns = _known_times(pols, ((384, "h2d", 4), (245760, "d2h", 4), (8192, "h2d", 1)),
+                      lambda v, use: 1000 if use == 0 else 800, lambda v, ev: 100)   # later uses are cheaper
     rep = _synthetic_replay(ns)
     probe = pd.DataFrame([{"variant": "plain", "process": k, "direction": d, "nbytes": nb, "round": i, "ns": 3800.0}
                           for k in range(3) for i in range(5) for nb, d in ((384, "h2d"), (245760, "d2h"), (8192, "h2d"))])

@@ -310,8 +310,8 @@ def test_the_fidelity_timing_thread_stays_on_the_gpus_node(monkeypatch):
 
     from pinpath import machine_state
     from pinpath.experiments import fidelity
-    assert fidelity.timing_cpu(SimpleNamespace(name="host")) is None   # its copies run on worker threads
-    gpu = SimpleNamespace(name="cuda")
+    assert fidelity.timing_cpu(SimpleNamespace(has_events=False)) is None   # host: copies run on worker threads
+    gpu = SimpleNamespace(has_events=True)
     monkeypatch.setattr(machine_state, "cpus_by_node", lambda: {0: [0, 1], 1: [2, 3]})
     monkeypatch.setattr(machine_state, "gpu_node", lambda device=0: (1, "sysfs"))
     for now, pinned in ((0, 2), (3, 3), (-1, 2)):

@@ -114,9 +114,10 @@ def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions
 def timing_cpu(rt) -> int | None:
     """The CPU the timing thread is pinned to while both sides run, so that neither meets a CPU or
     NUMA node the other did not: the CPU it runs on now where that is on the GPU's NUMA node (or the
-    node is unknown), else the first CPU of that node this process may use. None on ``host``, whose
-    copies are done by worker threads that a pinned thread would start on its one CPU."""
-    if rt.name == "host":
+    node is unknown), else the first CPU of that node this process may use. None for a runtime
+    without device events (host): its copies are done by worker threads that a pinned thread
+    would start on its one CPU."""
+    if not rt.has_events:
         return None
     now = max(machine_state.thread_cpu(), 0)
     local = machine_state.cpus_by_node().get(machine_state.gpu_node()[0], [])

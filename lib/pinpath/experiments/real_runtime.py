@@ -375,7 +375,7 @@ def run_region(build: Build, env: dict[str, str], *, variant: str, nw: int, step
         copies = parse_info(r.stderr, **ctx) if trace else frame([], REAL_COPIES)
         phases = parse_profile(profile, invocations_per_step=invocations, **ctx) \
             if trace and profile.is_file() else frame([], REAL_PHASES)
-    facts.update(wall_ns=wall, env=" ".join(f"{k}={v}" for k, v in extra_env.items()), traced=trace, mode=mode,
+    facts.update(wall_ns=wall, env=" ".join(f"{k}={v}" for k, v in VARIANTS[variant][1].items()), traced=trace, mode=mode,
                  process=process)
     return {"facts": facts, "invocations": frame(inv.to_dict("records"), REAL_INVOCATIONS),
             "copies": copies, "phases": phases}

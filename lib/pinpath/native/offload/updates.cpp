@@ -1,14 +1,16 @@
 // A probe of what one `target update` costs through the offload runtime, for pinpath advise's
 // runtime term (issue 22): advise replays an application's copies with the native engine, which
 // times the copies alone; the runtime adds its own work to each one (finding the mapping, a queue,
-// the wait). This program measures updates without any application: one array is mapped once,
-// then every round times, for each size in a shuffled order, a `target update to` and a `target
-// update from` of the array's first bytes, each alone. advise subtracts the engine's time for a copy
-// of the same size and direction.
+// the wait). This program measures updates without any application: one array is mapped once; then,
+// for each size in a shuffled order, ten untimed rounds and --rounds timed rounds, each a `target
+// update to` and a `target update from` of the array's first bytes, timed alone. The sizes take turns
+// in blocks, not round by round: an application moves the same array again and again, and a 16 MiB
+// copy between two 4 KiB ones would leave the small ones in a state no such application gives them.
+// advise subtracts the engine's time for a copy of the same size and direction.
 //
 // Usage: updates [--nbytes N[,N...] (8)] [--rounds R (200)] [--seed K (1)] [--variant plain|app_pinned]
 //                [--allow-host] [--markers]
-// app_pinned: the array is registered first (as region and stencil do). Ten untimed rounds first.
+// app_pinned: the array is registered first (as region and stencil do).
 // Afterwards, outside the timing, two round trips of the largest size check that both directions
 // moved the bytes (not on the host, where there is no second copy to check).
 // stdout: '#'-lines of facts (key=value), then CSV: variant,direction,nbytes,round,ns.
@@ -94,9 +96,9 @@ int main(int argc, char **argv) {
   rows.reserve(2 * o.sizes.size() * static_cast<size_t>(o.rounds));
   std::vector<long> order = o.sizes;
   std::mt19937_64 rng(o.seed);
-  for (int r = -10; r < o.rounds; ++r) {   // rounds below 0 warm up
-    std::shuffle(order.begin(), order.end(), rng);
-    for (const long m : order) {
+  std::shuffle(order.begin(), order.end(), rng);
+  for (const long m : order) {
+    for (int r = -10; r < o.rounds; ++r) {   // rounds below 0 warm up
       if (o.markers) std::fprintf(stderr, "pinpath-region: invocation step=0 invocation=%d\n", r < 0 ? 0 : r);
       int64_t t0 = now_ns();
 #pragma omp target update to(a[0:m])

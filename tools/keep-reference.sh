@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# What of a reference run is committed: tools/keep-reference.sh RUN_DIR DEST [--data-report]
+#   RUN_DIR  a finished run folder (e.g. unpacked from tools/h200-run.sh reference's tar.xz)
+#   DEST     outputs/reference/<name> (replaced)
+# Kept: manifest.json, status/, data/, report/index.html and report/*.csv, share/summary.md and
+# share/figures/, advise/ (where the run has one). --data-report keeps only manifest.json, status/,
+# data/ and report/ (index and CSVs), as a second reference does. Left out always: the executed
+# notebooks, the per-notebook report pages and figures/ (together about 10 MB a run: with them, two
+# references and what a device call carries exceed what one call may take) and the share zip.
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: tools/keep-reference.sh RUN_DIR DEST [--data-report]" >&2; exit 2; }
+src=$1 dest=$2 only=${3:-}
+[ -f "$src/manifest.json" ] || { echo "keep-reference: $src has no manifest.json: not a run folder" >&2; exit 2; }
+rm -rf "$dest"
+mkdir -p "$dest/report"
+cp -r "$src/manifest.json" "$src/status" "$src/data" "$dest/"
+cp "$src/report/index.html" "$src"/report/*.csv "$dest/report/"
+if [ "$only" != "--data-report" ]; then
+  mkdir -p "$dest/share"
+  cp -r "$src/share/summary.md" "$src/share/figures" "$dest/share/"
+  [ -d "$src/advise" ] && cp -r "$src/advise" "$dest/"
+fi
+du -sh "$dest"

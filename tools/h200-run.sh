@@ -82,11 +82,16 @@ while [ $# -gt 0 ]; do
         args=(--nw 16 --steps 5) real=(--paired)   # --paired: the region's copies apart from its kernel (transfer_ns)
         [ $app = stencil ] && args=(--nx 4096 --ny 512 --steps 200 --checkpoint 50) real=()
         LIBOMPTARGET_INFO=32 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
-        for v in plain app_pinned lock_mapped; do
-          mode=$v envs=(); [ $v = lock_mapped ] && mode=plain envs=(LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1)
-          env "${envs[@]}" "$bin" --variant $mode "${args[@]}" "${real[@]}" >$d/$app-$v.out 2>$d/$app-$v.err || status=1
-          seen=1; [ $v = plain ] && seen=0   # one header line, the first variant's
-          awk -F, -v v=$v -v h=$seen '/^#/ {next} /^variant,/ {if (!h++) print; next} {$1 = v; print}' OFS=, $d/$app-$v.out
+        # each variant in 3 processes, the variants interleaved: prediction.csv's real interval is over processes
+        for p in 1 2 3; do
+          for v in plain app_pinned lock_mapped; do
+            mode=$v envs=(); [ $v = lock_mapped ] && mode=plain envs=(LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1)
+            env "${envs[@]}" "$bin" --variant $mode "${args[@]}" "${real[@]}" >$d/$app-$v-$p.out 2>$d/$app-$v-$p.err \
+              || status=1
+            seen=1; [ $v$p = plain1 ] && seen=0   # one header line, the first run's
+            awk -F, -v v=$v -v p=$p -v h=$seen '/^#/ {next} /^variant,/ {if (!h++) print $0, "process"; next}
+                                                {$1 = v; print $0, p}' OFS=, $d/$app-$v-$p.out
+          done
         done >$d/$app-real.csv
         py -m pinpath advise $d/$app.info --platform cuda --real $d/$app-real.csv --application $app \
           --out $d/$app 2>&1 | tail -3 || status=1

@@ -140,6 +140,11 @@ def test_prediction_sums_and_break_even(write, tr):
     rows = {r["variant"]: r for r in _real_rows("region", pred, real)}
     assert rows["plain"]["predicted_ns"] == 2000 and rows["plain"]["real_ns"] == 4000 and rows["app_pinned"]["real_ns"] is None
     assert {r["predicted_ns"] for r in _real_rows("region", pred, None)} == {6200, 6 * 400 + 2 * (100 + 500)}
+    # with a process column the real figure is the median of the processes' medians, its interval over them
+    per_process = pd.DataFrame({"variant": "plain", "invocation": 0, "process": np.repeat([1, 2, 3], 4),
+                                "ns": [1000.0, 1000, 1000, 9000, 3000, 3000, 3000, 9000, 2000, 2000, 2000, 9000]})
+    row = {r["variant"]: r for r in _real_rows("region", pred, per_process)}["plain"]
+    assert row["real_ns"] == 2000 and row["low"] <= 2000 / 2000 <= row["high"]
 
 
 def test_no_saving_is_never_called_a_break_even(write, tr):

@@ -84,7 +84,9 @@ def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
     """prediction.csv rows: per variant the predicted transfer time of the median step (region
     where the trace has no steps, or where the real figures are per invocation: region.cpp's
     stdout) beside the real median where ``real`` (variant, ns) has one; low and high bound the
-    ratio (the predicted interval over the real median's interval)."""
+    ratio (the predicted interval over the real median's interval). Where ``real`` has a
+    ``process`` column, the real figure is the median of the processes' medians and its interval
+    is over processes (the independent repeats), not over the steps of one process."""
     from ..stats import median_ci
     typ = pred.typical
     if not len(typ):
@@ -93,8 +95,9 @@ def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
     by = "region" if per_invocation or "step" not in set(typ.by) else "step"
     rows = []
     for r in typ[typ.by == by].itertuples():
-        got = real[real.variant == r.variant].ns if real is not None else pd.Series(dtype=float)
-        e = median_ci(got.to_numpy(dtype=float)) if len(got) else None
+        got = real[real.variant == r.variant] if real is not None else pd.DataFrame({"ns": []})
+        by_process = got.process.to_numpy() if "process" in got.columns else None
+        e = median_ci(got.ns.to_numpy(dtype=float), by_process) if len(got) else None
         rows.append({"application": application, "variant": r.variant, "predicted_ns": r.predicted_ns,
                      "real_ns": e.value if e else None,
                      "low": r.low / e.high if e and e.high > 0 else None,

@@ -14,8 +14,17 @@ def test_harness(any_rt):
     assert m["trace_overhead_ns"] > 0 and m["null_call_ns"] > 0 and m["resolution_ns"] >= 1
 
 
-def test_bandwidth(any_rt):
-    df = check_frame(ex.bandwidth(any_rt, sizes_nbytes=[1 << 16, 1 << 20], repeats=2, warmup=1, verify="all"), BANDWIDTH)
+@pytest.mark.parametrize("engine", ["auto", "python"])
+def test_bandwidth(any_rt, engine):
+    from pinpath.experiments.native import ROUNDS, native_why_not
+    df = check_frame(ex.bandwidth(any_rt, sizes_nbytes=[1 << 16, 1 << 20], repeats=2, warmup=1, verify="all",
+                                  engine=engine), BANDWIDTH)
+    policies = df[df.case.isin(["pinned", "pageable"])]
+    if engine == "auto" and not native_why_not(any_rt):   # the engine's rows: ROUNDS a repeat, host-timed
+        assert policies.groupby(["case", "direction", "nbytes", "repeat"]).size().eq(ROUNDS).all()
+        assert policies.dma_event_ns.isna().all()
+    elif any_rt.has_events:
+        assert policies.dma_event_ns.notna().all()
     assert {"pinned", "pageable", "plain_loop"} <= set(df.case) <= {"pinned", "pageable", "plain_loop", "sync_loop"}
     assert df[df.case != "plain_loop"].verified.all()
     assert (df.gb_per_s > 0).all()

@@ -11,7 +11,8 @@ from ..policies import make_policy
 from ..runtimes.base import has
 from ..schema import BANDWIDTH, LINK, frame
 from ..vocab import Capability, MemoryKind, Policy
-from .sweep import DeviceBuffers, Sweep, grid, transfer
+from .native import ROUNDS, native_policy_sweep, use_native
+from .sweep import SEED, DeviceBuffers, Sweep, grid, transfer
 
 __all__ = ["bandwidth", "link_peak", "PCIE_LANE_GB_PER_S"]
 
@@ -24,12 +25,20 @@ _LOOPS = {"plain_loop": (Capability.COPY_LOOP, "plain_copy_ns"), "sync_loop": (C
 
 
 def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10, warmup: int = 2,
-              verify: str = "first") -> pd.DataFrame:
+              verify: str = "first", engine: str = "auto") -> pd.DataFrame:
     """Copy bandwidth per size and direction of: pinned memory through the ``prepinned``
     policy, pageable memory (malloc) through ``driver_pageable``, and the bare native loops
-    over the same pinned buffer that bypass pinpath, where the runtime has them: the async copy
-    + wait (``plain_loop``) and the synchronous copy (``sync_loop``). Every point once per
-    round, in a shuffled order; each copy's device-event time where the runtime has events."""
+    over pinned buffers that bypass pinpath, where the runtime has them: the async copy + wait
+    (``plain_loop``) and the synchronous copy (``sync_loop``).
+
+    Where the native engine runs (``engine`` "auto" or "native"), the two policies run on it, so
+    no interpreter time is in their rows: every repeat visits the cases in a shuffled order, each
+    with fresh buffers, ``ROUNDS`` copies of every size and direction (``dma_event_ns`` is then
+    empty: the engine times on the host). Else (``engine`` "python") every point once per round
+    through the Python policies, in a shuffled order, with each copy's device-event time where
+    the runtime has events."""
+    if use_native(rt, engine):
+        return _native_bandwidth(rt, sizes_nbytes, directions, repeats, verify)
     sweep = Sweep(repeats=repeats, warmup=warmup, verify=verify, label="bandwidth", platform=rt.name)
     loops = [name for name, (cap, _) in _LOOPS.items() if has(rt, cap)]
     with ExitStack() as stack:
@@ -49,13 +58,44 @@ def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10,
                 row = {"path": r.path, "total_ns": r.dma_ns + r.wait_ns, "dma_event_ns": r.dma_event_ns,
                        "verified": r.verified}
             else:
-                src = bufs[("pinned", n)].ptr
-                dst, src = (dptrs[n], src) if d == "h2d" else (src, dptrs[n])
-                # two copies, the second timed: each call starts on a new stream (signal), whose first
-                # copy pays for its creation
-                row = {"path": "", "total_ns": getattr(rt, _LOOPS[case][1])(dst, src, n, d, 2)[-1],
-                       "dma_event_ns": None, "verified": None}
+                row = _loop_row(rt, case, dptrs[n], bufs[("pinned", n)].ptr, n, d)
             sweep.add(i, {"case": case, "direction": d, "nbytes": n, **row, "gb_per_s": n / row["total_ns"]})
+    return sweep.frame(BANDWIDTH)
+
+
+def _loop_row(rt, case: str, dev_ptr: int, host_ptr: int, nbytes: int, direction: str) -> dict:
+    """One bare-loop copy: two copies, the second timed (each call starts on a new stream, whose
+    first copy pays for its creation)."""
+    dst, src = (dev_ptr, host_ptr) if direction == "h2d" else (host_ptr, dev_ptr)
+    return {"path": "", "total_ns": getattr(rt, _LOOPS[case][1])(dst, src, nbytes, direction, 2)[-1],
+            "dma_event_ns": None, "verified": None}
+
+
+def _native_bandwidth(rt, sizes_nbytes, directions, repeats: int, verify: str) -> pd.DataFrame:
+    """bandwidth's rows with the two policies executed by the native engine (see bandwidth)."""
+    sweep = Sweep(repeats=repeats, verify=verify, label="bandwidth", seed=SEED + 2, platform=rt.name)
+    loops = [name for name, (cap, _) in _LOOPS.items() if has(rt, cap)]
+    for r, order in sweep.independent([*_CASES, *loops]):
+        for case in order:
+            if case in _CASES:
+                policy, kind = _CASES[case]
+                got = native_policy_sweep(rt, policies=[policy], kinds=(kind,), sizes_nbytes=sizes_nbytes,
+                                          directions=directions, repeats=1, rounds=ROUNDS,
+                                          verify="all" if sweep.checks(r) else "none", seed=SEED + 2 + r, label="")
+                for t in got[got.event == "transfer"].itertuples():
+                    sweep.add(r, {"case": case, "direction": t.direction, "nbytes": int(t.nbytes), "path": t.path,
+                                  "total_ns": int(t.total_ns), "dma_event_ns": None, "verified": t.verified,
+                                  "gb_per_s": t.nbytes / t.total_ns})
+                continue
+            with ExitStack() as stack:
+                dev = stack.enter_context(DeviceBuffers(rt))
+                hosts = {n: stack.enter_context(host_buffer(MemoryKind.PINNED, n, rt=rt, seed=r)) for n in sizes_nbytes}
+                points = list(grid(nbytes=sizes_nbytes, direction=directions))
+                for _ in range(ROUNDS):
+                    for pt in sweep.shuffled(points):
+                        n, d = pt["nbytes"], pt["direction"]
+                        row = _loop_row(rt, case, dev.get(n), hosts[n].ptr, n, d)
+                        sweep.add(r, {"case": case, "direction": d, "nbytes": n, **row, "gb_per_s": n / row["total_ns"]})
     return sweep.frame(BANDWIDTH)
 
 

@@ -187,7 +187,8 @@ def _c13(word):
     rows = []
     for threads, c in ((1, lo), (16, hi)):
         for i, v in enumerate(_spread(c, how)):
-            rows.append({"threads": threads, "thread": 0, "repeat": i, "op": "relock", "ns": int(v), "rc": 712})
+            rows += [{"threads": threads, "thread": 0, "repeat": i, "call": k, "op": "relock", "ns": int(v), "rc": 712}
+                     for k in range(3)]   # three calls a repeat: the figure is per call, not their sum
     return {"concurrency": pd.DataFrame([{"policy": "lock_always", "threads": 1, "overhead_ns": 1, "native_ns": 1}]),
             "concurrency_native": pd.DataFrame(rows)}
 
@@ -425,6 +426,7 @@ def test_c7_as_meant_counts_the_unlock_a_granted_relock_needs():
 def test_c13_says_when_the_relock_path_is_a_refusal():
     row = judge(["C13"], _c13(H), "cuda").iloc[0]
     assert row.reading == claims.ANALOGUE and "a re-lock, refused (rc 712), and no unlock" in row.why
+    assert 3600 <= row.measured <= 4400      # one call's path at 16 threads (about 4 us), not three calls' sum
 
 
 def test_measures_shared_by_tests_and_claims_are_computed_once(monkeypatch):

@@ -2,7 +2,8 @@
 preset on this project's development VM, commit 5dad07e) judged again by today's code gives its
 committed claims.csv, every column; and judged as if it came from CUDA (most claims then read as
 analogues, so the tests' measures and verdicts run, not only "not applicable") it gives what the
-code of 5dad07e gave (report/claims-as-cuda.csv)."""
+code of 5dad07e gave (report/claims-as-cuda.csv). Their C13 rows were judged again after the fix
+that takes C13's re-lock path per call (it had summed a thread's calls): nothing else changed."""
 
 import io
 import json

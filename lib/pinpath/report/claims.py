@@ -638,7 +638,8 @@ def _c13_cost_of(data: RunData):
     nat = data.get("concurrency_native")
     if nat is not None and len(nat):
         nat = judged_rows(nat)
-        per = nat.groupby(["threads", "thread", "repeat"]).ns.sum().reset_index()   # re-lock + its unlock, if any
+        # per call: its re-lock and that re-lock's unlock, if any (not the sum of a thread's calls)
+        per = nat.groupby(["threads", "thread", "repeat", "call"]).ns.sum().reset_index()
         relock = nat[nat.op == "relock"]
         refused = len(relock) and "rc" in relock and (relock.rc > 0).all()
         path = (f"a re-lock, refused (rc {int(relock.rc.iloc[0])}), and no unlock" if refused and set(nat.op) == {"relock"}

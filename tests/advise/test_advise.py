@@ -308,3 +308,11 @@ def test_the_runtime_probe_through_the_host_libomptarget(write, tr, tmp_path):
     assert probe.groupby(["variant", "process"]).size().eq(16).all()
     probe, why = probe_runtime(classes, ["plain"], vendor="nvidia", offload_dir=tmp_path)
     assert probe.empty and why.endswith("is for host, and nvidia is modelled")
+
+
+def test_the_runtime_probe_takes_fewer_rounds_of_large_sizes():
+    from pinpath.advise.runtime_term import MIN_ROUNDS, PROBE_BUDGET_NBYTES, probe_rounds
+    assert probe_rounds([384, 32768, 16 << 20], 100) == 100                  # the stencil's sizes: all rounds
+    assert probe_rounds([256 << 20], 100) == PROBE_BUDGET_NBYTES // (256 << 20) == 16   # by the budget ...
+    assert probe_rounds([1 << 30, 1 << 30], 100) == MIN_ROUNDS               # ... but never fewer than the minimum
+    assert probe_rounds([8], 5) == 5                                          # asked for fewer: as asked

@@ -20,7 +20,7 @@ import pandas as pd
 from ..errors import NotAvailable
 from ..experiments.real_runtime import OFFLOAD_DIR, VARIANTS, app_binary, find_build, runtime_env, variant_env
 
-__all__ = ["probe_runtime", "runtime_rows", "PROBE_COLUMNS", "RUNTIME_EVENT"]
+__all__ = ["probe_runtime", "probe_rounds", "runtime_rows", "PROBE_COLUMNS", "RUNTIME_EVENT", "PROBE_BUDGET_NBYTES"]
 
 PROBE_COLUMNS = ["variant", "process", "direction", "nbytes", "round", "ns"]
 RUNTIME_EVENT = "runtime"
@@ -30,11 +30,24 @@ def _empty() -> pd.DataFrame:
     return pd.DataFrame(columns=PROBE_COLUMNS)
 
 
+#: bytes one probe process moves per direction at most; fewer rounds where the sizes are large
+PROBE_BUDGET_NBYTES = 4 << 30
+MIN_ROUNDS = 10
+
+
+def probe_rounds(sizes_nbytes, rounds: int, budget_nbytes: int = PROBE_BUDGET_NBYTES) -> int:
+    """``rounds``, or fewer where one round of every size moves so much that ``rounds`` of them
+    would pass ``budget_nbytes`` per direction, but never below MIN_ROUNDS."""
+    total = sum(int(n) for n in sizes_nbytes)
+    return max(min(rounds, MIN_ROUNDS), min(rounds, budget_nbytes // max(total, 1)))
+
+
 def probe_runtime(classes: pd.DataFrame, variants, *, vendor: str, offload_dir=OFFLOAD_DIR, rounds: int = 100,
                   processes: int = 3, timeout_s: int = 300) -> tuple[pd.DataFrame, str]:
     """Per variant of ``variants`` that the build's runtime has: ``processes`` runs of updates over
-    every size of ``classes``, ``rounds`` timed rounds each, where the offload build is for
-    ``vendor``'s GPUs. (the rows, "") or (empty, why not)."""
+    every size of ``classes``, ``rounds`` timed rounds each (fewer where the sizes are large:
+    ``probe_rounds``), where the offload build is for ``vendor``'s GPUs. (the rows, "") or
+    (empty, why not)."""
     try:
         build = find_build(offload_dir)
         if build.vendor != vendor:
@@ -43,7 +56,8 @@ def probe_runtime(classes: pd.DataFrame, variants, *, vendor: str, offload_dir=O
         env = runtime_env(build)
     except NotAvailable as e:
         return _empty(), str(e)
-    sizes = ",".join(str(int(n)) for n in sorted(set(classes.nbytes)))
+    sizes_nbytes = sorted(set(int(n) for n in classes.nbytes))
+    sizes, rounds = ",".join(map(str, sizes_nbytes)), probe_rounds(sizes_nbytes, rounds)
     frames = []
     for variant in variants:
         mode, _, vendors = VARIANTS[variant]

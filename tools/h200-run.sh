@@ -79,8 +79,10 @@ while [ $# -gt 0 ]; do
       d=build/advise-run; rm -rf $d; mkdir -p $d
       for app in region stencil; do
         bin=$(ls build/offload/$app-sm_* | head -1)
-        args=(--nw 16 --steps 5) real=(--paired)   # --paired: the region's copies apart from its kernel (transfer_ns)
-        [ $app = stencil ] && args=(--nx 4096 --ny 512 --steps 200 --checkpoint 50) real=()
+        # --paired: the region's copies apart from its kernel (transfer_ns); its copies are map clauses of a
+        # target region (--construct region), the stencil's target updates
+        args=(--nw 16 --steps 5) real=(--paired) construct=(--construct region)
+        [ $app = stencil ] && args=(--nx 4096 --ny 512 --steps 200 --checkpoint 50) real=() construct=()
         LIBOMPTARGET_INFO=32 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
         # each variant in 3 processes, the variants interleaved: prediction.csv's real interval is over processes
         for p in 1 2 3; do
@@ -94,7 +96,7 @@ while [ $# -gt 0 ]; do
           done
         done >$d/$app-real.csv
         py -m pinpath advise $d/$app.info --platform cuda --real $d/$app-real.csv --application $app \
-          --out $d/$app 2>&1 | tail -3 || status=1
+          "${construct[@]}" --out $d/$app 2>&1 | tail -3 || status=1
       done
       awk 'FNR == 1 && NR > 1 {next} {print}' $d/*/prediction.csv | tee $d/prediction.csv
       # the run time for a trace of 100,000 transfers: the stencil's trace repeated

@@ -207,6 +207,9 @@ def test_cli_refuses_in_one_sentence(write, tmp_path, capsys):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "junk.txt" in r.stderr and "Traceback" not in r.stderr
     r = _cli(capsys, write("x.err", "a\n"), "--repeats", "2")
     assert r.returncode == 2 and "at least 5" in r.stderr
+    r = _cli(capsys, write("y.err", "a\n"), "--construct", "kernel", "--out", tmp_path / "adv2")
+    assert r.returncode == 2 and "--construct must be one of update, region" in r.stderr
+    assert not (tmp_path / "adv2").exists()
 
 
 def test_rows_of_one_array_are_one_array(write, tr):
@@ -293,7 +296,7 @@ def test_the_runtime_probe_through_the_host_libomptarget(write, tr, tmp_path):
     import shutil
 
     from pinpath.advise.runtime_term import probe_runtime
-    from pinpath.errors import NotAvailable
+    from pinpath.errors import BadParameter, NotAvailable
     from pinpath.experiments import real_runtime as rr
     if not shutil.which("clang++-19"):
         pytest.skip("no clang++-19 here (apt-get install clang-19 libomp-19-dev clang-tools-19)")
@@ -308,6 +311,11 @@ def test_the_runtime_probe_through_the_host_libomptarget(write, tr, tmp_path):
     assert probe.groupby(["variant", "process"]).size().eq(16).all()
     probe, why = probe_runtime(classes, ["plain"], vendor="nvidia", offload_dir=tmp_path)
     assert probe.empty and why.endswith("is for host, and nvidia is modelled")
+    probe, why = probe_runtime(classes, ["app_pinned"], vendor="host", construct="region", offload_dir=tmp_path,
+                               rounds=4, processes=1)
+    assert why == "" and len(probe) == 2 * 2 * 4 and set(probe.variant) == {"app_pinned"}
+    with pytest.raises(BadParameter, match="--construct must be one of update, region"):
+        probe_runtime(classes, ["plain"], vendor="host", construct="kernel", offload_dir=tmp_path)
 
 
 def test_the_runtime_probe_takes_fewer_rounds_of_large_sizes():

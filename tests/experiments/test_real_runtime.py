@@ -306,3 +306,11 @@ def test_host_offload_updates_probe(tmp_path):
     rows = pd.read_csv(io.StringIO("\n".join(l for l in r.stdout.splitlines() if not l.startswith("#"))))
     assert len(rows) == 20 and sorted(set(rows.direction)) == ["d2h", "h2d"] and (rows.ns > 0).all()
     assert rows.groupby(["nbytes", "direction"]).size().to_dict() == {(n, d): 5 for n in (8, 4100) for d in ("d2h", "h2d")}
+    # the copy as a target region's map: the region with it less the same region over present data
+    r = subprocess.run([str(build.binary), "--nbytes", "4100", "--rounds", "4", "--construct", "region"],
+                       capture_output=True, text=True, env=rr.runtime_env(build), timeout=120)
+    assert r.returncode == 0, r.stderr[-500:]
+    facts = rr.parse_facts(l for l in r.stdout.splitlines() if l.startswith("#"))
+    assert facts["construct"] == "region" and facts["checked"] == 1 and facts["wrong"] == 0
+    rows = pd.read_csv(io.StringIO("\n".join(l for l in r.stdout.splitlines() if not l.startswith("#"))))
+    assert len(rows) == 8 and sorted(set(rows.direction)) == ["d2h", "h2d"]

@@ -19,7 +19,7 @@ from .parse import read_trace
 from .pattern import pattern, write_dataset
 from .predict import predict
 from .replay import ENGINES, replay
-from .runtime_term import probe_runtime, runtime_rows
+from .runtime_term import check_construct, probe_runtime, runtime_rows
 from .report import write_pages, write_prediction
 
 __all__ = ["advise", "policies_for", "VENDORS"]
@@ -105,7 +105,7 @@ def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
     return rows
 
 
-def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir) -> tuple[pd.DataFrame, str]:
+def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construct: str) -> tuple[pd.DataFrame, str]:
     """The runtime probe's rows (empty where not run) and what the pages say about the term."""
     if not wanted:
         return pd.DataFrame(), "not added (--no-runtime-term): the predictions are the copies alone"
@@ -113,20 +113,23 @@ def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir) -> tuple
         return pd.DataFrame(), "not added: the replay ran on the Python policies, not the native engine"
     t0 = time.perf_counter()
     kw = {"offload_dir": offload_dir} if offload_dir else {}
-    probe, why = probe_runtime(p.classes, list(pols), vendor=vendor, **kw)
+    probe, why = probe_runtime(p.classes, list(pols), vendor=vendor, construct=construct, **kw)
     if why:
         return probe, f"not added ({why}): the predictions are the copies alone, without the runtime's own work"
-    return probe, (f"added: target updates of the pattern's sizes through the offload runtime under "
+    made = "target updates" if construct == "update" else "copies as target regions' maps (--construct region)"
+    return probe, (f"added: {made} of the pattern's sizes through the offload runtime under "
                    f"{', '.join(sorted(set(probe.variant)))} ({probe.process.nunique()} processes each, "
                    f"{time.perf_counter() - t0:.1f} s), less the replay's copy of the same class")
 
 
 def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
            repeats: int = 10, real: Path | None = None, application: str | None = None,
-           engine: str = "auto", runtime_term: bool = True, offload_dir: Path | None = None) -> dict:
+           engine: str = "auto", runtime_term: bool = True, offload_dir: Path | None = None,
+           construct: str = "update") -> dict:
     """Everything ``pinpath advise`` does; the paths written and the run's facts. ``runtime_term``:
     add the offload runtime's own cost per copy, probed on this node (runtime_term.probe_runtime)
-    where an offload build is here."""
+    where an offload build is here, as ``construct`` makes the copies (update or region)."""
+    check_construct(construct)
     if engine not in ENGINES:
         raise BadParameter(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if repeats < 5:
@@ -165,7 +168,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
                         replay=f"{time.perf_counter() - t1:.1f} s")
         finally:
             rt.close()
-        probe, meta["runtime term"] = _runtime_term(p, pols, rep, vendor, runtime_term, offload_dir)
+        probe, meta["runtime term"] = _runtime_term(p, pols, rep, vendor, runtime_term, offload_dir, construct)
         if len(probe):
             rep = pd.concat([rep, runtime_rows(probe, rep)], ignore_index=True)
     out = Path(out) if out else OUTPUTS_DIR / f"advise-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"

@@ -6,7 +6,9 @@ runtime under each variant, in a few processes; the runtime term of a (variant, 
 is each probed update less the replay's median copy of that class. Nothing here uses the traced
 application's own times.
 
-- ``probe_runtime(classes, variants, ...) -> (PROBE frame, why)``: the probe's rows, or why not.
+- ``probe_runtime(classes, variants, ...) -> (PROBE frame, why)``: the probe's rows, or why not;
+  ``construct`` "region" probes a copy made by a target region's map clause instead of a
+  `target update` (a trace does not say which the application used: the user does).
 - ``runtime_rows(probe, rep) -> frame``: replay-shaped rows of event "runtime" for ``predict``.
 """
 
@@ -17,10 +19,10 @@ import subprocess
 
 import pandas as pd
 
-from ..errors import NotAvailable
+from ..errors import BadParameter, NotAvailable
 from ..experiments.real_runtime import OFFLOAD_DIR, VARIANTS, app_binary, find_build, runtime_env, variant_env
 
-__all__ = ["probe_runtime", "probe_rounds", "runtime_rows", "PROBE_COLUMNS", "RUNTIME_EVENT", "PROBE_BUDGET_NBYTES"]
+__all__ = ["probe_runtime", "probe_rounds", "check_construct", "CONSTRUCTS", "runtime_rows", "PROBE_COLUMNS", "RUNTIME_EVENT", "PROBE_BUDGET_NBYTES"]
 
 PROBE_COLUMNS = ["variant", "process", "direction", "nbytes", "round", "ns"]
 RUNTIME_EVENT = "runtime"
@@ -42,12 +44,24 @@ def probe_rounds(sizes_nbytes, rounds: int, budget_nbytes: int = PROBE_BUDGET_NB
     return max(min(rounds, MIN_ROUNDS), min(rounds, budget_nbytes // max(total, 1)))
 
 
-def probe_runtime(classes: pd.DataFrame, variants, *, vendor: str, offload_dir=OFFLOAD_DIR, rounds: int = 100,
-                  processes: int = 3, timeout_s: int = 300) -> tuple[pd.DataFrame, str]:
+CONSTRUCTS = ("update", "region")   #: how an application's copies are made: target update, a region's map
+
+
+def check_construct(construct: str) -> str:
+    """``construct`` if it is one of CONSTRUCTS, else BadParameter in one sentence."""
+    if construct not in CONSTRUCTS:
+        raise BadParameter(f"--construct must be one of {', '.join(CONSTRUCTS)}, got {construct!r}")
+    return construct
+
+
+def probe_runtime(classes: pd.DataFrame, variants, *, vendor: str, construct: str = "update", offload_dir=OFFLOAD_DIR,
+                  rounds: int = 100, processes: int = 3, timeout_s: int = 300) -> tuple[pd.DataFrame, str]:
     """Per variant of ``variants`` that the build's runtime has: ``processes`` runs of updates over
     every size of ``classes``, ``rounds`` timed rounds each (fewer where the sizes are large:
-    ``probe_rounds``), where the offload build is for ``vendor``'s GPUs. (the rows, "") or
-    (empty, why not)."""
+    ``probe_rounds``), where the offload build is for ``vendor``'s GPUs; ``construct`` "update"
+    times `target update`s, "region" a copy's share of a target region (updates --construct).
+    (the rows, "") or (empty, why not)."""
+    check_construct(construct)
     try:
         build = find_build(offload_dir)
         if build.vendor != vendor:
@@ -64,7 +78,8 @@ def probe_runtime(classes: pd.DataFrame, variants, *, vendor: str, offload_dir=O
         if build.vendor not in vendors:
             continue
         for proc in range(processes):
-            cmd = [str(exe), "--variant", mode, "--nbytes", sizes, "--rounds", str(rounds), "--seed", str(proc + 1)]
+            cmd = [str(exe), "--variant", mode, "--nbytes", sizes, "--rounds", str(rounds), "--seed", str(proc + 1),
+                   "--construct", construct]
             try:
                 r = subprocess.run(cmd, capture_output=True, text=True, env=variant_env(env, variant),
                                    timeout=timeout_s)

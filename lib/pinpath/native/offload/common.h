@@ -20,6 +20,10 @@
 #define PINPATH_VENDOR 0
 #endif
 
+// an OpenMP pragma from a macro's arguments (so that one macro can write a region under several clauses)
+#define PINPATH_STR(x) #x
+#define PINPATH_PRAGMA(x) _Pragma(PINPATH_STR(x))
+
 namespace pinpath {
 
 constexpr size_t kPageNbytes = 4096;

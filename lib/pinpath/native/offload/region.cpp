@@ -93,8 +93,6 @@ long first_mismatch(const double *pos, const double *out, long nw) {
 
 }  // namespace
 
-#define PINPATH_STR(x) #x
-#define PINPATH_PRAGMA(x) _Pragma(PINPATH_STR(x))
 // one invocation of the region under the map clauses MAPS: the same kernel whatever they are. A host
 // execution writes NaN, so the byte check then fails loudly (unless --allow-host).
 #define PINPATH_REGION(MAPS)                                                                          \

@@ -7,9 +7,14 @@
 // in blocks, not round by round: an application moves the same array again and again, and a 16 MiB
 // copy between two 4 KiB ones would leave the small ones in a state no such application gives them.
 // advise subtracts the engine's time for a copy of the same size and direction.
+// --construct region: the copy as a map clause of a target region instead (an application's
+// `target ... map(always, to: x)`): per round and direction, a region whose only map is the array's
+// first bytes with `always` (the copy moves) and the same region without it (the array is present:
+// nothing moves), in turns; the row's ns is the first less the second, the copy's share of a region
+// (it can be below the copy's own time: the region waits once for its copies and its kernel).
 //
 // Usage: updates [--nbytes N[,N...] (8)] [--rounds R (200)] [--seed K (1)] [--variant plain|app_pinned]
-//                [--allow-host] [--markers]
+//                [--construct update|region] [--allow-host] [--markers]
 // app_pinned: the array is registered first (as region and stencil do).
 // Afterwards, outside the timing, two round trips of the largest size check that both directions
 // moved the bytes (not on the host, where there is no second copy to check).
@@ -33,14 +38,16 @@ struct Options : CommonOptions {
   std::vector<long> sizes;
   int rounds = 200;
   uint64_t seed = 1;
+  std::string construct = "update";
 };
 
 Options parse(int argc, char **argv) {
   Options o;
   for_each_option(argc, argv, o, [&](const std::string &a, auto &value) {
     return option(a, "--nbytes", value, o.nbytes) || option(a, "--rounds", value, o.rounds) ||
-           option(a, "--seed", value, o.seed);
+           option(a, "--seed", value, o.seed) || option(a, "--construct", value, o.construct);
   });
+  if (o.construct != "update" && o.construct != "region") die(2, "--construct is update or region");
   for (size_t at = 0; at <= o.nbytes.size();) {   // a comma-separated list of sizes
     const size_t comma = std::min(o.nbytes.find(',', at), o.nbytes.size());
     const std::string word = o.nbytes.substr(at, comma - at);
@@ -69,6 +76,35 @@ bool round_trip(unsigned char *a, long n, unsigned seed) {
   return std::memcmp(want.data(), a, static_cast<size_t>(n)) == 0;
 }
 
+// NAME(a, m, copy): the time of one target region whose only map is a[0:m] in direction DIR, with
+// `always` (copy: the bytes move) or without (the array is present: nothing moves). The body
+// touches a[0], so the region is the array's.
+#define PINPATH_REGION_TIMER(NAME, DIR)                         \
+  int64_t NAME(unsigned char *a, long m, bool copy) {           \
+    const int64_t t0 = now_ns();                                \
+    if (copy) {                                                 \
+      PINPATH_PRAGMA(omp target map(always, DIR : a[0:m]))      \
+      { a[0] = a[0]; }                                          \
+    } else {                                                    \
+      PINPATH_PRAGMA(omp target map(DIR : a[0:m]))              \
+      { a[0] = a[0]; }                                          \
+    }                                                           \
+    return now_ns() - t0;                                       \
+  }
+PINPATH_REGION_TIMER(region_to, to)
+PINPATH_REGION_TIMER(region_from, from)
+
+// the copy's share of a region: the region with the copy less the same region without, the order
+// of the two alternating with the round
+int64_t region_share(int64_t (*timer)(unsigned char *, long, bool), unsigned char *a, long m, int round) {
+  if (round % 2 != 0) {
+    const int64_t without = timer(a, m, false);
+    return timer(a, m, true) - without;
+  }
+  const int64_t with = timer(a, m, true);
+  return with - timer(a, m, false);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -87,9 +123,10 @@ int main(int argc, char **argv) {
     if (register_rc != 0) die(5, "app_pinned: " + pin.how + " failed with " + std::to_string(register_rc));
   }
 #pragma omp target enter data map(to : a[0:n])
-  std::printf("# offload_devices=%d on_device=%d vendor=%d variant=%s nbytes=%s rounds=%d register=%s register_rc=%d\n",
-              omp_get_num_devices(), initial ? 0 : 1, PINPATH_VENDOR, o.variant.c_str(), o.nbytes.c_str(), o.rounds,
-              o.variant == "app_pinned" ? pin.how.c_str() : "none", register_rc);
+  std::printf("# offload_devices=%d on_device=%d vendor=%d variant=%s construct=%s nbytes=%s rounds=%d register=%s "
+              "register_rc=%d\n",
+              omp_get_num_devices(), initial ? 0 : 1, PINPATH_VENDOR, o.variant.c_str(), o.construct.c_str(),
+              o.nbytes.c_str(), o.rounds, o.variant == "app_pinned" ? pin.how.c_str() : "none", register_rc);
 
   struct Row { bool h2d; long nbytes; int round; int64_t ns; };
   std::vector<Row> rows;
@@ -100,12 +137,18 @@ int main(int argc, char **argv) {
   for (const long m : order) {
     for (int r = -10; r < o.rounds; ++r) {   // rounds below 0 warm up
       if (o.markers) std::fprintf(stderr, "pinpath-region: invocation step=0 invocation=%d\n", r < 0 ? 0 : r);
-      int64_t t0 = now_ns();
+      int64_t h2d, d2h;
+      if (o.construct == "region") {
+        h2d = region_share(region_to, a, m, r);
+        d2h = region_share(region_from, a, m, r);
+      } else {
+        int64_t t0 = now_ns();
 #pragma omp target update to(a[0:m])
-      const int64_t h2d = now_ns() - t0;
-      t0 = now_ns();
+        h2d = now_ns() - t0;
+        t0 = now_ns();
 #pragma omp target update from(a[0:m])
-      const int64_t d2h = now_ns() - t0;
+        d2h = now_ns() - t0;
+      }
       if (r >= 0) {
         rows.push_back({true, m, r, h2d});
         rows.push_back({false, m, r, d2h});

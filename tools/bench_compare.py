@@ -35,19 +35,17 @@ sys.path.insert(0, str(HERE.parent / "lib"))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from pinpath import nativelib, osinfo  # noqa: E402
+from pinpath import libc, nativelib, osinfo  # noqa: E402
 from pinpath.units import fmt_nbytes, parse_nbytes  # noqa: E402
 
 GOAL_OPS = ("lock", "unlock", "relock", "query")
 OPS = ("null", *GOAL_OPS, "query_pageable")
 DEFAULT_SIZES = "4KiB,1MiB,64MiB,800MB"
-M_MMAP_THRESHOLD = -3
 FILL = 0x5A
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.malloc.restype, _libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
 _libc.free.restype, _libc.free.argtypes = None, (ctypes.c_void_p,)
-_libc.mallopt.restype, _libc.mallopt.argtypes = ctypes.c_int, (ctypes.c_int, ctypes.c_int)
 
 
 def reps_for(nbytes: int, reps: int) -> int:
@@ -271,7 +269,7 @@ def main(argv=None) -> int:
     except nativelib.NativeUnavailable as e:
         print(f"not available: {e}")
         return 2
-    _libc.mallopt(M_MMAP_THRESHOLD, 128 * 1024)   # as bench_calls.c: >= 128 KiB is always its own mapping
+    libc.fix_mmap_threshold()   # as bench_calls.c: >= 128 KiB is always its own mapping
     soft, _ = osinfo.memlock_limit_nbytes()
     info = lib.describe()
     print(f"platform {args.platform}; library {Path(info['path']).name} (headers: {info['headers_from']}; "

@@ -9,6 +9,8 @@
 #   tools/h200-run.sh probe            tools/offload-probe.sh (the real libomptarget region)
 #   tools/h200-run.sh notebooks PRESET a,b   some notebooks -> $OUT/notebooks.tar
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
+#   tools/h200-run.sh profile PRESET a,b   some notebooks' cells timed and profiled in one process each
+#                                      (tools/profile-notebook.py) -> $OUT/profile.log
 #   tools/h200-run.sh advise           the region and the stencil traced and timed (the region --paired), pinpath
 #                                      advise (with the runtime term: build/offload's updates) -> $OUT/advise.tar
 #                                      (a reference after it carries it as advise/)
@@ -66,6 +68,15 @@ while [ $# -gt 0 ]; do
         || status=1
       tail -25 "$OUT/pytest.log"
       ;;
+    profile)     # profile PRESET a,b: where some notebooks' time goes -> $OUT/profile.log
+      preset=$1 list=$2; shift 2
+      for nb in ${list//,/ }; do
+        echo "=== $nb ($preset)"
+        timeout 300 env PYTHONPATH=$PWD/.site:$PWD/lib python3 tools/profile-notebook.py "$nb" "$preset" --platform cuda \
+          2>&1 || status=1
+      done >"$OUT/profile.log"
+      grep -E '^(===|total)' "$OUT/profile.log"
+      ;;
     test)
       timeout 420 make test ENV=system PYTHON=python3 >"$OUT/test.log" 2>&1 || status=1
       tail -25 "$OUT/test.log"
@@ -84,8 +95,8 @@ while [ $# -gt 0 ]; do
         args=(--nw 16 --steps 5) real=(--paired) construct=(--construct region)
         [ $app = stencil ] && args=(--nx 4096 --ny 512 --steps 200 --checkpoint 50) real=() construct=()
         LIBOMPTARGET_INFO=32 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
-        # each variant in 3 processes, the variants interleaved: prediction.csv's real interval is over processes
-        for p in 1 2 3; do
+        # each variant in 5 processes, the variants interleaved: prediction.csv's real interval is over processes
+        for p in 1 2 3 4 5; do
           for v in plain app_pinned lock_mapped; do
             mode=$v envs=(); [ $v = lock_mapped ] && mode=plain envs=(LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1)
             env "${envs[@]}" "$bin" --variant $mode "${args[@]}" "${real[@]}" >$d/$app-$v-$p.out 2>$d/$app-$v-$p.err \

@@ -8,7 +8,8 @@
  * SEED the shuffles' seed (a caller that runs one repeat per call passes a new seed each time)
  * Output, one line per timed transfer: policy,direction,nbytes,repeat,round,ns
  * Each repeat visits the policies in a shuffled order; for each, it allocates that policy's
- * buffers anew (page-aligned heap, touched with a non-zero pattern; one host and one device buffer per
+ * buffers anew (page-aligned heap - from 128 KiB a fresh mapping, the mmap threshold fixed as in
+ * pinpath's processes -, touched with a non-zero pattern; one host and one device buffer per
  * size for both directions, one pooled buffer per size class), warms each of its specs up once,
  * times ROUNDS transfers of each, its specs interleaved in a shuffled order, and frees them
  * (the engine runs one plan per policy the same way). Built as an executable it is a process of
@@ -16,6 +17,7 @@
  * CUDA runtime and allocator state as the engine beside it).
  */
 #define _GNU_SOURCE
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -239,6 +241,9 @@ __attribute__((visibility("default"))) int plain_main(int argc, char **argv) {
         for (int j = 0; j < npol; ++j) seen |= !strcmp(specs[pol[j]].policy, specs[i].policy);
         if (!seen) pol[npol++] = i;
     }
+    /* the allocator state pinpath's processes run in (libc.fix_mmap_threshold): every buffer of
+     * 128 KiB or more a fresh mapping of its own, never recycled heap pages of another backing */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     FILE *out = strcmp(argv[1], "-") ? fopen(argv[1], "w") : stdout;
     if (!out) { perror(argv[1]); return 2; }
     setup();

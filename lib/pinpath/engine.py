@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import nativelib
+from . import libc, nativelib
 from .errors import BadParameter, PinpathError
 from .nativelib import NativeUnavailable
 from .schema import CALLS, TRANSFERS, frame
@@ -256,6 +256,7 @@ def load(platform: str, device: int = 0) -> Engine:
     with _LOADED_LOCK:
         eng = _LOADED.get((platform, device))
         if eng is None:
+            libc.fix_mmap_threshold()   # as open_runtime: the plan's buffers in one allocator state
             tc = nativelib.toolchain(platform)
             path = nativelib.build(platform, tc, source="engine.c")
             eng = _LOADED[(platform, device)] = Engine(path, platform, device, rc_name=nativelib.load(platform).rc_name)

@@ -30,34 +30,31 @@ class Vma:
 
 def vmas(ptr: int | None = None):
     """The VMAs of this process from /proc/self/smaps, in address order; with ``ptr`` only the
-    one that holds it (the file is parsed up to there)."""
+    one that holds it (the file is read up to there: the kernel walks each VMA's pages as its
+    lines are read, and a process with a GPU runtime has thousands of them)."""
     with open("/proc/self/smaps", "rb") as f:
-        lines = f.read().split(b"\n")
-    i, n = 0, len(lines)
-    while i < n:
-        head = lines[i]
-        i += 1
-        if not head or b"-" not in head.split(b" ", 1)[0]:
-            continue
-        rng, rest = head.split(b" ", 1)
-        lo, hi = (int(x, 16) for x in rng.split(b"-"))
-        if ptr is not None and not lo <= ptr < hi:
-            continue
-        fields: dict[bytes, bytes] = {}
-        while i < n and lines[i] and b":" in lines[i].split(b" ", 1)[0]:
-            key, _, val = lines[i].partition(b":")
-            fields[key] = val.strip()
-            i += 1
-        parts = rest.split(None, 4)
+        head = f.readline()
+        while head:
+            rng, _, rest = head.partition(b" ")
+            lo, hi = (int(x, 16) for x in rng.split(b"-"))
+            fields: dict[bytes, bytes] = {}
+            head = f.readline()
+            while head and b"-" not in head.partition(b" ")[0]:
+                key, _, val = head.partition(b":")
+                fields[key] = val.strip()
+                head = f.readline()
+            if ptr is not None and not lo <= ptr < hi:
+                continue
+            parts = rest.split(None, 4)
 
-        def kib(key: bytes) -> int:
-            return int(fields.get(key, b"0 kB").split()[0]) * 1024
+            def kib(key: bytes) -> int:
+                return int(fields.get(key, b"0 kB").split()[0]) * 1024
 
-        yield Vma(lo, hi, parts[0].decode(), tuple(fields.get(b"VmFlags", b"").decode().split()),
-                  kib(b"AnonHugePages"), kib(b"Locked"), kib(b"KernelPageSize"),
-                  parts[4].decode().strip() if len(parts) > 4 else "")
-        if ptr is not None:
-            return
+            yield Vma(lo, hi, parts[0].decode(), tuple(fields.get(b"VmFlags", b"").decode().split()),
+                      kib(b"AnonHugePages"), kib(b"Locked"), kib(b"KernelPageSize"),
+                      parts[4].decode().strip() if len(parts) > 4 else "")
+            if ptr is not None:
+                return
 
 
 def find_vma(ptr: int) -> Vma | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import atomic, osinfo
+from . import atomic, libc, osinfo
 from .trace import process_balance
 
 __all__ = ["start", "finish", "START_SOURCE", "FINISH_SOURCE", "INJECTED_TAG"]
@@ -34,7 +34,7 @@ def finish(run_dir: str, stem: str) -> dict:
     now = process_balance()
     left = {k: n - before.get(k, 0) for k, n in now.items() if n != before.get(k, 0)}
     report = {"vmlck_before_nbytes": _start.get("vmlck_nbytes", 0), "vmlck_after_nbytes": osinfo.vmlck_nbytes(),
-              "unreleased": left}
+              "mmap_threshold_nbytes": libc.mmap_threshold_nbytes(), "unreleased": left}
     if run_dir:
         atomic.write_json_atomic(Path(run_dir) / "status" / f"{stem}.kernel.json", report)
     return report

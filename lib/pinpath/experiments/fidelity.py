@@ -33,6 +33,9 @@ YARDSTICK_SOURCE = PROJECT_ROOT / "tools" / "plain_policies.c"
 YARDSTICK_POLICIES = ("stage_per_copy", "stage_pooled", "lock_always", "query_then_lock", "prepinned",
                       "driver_pageable", "nextgen", "nextgen_lock_mapped")
 _COLUMNS = ("policy", "direction", "nbytes", "repeat", "round", "ns")
+#: transfers of each point per repeat and side: a repeat's figure is their median, and the
+#: benchmark's margin at 4 KiB (1 us of about 8) is narrower than two transfers' spread
+FIDELITY_ROUNDS = 8
 
 
 def _parse(text: str) -> pd.DataFrame:
@@ -81,7 +84,7 @@ def plain_policies(platform: str, specs, *, repeats: int, rounds: int = ROUNDS, 
 
 
 def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions=("h2d", "d2h"),
-                    repeats: int = 5, rounds: int = ROUNDS) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    repeats: int = 5, rounds: int = FIDELITY_ROUNDS) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(ENGINE_FIDELITY rows, the engine's transfer rows). Every repeat visits the policies in a
     shuffled order; for each, the engine's plan and the in-process yardstick run back to back
     (which goes first alternates), each with fresh buffers. Per policy, direction and size: the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 
+from .. import libc
 from ..errors import RuntimeUnavailable
 from ..trace import Recorder
 from ..vocab import Platform, choose
@@ -44,6 +45,7 @@ def open_runtime(name: str = "auto", recorder: Recorder | None = None) -> Runtim
         the named runtime cannot start (one sentence naming what is missing).
     """
     platform = choose(Platform, name, "platform")
+    libc.fix_mmap_threshold()   # the allocator state every host buffer of the run is made in
     tried: list[tuple[str, str]] = []
     for candidate in (AUTO_ORDER if platform == Platform.AUTO else (platform,)):
         try:

@@ -150,3 +150,20 @@ def test_each_repeat_can_be_a_fresh_process(lib):
     assert df.groupby("repeat").size().tolist() == [6, 6]   # register, first, 2 held, 2 fresh per process
     with pytest.raises(Exception, match="unit of repeat is one of process, round"):
         state.section(state.registration_age, lib, unit="thread", sizes_nbytes=[4096])
+
+
+def test_sections_share_their_processes_each_in_an_order_of_its_own(lib):
+    """sections(): one process per repeat runs every section; the order is shuffled per process and
+    recorded; an unknown section is refused in one sentence."""
+    got = state.sections(lib, unit="process", repeats=3, warmup=0,
+                         registration_age=dict(sizes_nbytes=[4096], calls=1),
+                         allocator_state=dict(sizes_nbytes=[4096], live_counts=[2], calls=1))
+    assert sorted(got) == ["allocator_state", "registration_age"]
+    for name, df in got.items():
+        check_frame(df, STATE_EFFECTS)
+        assert sorted(set(df.repeat)) == [0, 1, 2], name
+        assert set(df.section_order) <= {0, 1}
+    orders = {r: (g.section_order.iloc[0]) for r, g in got["registration_age"].groupby("repeat")}
+    assert len(set(orders.values())) == 2   # seeds 0..2 do not all put it first
+    with pytest.raises(Exception, match="unknown section"):
+        state.sections(lib, unit="round", nope={})

@@ -90,11 +90,12 @@ def _native_bandwidth(rt, sizes_nbytes, directions, repeats: int, verify: str) -
             with ExitStack() as stack:
                 dev = stack.enter_context(DeviceBuffers(rt))
                 hosts = {n: stack.enter_context(host_buffer(MemoryKind.PINNED, n, rt=rt, seed=r)) for n in sizes_nbytes}
+                dptrs = {n: dev.get(n) for n in sizes_nbytes}
                 points = list(grid(nbytes=sizes_nbytes, direction=directions))
                 for _ in range(ROUNDS):
                     for pt in sweep.shuffled(points):
                         n, d = pt["nbytes"], pt["direction"]
-                        row = _loop_row(rt, case, dev.get(n), hosts[n].ptr, n, d)
+                        row = _loop_row(rt, case, dptrs[n], hosts[n].ptr, n, d)
                         sweep.add(r, {"case": case, "direction": d, "nbytes": n, **row, "gb_per_s": n / row["total_ns"]})
     return sweep.frame(BANDWIDTH)
 

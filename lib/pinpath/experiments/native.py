@@ -27,6 +27,15 @@ from .sweep import SEED, DeviceBuffers, Poisoned, Sweep, grid, page_locked
 __all__ = ["use_native", "native_why_not", "native_policy_sweep", "native_replica", "native_concurrency", "ROUNDS"]
 
 ROUNDS = 2   #: visits of every point inside one repeat (their median is the repeat's figure)
+#: from this size a point is visited once per repeat after its warm-up: its transfers take 50 ms
+#: and more, and in the H200 reference they spread 1-16 % within a repeat against 20-46 % between
+#: repeats, so the time is better spent on repeats
+ONE_ROUND_NBYTES = 256 << 20
+
+
+def rounds_for(nbytes: int, rounds: int) -> int:
+    """The rounds a point of ``nbytes`` gets in a repeat of ``rounds``."""
+    return 1 if nbytes >= ONE_ROUND_NBYTES else rounds
 
 
 def native_why_not(rt) -> str:
@@ -103,7 +112,7 @@ def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h")
                     if k[2]:
                         plan.app_lock(b, warmup=True, **ctx[k])
                     plan.map(b, warmup=True, **ctx[k])
-                for i, (k, d) in sweep.in_plan(points, rounds):
+                for i, (k, d) in sweep.in_plan(points, rounds, lambda pt: rounds_for(pt[0][1], rounds)):
                     plan.transfer(bufs[k][1], d, warmup=i < 0, round=i, **ctx[k])
                 for k, (_, b) in bufs.items():
                     plan.unmap(b, warmup=True, **ctx[k])

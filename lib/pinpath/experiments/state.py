@@ -29,7 +29,8 @@ from .repeats import over_repeats, spreads
 from .sweep import SEED, Sweep
 
 __all__ = ["AGES", "registration_age", "allocator_state", "page_backing", "thread_placement", "gpu_readings",
-           "repeat_medians", "repeat_summary", "placements", "open_or_reason", "section", "in_processes", "read_gpu",
+           "repeat_medians", "repeat_summary", "placements", "open_or_reason", "section", "sections", "in_processes",
+           "read_gpu",
            "conclusion", "SECTIONS", "REPEAT_UNITS"]
 
 AGES = ("first", "fresh", "held")   #: first call after the first register; right after a re-register; kept registered
@@ -221,6 +222,17 @@ def in_processes(name: str, lib, *, repeats: int = 5, warmup: int = 1, timeout_s
     """Section ``name`` with each repeat a fresh process (``python -m pinpath.experiments.state``):
     the runtime started anew, ``warmup`` untimed rounds, then one timed round in its own shuffled
     order; ``repeat`` is the process's number. NativeUnavailable (one sentence) if one fails."""
+    got = _processes({name: kw}, lib, repeats=repeats, warmup=warmup, timeout_s=timeout_s)[name]
+    if isinstance(got, str):
+        from ..nativelib import NativeUnavailable
+        raise NativeUnavailable(got)
+    return got
+
+
+def _processes(specs: dict, lib, *, repeats: int, warmup: int, timeout_s: int) -> dict:
+    """Each repeat a fresh process that runs every section of ``specs`` ({name: kwargs}) in an order
+    of its own (shuffled with the repeat's seed); {name: rows over the processes, or why it could
+    not run}. NativeUnavailable where a process fails as a whole."""
     import json
     import subprocess
     import sys
@@ -232,57 +244,99 @@ def in_processes(name: str, lib, *, repeats: int = 5, warmup: int = 1, timeout_s
     pkg_parent = str(Path(__file__).resolve().parents[2])
     env = {k: v for k, v in os.environ.items() if k != progress.ENV}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
-    frames = []
+    frames: dict = {name: [] for name in specs}
+    label = " + ".join(name.replace("_", " ") for name in specs)
     with tempfile.TemporaryDirectory(prefix="pinpath-state-") as d:
         for r in range(int(repeats)):
-            out = Path(d) / f"{r}.parquet"
-            args = json.dumps({**kw, "repeats": 1, "warmup": warmup, "seed": SEED + r})
-            cmd = [sys.executable, "-m", "pinpath.experiments.state", name, lib.platform, str(lib.device), args, str(out)]
+            args = json.dumps({name: {**kw, "repeats": 1, "warmup": warmup, "seed": SEED + r} for name, kw in specs.items()})
+            cmd = [sys.executable, "-m", "pinpath.experiments.state", lib.platform, str(lib.device), args, d, str(r)]
             try:
                 p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                raise NativeUnavailable(f"{lib.platform}: a process of {name} did not finish in {timeout_s} s") from None
-            if p.returncode != 0 or not out.is_file():
+                raise NativeUnavailable(f"{lib.platform}: a process of {label} did not finish in {timeout_s} s") from None
+            if p.returncode != 0:
                 last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
-                raise NativeUnavailable(f"{lib.platform}: a process of {name} failed ({last})")
-            frames.append(pd.read_parquet(out).assign(repeat=r))
-            progress.step(name.replace("_", " "), r + 1, int(repeats))
-    return pd.concat(frames, ignore_index=True)
+                raise NativeUnavailable(f"{lib.platform}: a process of {label} failed ({last})")
+            for name in specs:
+                out, why = Path(d) / f"{r}.{name}.parquet", Path(d) / f"{r}.{name}.txt"
+                if isinstance(frames[name], str):
+                    continue
+                if why.is_file():
+                    frames[name] = why.read_text().strip()
+                elif out.is_file():
+                    frames[name].append(pd.read_parquet(out).assign(repeat=r))
+                else:
+                    frames[name] = f"{lib.platform}: a process of {name} wrote nothing"
+            progress.step(label, r + 1, int(repeats))
+    return {name: f if isinstance(f, str) else pd.concat(f, ignore_index=True) for name, f in frames.items()}
+
+
+def _not_available(why: str) -> pd.DataFrame:
+    return pd.DataFrame([{"not_available": why}])
 
 
 def section(fn, lib, reason: str = "", *, unit: str = "process", **kw) -> pd.DataFrame:
     """``fn(lib, **kw)`` with ``unit`` "round" (rounds in this process), or with "process" each
     repeat a fresh process (``in_processes``); or a one-row frame whose ``not_available`` says why
     it could not run (no library here, a platform without the call, a setup the runtime refused)."""
+    counts = {k: kw.pop(k) for k in ("repeats", "warmup") if k in kw}
+    return sections(lib, reason, unit=unit, **counts, **{fn.__name__: kw})[fn.__name__]
+
+
+def sections(lib, reason: str = "", *, unit: str = "process", repeats: int = 5, warmup: int = 1,
+             **specs: dict) -> dict[str, pd.DataFrame]:
+    """Several sections at once, ``specs`` naming each (a key of SECTIONS) with its keyword
+    arguments: with ``unit`` "process" each repeat is one fresh process that runs them all, in an
+    order of its own (one process start per repeat, not per section and repeat); with "round" one
+    after another in this process. {name: its frame, or a one-row frame saying why not}."""
     from ..errors import BadParameter
     from ..nativelib import NativeUnavailable
     if unit not in REPEAT_UNITS:
         raise BadParameter(f"the unit of repeat is one of {', '.join(REPEAT_UNITS)}, not {unit!r}")
+    unknown = sorted(set(specs) - set(SECTIONS))
+    if unknown:
+        raise BadParameter(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
     if lib is None:
-        return pd.DataFrame([{"not_available": reason}])
+        return {name: _not_available(reason) for name in specs}
+    if unit == "round":
+        out = {}
+        for name, kw in specs.items():
+            try:
+                out[name] = SECTIONS[name](lib, repeats=repeats, warmup=warmup, **kw)
+            except NativeUnavailable as e:
+                out[name] = _not_available(str(e))
+        return out
     try:
-        if unit == "process":
-            return frame(in_processes(fn.__name__, lib, **kw).to_dict("records"), STATE_EFFECTS)
-        return fn(lib, **kw)
+        got = _processes(specs, lib, repeats=repeats, warmup=warmup, timeout_s=600)
     except NativeUnavailable as e:
-        return pd.DataFrame([{"not_available": str(e)}])
+        return {name: _not_available(str(e)) for name in specs}
+    return {name: _not_available(g) if isinstance(g, str) else frame(g.to_dict("records"), STATE_EFFECTS)
+            for name, g in got.items()}
 
 
 def _main(argv) -> int:
-    """``python -m pinpath.experiments.state SECTION PLATFORM DEVICE JSON_KWARGS OUT.parquet``:
-    one process's rounds of a section, written to OUT (what ``in_processes`` starts)."""
+    """``python -m pinpath.experiments.state PLATFORM DEVICE JSON_SPECS DIR REPEAT``: one process's
+    rounds of each section in JSON_SPECS ({name: kwargs}), in an order shuffled with the repeat,
+    each written to DIR/REPEAT.NAME.parquet, or why it could not run to DIR/REPEAT.NAME.txt (what
+    ``sections`` starts)."""
     import json
-    import sys
+    import random
+    from pathlib import Path
 
     from ..nativelib import NativeUnavailable
     from ..statelib import load
-    name, platform, device, kw, out = argv
-    try:
-        df = SECTIONS[name](load(platform, int(device)), **json.loads(kw))
-    except NativeUnavailable as e:
-        print(str(e), file=sys.stderr)
-        return 3
-    df.to_parquet(out)
+    platform, device, specs, d, r = argv
+    specs = json.loads(specs)
+    lib = load(platform, int(device))
+    names = sorted(specs)
+    random.Random(SEED + int(r)).shuffle(names)
+    for name in names:
+        try:
+            df = SECTIONS[name](lib, **specs[name])
+        except NativeUnavailable as e:
+            (Path(d) / f"{r}.{name}.txt").write_text(str(e))
+            continue
+        df.assign(section_order=names.index(name)).to_parquet(Path(d) / f"{r}.{name}.parquet")
     return 0
 
 

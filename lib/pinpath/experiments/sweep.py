@@ -105,14 +105,17 @@ class Sweep:
     def in_order(self) -> range:
         return range(-self.warmup, self.repeats)
 
-    def in_plan(self, points: Sequence, rounds: int) -> Iterator[tuple[int, object]]:
+    def in_plan(self, points: Sequence, rounds: int, rounds_of=None) -> Iterator[tuple[int, object]]:
+        """(-1, point) for every point (the warm-up), then ``rounds`` rounds of (round, point) in
+        a shuffled order; ``rounds_of(point)``: fewer rounds for that point."""
         order = list(points)
         for p in order:
             yield -1, p
         for i in range(rounds):
             self.rng.shuffle(order)
             for p in order:
-                yield i, p
+                if rounds_of is None or i < rounds_of(p):
+                    yield i, p
 
     def _step(self, n: int, total: int) -> None:
         if self.label:
@@ -210,6 +213,24 @@ class Poisoned:
         return True
 
 
+#: the patterns DeviceBuffers wrote, by (nbytes, seed): made once per process (a fill of a GiB
+#: costs about half a second, and every repeat allocates its device buffers anew); read-only
+_PATTERNS: dict[tuple[int, int], np.ndarray] = {}
+_PATTERNS_MAX_NBYTES = 2 << 30
+
+
+def _pattern(nbytes: int, seed: int) -> np.ndarray:
+    got = _PATTERNS.get((nbytes, seed))
+    if got is None:
+        while _PATTERNS and sum(a.nbytes for a in _PATTERNS.values()) + nbytes > _PATTERNS_MAX_NBYTES:
+            del _PATTERNS[next(iter(_PATTERNS))]   # the oldest first
+        got = np.empty(nbytes, dtype=np.uint8)
+        fill_random(got, seed)
+        got.flags.writeable = False
+        _PATTERNS[(nbytes, seed)] = got
+    return got
+
+
 class DeviceBuffers(Closing):
     """Device allocations filled with a known random pattern (the source of D2H transfers).
 
@@ -224,8 +245,7 @@ class DeviceBuffers(Closing):
     def get(self, nbytes: int, seed: int = 7) -> int:
         """A device allocation of ``nbytes`` holding a random pattern."""
         ptr = self._stack.enter_context(device_alloc(self.rt, nbytes))
-        pattern = np.empty(nbytes, dtype=np.uint8)
-        fill_random(pattern, seed)
+        pattern = _pattern(nbytes, seed)
         self.rt.write_device(ptr, pattern)
         self.content[ptr] = pattern
         return ptr

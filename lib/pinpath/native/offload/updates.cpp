@@ -12,6 +12,10 @@
 // first bytes with `always` (the copy moves) and the same region without it (the array is present:
 // nothing moves), in turns; the row's ns is the first less the second, the copy's share of a region
 // (it can be below the copy's own time: the region waits once for its copies and its kernel).
+// Between copies the host uses the array as an application does, outside the timing: it writes the
+// bytes that go to the device before each copy and reads what came back after a copy from it, so a
+// copy meets the array's lines in the host's caches as an application's copy does (the region and
+// the stencil write their arrays before and read them after every step).
 //
 // Usage: updates [--nbytes N[,N...] (8)] [--rounds R (200)] [--seed K (1)] [--variant plain|app_pinned]
 //                [--construct update|region] [--allow-host] [--markers]
@@ -76,6 +80,18 @@ bool round_trip(unsigned char *a, long n, unsigned seed) {
   return std::memcmp(want.data(), a, static_cast<size_t>(n)) == 0;
 }
 
+// the host's use of the array between copies (untimed): it writes what goes to the device (never
+// zeros), and reads what came back
+void host_writes(unsigned char *a, long m, int round) {
+  std::memset(a, 1 + (round & 127), static_cast<size_t>(m));
+}
+volatile long host_sink;
+void host_reads(const unsigned char *a, long m) {
+  long s = 0;
+  for (long i = 0; i < m; i += 64) s += a[i];   // every cache line
+  host_sink = s;
+}
+
 // NAME(a, m, copy): the time of one target region whose only map is a[0:m] in direction DIR, with
 // `always` (copy: the bytes move) or without (the array is present: nothing moves). The body
 // touches a[0], so the region is the array's.
@@ -96,13 +112,16 @@ PINPATH_REGION_TIMER(region_from, from)
 
 // the copy's share of a region: the region with the copy less the same region without, the order
 // of the two alternating with the round
+// of the two alternating with the round; the host uses the array before and after each
 int64_t region_share(int64_t (*timer)(unsigned char *, long, bool), unsigned char *a, long m, int round) {
-  if (round % 2 != 0) {
-    const int64_t without = timer(a, m, false);
-    return timer(a, m, true) - without;
+  int64_t ns[2];
+  for (int k = 0; k < 2; ++k) {
+    const bool copy = (k == 0) == (round % 2 == 0);
+    host_writes(a, m, round);
+    ns[copy ? 0 : 1] = timer(a, m, copy);
+    host_reads(a, m);
   }
-  const int64_t with = timer(a, m, true);
-  return with - timer(a, m, false);
+  return ns[0] - ns[1];
 }
 
 }  // namespace
@@ -142,12 +161,15 @@ int main(int argc, char **argv) {
         h2d = region_share(region_to, a, m, r);
         d2h = region_share(region_from, a, m, r);
       } else {
+        host_writes(a, m, r);
         int64_t t0 = now_ns();
 #pragma omp target update to(a[0:m])
         h2d = now_ns() - t0;
+        host_writes(a, m, r + 1);
         t0 = now_ns();
 #pragma omp target update from(a[0:m])
         d2h = now_ns() - t0;
+        host_reads(a, m);
       }
       if (r >= 0) {
         rows.push_back({true, m, r, h2d});

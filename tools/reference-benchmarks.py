@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""The benchmark figures of issues 16, 17 and 22, read from one or two run folders (a reference,
+or a full run unpacked from tools/h200-run.sh): the engine against the plain yardstick, the
+pinned copy against the bare loop, the replica against the real runtime, the preset's duration,
+and advise's predictions. It reads what the runs measured; it measures nothing.
+
+Usage: tools/reference-benchmarks.py RUN [RUN_B]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+FIDELITY_MARGIN, FIDELITY_FLOOR_NS = 0.10, 1000.0
+
+
+def fidelity(run: Path) -> str:
+    f = pd.read_parquet(run / "data" / "engine_fidelity.parquet")
+    within = (abs(f.ratio - 1) <= FIDELITY_MARGIN) | (abs(f.engine_ns - f.plain_ns) <= FIDELITY_FLOOR_NS)
+    out = [f"engine against plain C: {int(within.sum())} of {len(f)} points within max(10 %, 1 us)"]
+    for r in f[~within].itertuples():
+        out.append(f"  outside: {r.policy} {r.direction} {r.nbytes} B: {r.engine_ns / 1e3:.1f} against "
+                   f"{r.plain_ns / 1e3:.1f} us ({r.ratio:.3f}x, 95 % CI {r.low:.3f}-{r.high:.3f})")
+    return "\n".join(out)
+
+
+def pinned_against_loop(run: Path) -> str:
+    b = pd.read_parquet(run / "data" / "bandwidth.parquet")
+    med = b.groupby(["case", "direction", "nbytes", "repeat"]).total_ns.median().groupby(
+        ["case", "direction", "nbytes"]).median().unstack("case")
+    if "pinned" not in med or "plain_loop" not in med:
+        return "pinned against the bare loop: not in this run"
+    speed = (med["plain_loop"] / med["pinned"]).rename("pinned speed / loop speed")
+    rows = [f"  {d} {n} B: {v:.3f}" for (d, n), v in speed.items() if n >= 64 << 10]
+    return "pinned direct copy against the bare loop (speed ratio; >= 0.95 at 64 KiB, >= 0.98 from 1 MiB):\n" + \
+        "\n".join(rows)
+
+
+def replica(run: Path) -> str:
+    r = pd.read_parquet(run / "data" / "real_ratio.parquet")
+    rows = [f"  {x.variant} nw={x.nw} ({x.policy}): model {x.model_median_ns / 1e3:.1f} us, real "
+            f"{x.real_median_ns / 1e3:.1f} us (95 % CI {x.real_lo_ns / 1e3:.1f}-{x.real_hi_ns / 1e3:.1f} over "
+            f"{x.real_processes} processes), model/real {x.ratio:.3f} ({x.ratio_lo:.3f}-{x.ratio_hi:.3f})"
+            for x in r.itertuples()]
+    return "replica against the real libomptarget:\n" + "\n".join(rows)
+
+
+def duration(run: Path) -> str:
+    m = json.loads((run / "manifest.json").read_text())
+    nbs = m.get("notebooks", {})
+    slow = sorted(((v.get("duration_s") or 0, k) for k, v in nbs.items()), reverse=True)[:4]
+    return (f"preset {m.get('preset')}: {m.get('duration_s')} s of notebooks ({len(nbs)}); slowest: "
+            + ", ".join(f"{k} {s:.1f} s" for s, k in slow))
+
+
+def advise(run: Path) -> str:
+    p = run / "advise" / "prediction.csv"
+    if not p.is_file():
+        return "advise: no advise/prediction.csv in this run"
+    d = pd.read_csv(p)
+    rows = [f"  {x.application} {x.variant}: predicted {x.predicted_ns / 1e3:.1f} us, real {x.real_ns / 1e3:.1f} us, "
+            f"ratio {x.ratio:.3f} ({x.low:.3f}-{x.high:.3f}){'' if abs(x.ratio - 1) <= 0.2 else '  <- outside 20 %'}"
+            for x in d.itertuples()]
+    return "advise, predicted against real per region or step:\n" + "\n".join(rows)
+
+
+def main(argv) -> int:
+    if not argv or len(argv) > 2:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    for arg in argv:
+        run = Path(arg)
+        if not (run / "manifest.json").is_file():
+            print(f"{run}: not a run folder (no manifest.json)", file=sys.stderr)
+            return 2
+        print(f"== {run}")
+        for part in (duration, fidelity, pinned_against_loop, replica, advise):
+            try:
+                print(part(run))
+            except FileNotFoundError as e:
+                print(f"{part.__name__}: not in this run ({Path(e.filename).name})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -314,3 +314,27 @@ def test_host_offload_updates_probe(tmp_path):
     assert facts["construct"] == "region" and facts["checked"] == 1 and facts["wrong"] == 0
     rows = pd.read_csv(io.StringIO("\n".join(l for l in r.stdout.splitlines() if not l.startswith("#"))))
     assert len(rows) == 8 and sorted(set(rows.direction)) == ["d2h", "h2d"]
+
+
+def test_phase_explanation_names_the_phases_that_hold_a_difference():
+    """Outside 1 ± 0.15 the line names the profile's phases, largest difference first, and the rest
+    outside them; within it says so; a variant without a profile says it cannot tell where."""
+    ratio = pd.DataFrame([
+        {"variant": "plain", "nw": 16, "ratio": 0.70, "ratio_lo": 0.66, "ratio_hi": 0.74, "interval_over": "processes"},
+        {"variant": "app_pinned", "nw": 16, "ratio": 0.95, "ratio_lo": 0.90, "ratio_hi": 1.02, "interval_over": "processes"},
+        {"variant": "lock_mapped", "nw": 16, "ratio": 0.60, "ratio_lo": 0.5, "ratio_hi": 0.7, "interval_over": "processes"}])
+    rows = [("h2d", 2000, 4000), ("kernel", 4000, 4000), ("d2h", 30000, 36000), ("sync", 2000, 3000),
+            ("region", 40000, 50000)]
+    compare = pd.DataFrame([{"variant": "plain", "nw": 16, "phase": ph, "model_ns": m, "real_ns": r,
+                             "difference_ns": r - m, "real_events": name}
+                            for (ph, m, r), name in zip(rows, ["HostToDev", "Kernel Target", "DevToHost",
+                                                               "Runtime: syncronize", "Runtime: target exe"])])
+    text = rr.phase_explanation(ratio, compare).splitlines()
+    assert len(text) == 3
+    plain = next(t for t in text if "**plain" in t)
+    assert "outside" in plain and plain.index("DevToHost +6 us") < plain.index("HostToDev +2 us")
+    assert "outside the profiled phases +1 us" in plain   # 10 us in all, 9 us in the phases
+    assert "within 1 ± 0.15" in next(t for t in text if "**app_pinned" in t)
+    assert "no profile" in next(t for t in text if "**lock_mapped" in t)
+    assert rr.phase_explanation(ratio.iloc[:0], compare) == ""
+    assert rr.phase_explanation(pd.DataFrame([{"not_applicable": "no real run here"}]), compare) == ""

@@ -42,6 +42,7 @@ from .. import ompinfo
 from ..errors import NotAvailable, PinpathError, VerificationFailed
 from ..kernels import out_nbytes, pos_nbytes
 from ..stats import median_ci, ratio_ci
+from ..units import fmt_ns
 from ..paths import PROJECT_ROOT
 from ..schema import MODEL_INVOCATIONS, PHASE_COMPARE, RATIO, REAL_COPIES, REAL_INVOCATIONS, REAL_PHASES, REAL_RUNS, SUMMARY, frame
 from .repeats import spreads
@@ -51,7 +52,8 @@ __all__ = ["VARIANTS", "MODELS", "OFFLOAD_DIR", "RUNTIME_DIR", "Build", "RealRun
            "variant_env", "app_binary",
            "build_host_region", "run_region", "parse_facts", "parse_info", "parse_profile", "real_runtime",
            "real_runtime_or_reason", "model_plan", "replica_model", "summary", "copies_table", "phase_table",
-           "model_real_ratio", "phase_compare", "beside", "describe", "plan_vendor"]
+           "model_real_ratio", "phase_compare", "phase_explanation", "beside", "describe", "plan_vendor",
+           "RATIO_TOLERANCE"]
 
 # -- variants and the policies that model them --------------------------------------------------
 VARIANTS = {   # name -> (binary's --variant, environment, vendors where it means something)
@@ -537,6 +539,41 @@ def phase_compare(model: pd.DataFrame, phases: pd.DataFrame, *, skip_first: int 
             rows.append({"variant": variant, "nw": int(nw), "phase": phase, "model_ns": model_ns, "real_ns": real_ns,
                          "difference_ns": real_ns - model_ns, "real_events": ", ".join(names)})
     return frame(rows, PHASE_COMPARE)
+
+
+#: how far model / real may be from 1 before the difference is explained phase by phase (issue 16)
+RATIO_TOLERANCE = 0.15
+
+
+def phase_explanation(ratio: pd.DataFrame, compare: pd.DataFrame, *, tolerance: float = RATIO_TOLERANCE) -> str:
+    """Markdown, one line per variant and nw: model / real with its interval, and where it is
+    further than ``tolerance`` from 1, which phases of the real runtime's profile hold the
+    difference (largest first) and what is left outside them (the runtime's bookkeeping of the
+    region: finding the mappings, argument set-up, its events). From model_real_ratio's and
+    phase_compare's frames; "" where there is no ratio (no real run here: the frame says why)."""
+    if not len(ratio) or "ratio" not in ratio.columns:
+        return ""
+    lines = []
+    for r in ratio.itertuples():
+        head = (f"- **{r.variant}, nw={r.nw}**: model / real {r.ratio:.2f} (95 % CI {r.ratio_lo:.2f}-{r.ratio_hi:.2f}, "
+                f"over {r.interval_over})")
+        if abs(r.ratio - 1) <= tolerance:
+            lines.append(head + f": within 1 ± {tolerance:g}.")
+            continue
+        c = compare[(compare.variant == r.variant) & (compare.nw == r.nw)].set_index("phase")
+        if "region" not in c.index or not np.isfinite(c.loc["region", "real_ns"]):
+            lines.append(head + ": outside; the traced run has no profile to say where.")
+            continue
+        parts = c.drop(index="region").dropna(subset=["difference_ns"]).sort_values("difference_ns", ascending=False)
+        total = float(c.loc["region", "difference_ns"])
+        named = ", ".join(f"{row.real_events} {'+' if row.difference_ns >= 0 else '-'}{fmt_ns(abs(row.difference_ns))}"
+                          for row in parts.itertuples())
+        rest = total - float(parts.difference_ns.sum())
+        lines.append(head + f": outside. In the traced run the real invocation (`Runtime: target exe`) took "
+                     f"{fmt_ns(c.loc['region', 'real_ns'])} against the model's {fmt_ns(c.loc['region', 'model_ns'])} "
+                     f"({'+' if total >= 0 else '-'}{fmt_ns(abs(total))}); by phase: {named}; outside the profiled phases "
+                     f"{'+' if rest >= 0 else '-'}{fmt_ns(abs(rest))} (the runtime's own bookkeeping of the region).")
+    return "\n".join(lines)
 
 
 def _steady(df: pd.DataFrame, skip_first: int) -> pd.DataFrame:

@@ -329,3 +329,54 @@ def test_the_fidelity_timing_thread_stays_on_the_gpus_node(monkeypatch):
     monkeypatch.setattr(machine_state, "gpu_node", lambda device=0: (-1, "unknown"))
     monkeypatch.setattr(machine_state, "thread_cpu", lambda: 1)
     assert fidelity.timing_cpu(gpu) == 1                                # no NUMA facts: where it runs now
+
+
+def test_bandwidth_loops_take_one_device_buffer_per_size_and_repeat(host_rt, monkeypatch):
+    """The bare loops copy to one device buffer per size in a repeat, not a fresh one per copy
+    (which once made notebook 00's bandwidth cell allocate and fill 256 MiB for every copy)."""
+    from pinpath.experiments import sweep
+    from pinpath.experiments.native import native_why_not
+    if native_why_not(host_rt):
+        pytest.skip(native_why_not(host_rt))
+    got = []
+    real_get = sweep.DeviceBuffers.get
+    monkeypatch.setattr(sweep.DeviceBuffers, "get", lambda self, n, seed=7: got.append(n) or real_get(self, n, seed))
+    df = ex.bandwidth(host_rt, sizes_nbytes=[4096, 1 << 16], repeats=2, verify="none")
+    loops = df[df.case.isin(["plain_loop", "sync_loop"])]
+    assert len(loops) > 4
+    # per repeat: each policy case's sweep and each loop case get one buffer per size
+    cases = df.case.nunique()
+    assert len(got) == 2 * cases * 2
+
+
+def test_device_patterns_are_made_once_and_read_only(host_rt):
+    from pinpath.experiments.sweep import DeviceBuffers
+    with DeviceBuffers(host_rt) as a, DeviceBuffers(host_rt) as b:
+        pa, pb = a.get(1 << 16), b.get(1 << 16)
+        assert a.content[pa] is b.content[pb] and not a.content[pa].flags.writeable
+        assert a.content[pa].any()                       # never zeros
+        assert (host_rt.read_device(pb, 1 << 16) == b.content[pb]).all()
+
+
+def test_large_points_get_one_round_after_their_warm_up():
+    from pinpath.experiments.native import ONE_ROUND_NBYTES, rounds_for
+    from pinpath.experiments.sweep import Sweep
+    assert rounds_for(ONE_ROUND_NBYTES, 2) == 1 and rounds_for(ONE_ROUND_NBYTES - 1, 2) == 2
+    visits = list(Sweep(repeats=1).in_plan(["small", "large"], 3, lambda p: 1 if p == "large" else 3))
+    assert [p for i, p in visits if i < 0] == ["small", "large"]      # every point warmed up once
+    assert sum(p == "large" for i, p in visits if i >= 0) == 1
+    assert sum(p == "small" for i, p in visits if i >= 0) == 3
+
+
+def test_the_mmap_threshold_is_fixed_in_every_pinpath_process():
+    """open_runtime fixes glibc's mmap threshold: a freed large buffer does not move it, so the next
+    one is a fresh mapping of 4 KiB pages (in THP's madvise mode), never recycled heap pages."""
+    import subprocess
+    import sys
+    code = ("import ctypes; from pinpath import libc, open_runtime, osinfo; rt = open_runtime('host');\n"
+            "L = libc.LIBC; L.malloc.restype = ctypes.c_void_p; L.malloc.argtypes = (ctypes.c_size_t,);\n"
+            "L.free.argtypes = (ctypes.c_void_p,); n = 16 << 20\n"
+            "L.free(L.malloc(n)); p = L.malloc(n); v = osinfo.find_vma(p)\n"
+            "print(libc.mmap_threshold_nbytes(), v.pathname == '[heap]')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["131072", "False"]   # glibc's dynamic threshold would put it on the [heap]

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from pinpath.stats import MIN_REPEATS, diff_ci, median_ci, ratio_ci, relative_iqr, share_ci
+from pinpath.stats import MIN_REPEATS, diff_ci, median_ci, paired_ratio_ci, ratio_ci, relative_iqr, share_ci
 
 
 def test_without_repeats_the_calls_are_the_unit():
@@ -57,3 +57,25 @@ def test_share_over_repeats_pairs_part_and_whole():
 
 def test_min_repeats_is_five():
     assert MIN_REPEATS == 5
+
+
+def test_a_paired_ratio_cancels_a_slow_spell_that_the_arms_apart_do_not():
+    # five repeats; in repeats 2-4 the machine is 1.5x slower for both arms alike, and the engine
+    # is 1.05x the yardstick in every repeat
+    den = [100, 100, 150, 150, 150]
+    num = [1.05 * x for x in den]
+    paired = paired_ratio_ci(num, den, range(5), range(5))
+    assert paired.value == pytest.approx(1.05) and paired.low == pytest.approx(1.05)
+    assert paired.high == pytest.approx(1.05) and paired.n_repeats == 5
+    apart = ratio_ci(num, den, range(5), range(5))       # each arm resampled apart: the spells spread it
+    assert apart.low < 0.8 and apart.high > 1.4
+    # the pairs follow the repeat labels, not the order of the rows
+    shuffled = paired_ratio_ci(num[::-1], den, [4, 3, 2, 1, 0], range(5))
+    assert shuffled.value == pytest.approx(1.05) and shuffled.high == pytest.approx(1.05)
+
+
+def test_a_paired_ratio_takes_repeat_medians_and_leaves_out_unpaired_repeats():
+    e = paired_ratio_ci([10, 30, 20, 20, 40, 7], [10, 10, 5, 5, 10, 1], [0, 0, 1, 1, 2, 9], [0, 0, 1, 1, 2, 8])
+    assert e.value == 4.0 and e.n_repeats == 3 and e.n == 5      # ratios 2, 4, 4 (repeats 8 and 9 unpaired)
+    assert e.between_spread == pytest.approx(relative_iqr([2.0, 4.0, 4.0]))
+    assert math.isnan(paired_ratio_ci([1.0], [1.0], [0], [1]).value)

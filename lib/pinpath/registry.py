@@ -77,7 +77,7 @@ _M = MappingProxyType
 _LIST = (
     Notebook("00_platform", "bandwidth",
              {"bandwidth": S.BANDWIDTH, "engine_fidelity": S.ENGINE_FIDELITY, "engine_transfers": S.TRANSFERS,
-              "copy_paths": S.COPY_PATHS}, {},
+              "plain_transfers": S.PLAIN_TRANSFERS, "copy_paths": S.COPY_PATHS}, {},
              {"SIZES_NBYTES": [4096, 65536, 1048576, 16777216, 268435456], "REPEATS": 10, "WARMUP": 2,
               "VERIFY": "first"}),
     Notebook("01_c12_lock_copy", "c12", {"c12": S.C12}, {"C12a": ("c12",), "C12b": ("c12",)},

@@ -15,7 +15,7 @@ import pandas as pd
 from .errors import SchemaMismatch
 from .records import PHASE_FIELDS, TransferRecord
 
-__all__ = ["ENGINE_FIDELITY", "PHASE_COMPARE", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
+__all__ = ["ENGINE_FIDELITY", "PLAIN_TRANSFERS", "PHASE_COMPARE", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
            "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
            "REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
            "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE", "DATASETS",
@@ -81,10 +81,16 @@ ENGINE_FIDELITY = {   # the native engine against the same policy written by han
     "policy": "str", "direction": "str", "nbytes": "int",
     "engine_ns": "float",   # median over repeats of the engine's per-transfer repeat medians
     "plain_ns": "float",    # the same for tools/plain_policies.c
-    "ratio": "float", "low": "float", "high": "float",   # engine / plain, 95 % interval over repeats
+    "ratio": "float", "low": "float", "high": "float",   # engine / plain paired by repeat: the median of the
+                                                         # repeats' ratios, 95 % interval over repeats
     "repeats": "int",
     "plain_process_ns": "float",   # the plain program as a process of its own (the process state's effect)
     "thread_cpu": "int",    # the CPU both sides' timing thread was pinned to (-1: not pinned, host)
+    "platform": "str"}
+PLAIN_TRANSFERS = {   # the yardstick's (tools/plain_policies.c) timed transfers behind ENGINE_FIDELITY
+    "policy": "str", "direction": "str", "nbytes": "int", "repeat": "int", "round": "int", "ns": "int",
+    "process": "str",   # "notebook": in the notebook's process, beside the engine; "own": a process of its own
+    "first": "str",     # which side of the repeat ran first ("engine" or "plain"; "" in a process of its own)
     "platform": "str"}
 BANDWIDTH = {
     "case": "str",      # "pinned" (prepinned policy), "pageable" (driver_pageable), "plain_loop", "sync_loop"

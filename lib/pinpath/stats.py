@@ -23,7 +23,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["Estimate", "median_ci", "ratio_ci", "share_ci", "diff_ci", "proportion_ci", "relative_iqr",
+__all__ = ["Estimate", "median_ci", "ratio_ci", "paired_ratio_ci", "share_ci", "diff_ci", "proportion_ci", "relative_iqr",
            "median_draws", "interval", "LEVEL", "N_BOOT", "MIN_REPEATS"]
 
 LEVEL = 0.95     #: every interval in the reports is a 95 % interval
@@ -76,14 +76,19 @@ def _arm(x: Sequence[float], repeat: Sequence | None) -> _Arm:
     if repeat is None:
         a = a[np.isfinite(a)]
         return _Arm(a, len(a), 1 if len(a) else 0, relative_iqr(a) if len(a) > 1 else math.nan, math.nan)
-    r = np.asarray(repeat)
-    keep = np.isfinite(a)
-    a, r = a[keep], r[keep]
-    groups = [a[r == k] for k in dict.fromkeys(r.tolist())]
+    groups = list(_by_repeat(a, repeat).values())
     meds = np.array([np.median(g) for g in groups])
     spreads = [relative_iqr(g) for g in groups if len(g) > 1]   # a repeat of one call has no spread
     within = float(np.nanmedian(spreads)) if spreads and not np.isnan(spreads).all() else math.nan
-    return _Arm(meds, len(a), len(meds), within, relative_iqr(meds) if len(meds) > 1 else math.nan)
+    return _Arm(meds, sum(len(g) for g in groups), len(meds), within, relative_iqr(meds) if len(meds) > 1 else math.nan)
+
+
+def _by_repeat(x: Sequence[float], repeat: Sequence) -> dict:
+    """The finite values of ``x`` by repeat label, in the order the labels first appear."""
+    a, r = np.asarray(x, dtype=float), np.asarray(repeat)
+    keep = np.isfinite(a)
+    a, r = a[keep], r[keep]
+    return {k: a[r == k] for k in dict.fromkeys(r.tolist())}
 
 
 def _boot_medians(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -156,6 +161,22 @@ def ratio_ci(num: Sequence[float], den: Sequence[float], num_repeat: Sequence | 
     """median(num) / median(den), each side resampled apart (independent samples); with repeat
     labels, the medians are those of the repeat medians and the repeats are resampled."""
     return _two(num, den, num_repeat, den_repeat, _divide)
+
+
+def paired_ratio_ci(num: Sequence[float], den: Sequence[float], num_repeat: Sequence, den_repeat: Sequence) -> Estimate:
+    """The median over repeats of (num's repeat median / den's repeat median), both arms measured
+    in every repeat, with its bootstrap interval over the repeats: a drift of the machine that
+    moves both arms of one repeat (a slow spell) cancels in the pair, where ``ratio_ci``'s
+    medians of each arm apart may take them from different spells. Repeats one arm lacks are
+    left out; the spreads are those of the per-repeat ratios."""
+    a, b = _by_repeat(num, num_repeat), _by_repeat(den, den_repeat)
+    keys = [k for k in a if k in b and np.median(b[k]) != 0]
+    if not keys:
+        return _NAN
+    ratios = np.array([np.median(a[k]) / np.median(b[k]) for k in keys])
+    lo, hi = _bounds(_boot_medians(ratios, np.random.default_rng(_SEED)))
+    return Estimate(float(np.median(ratios)), lo, hi, min(sum(len(a[k]) for k in keys), sum(len(b[k]) for k in keys)),
+                    len(keys), math.nan, relative_iqr(ratios) if len(ratios) > 1 else math.nan)
 
 
 def diff_ci(num: Sequence[float], den: Sequence[float], num_repeat: Sequence | None = None,

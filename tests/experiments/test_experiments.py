@@ -1,5 +1,6 @@
 """Each experiment on a real runtime, small: declared columns, verified bytes, sane figures."""
 
+import numpy as np
 import pytest
 
 from pinpath import experiments as ex
@@ -16,12 +17,13 @@ def test_harness(any_rt):
 
 @pytest.mark.parametrize("engine", ["auto", "python"])
 def test_bandwidth(any_rt, engine):
-    from pinpath.experiments.native import ROUNDS, native_why_not
+    from pinpath.experiments.bandwidth import ROUNDS
+    from pinpath.experiments.native import native_why_not
     df = check_frame(ex.bandwidth(any_rt, sizes_nbytes=[1 << 16, 1 << 20], repeats=2, warmup=1, verify="all",
                                   engine=engine), BANDWIDTH)
     policies = df[df.case.isin(["pinned", "pageable"])]
-    if engine == "auto" and not native_why_not(any_rt):   # the engine's rows: ROUNDS a repeat, host-timed
-        assert policies.groupby(["case", "direction", "nbytes", "repeat"]).size().eq(ROUNDS).all()
+    if engine == "auto" and not native_why_not(any_rt):   # the engine's rows and the loops': ROUNDS a repeat
+        assert df.groupby(["case", "direction", "nbytes", "repeat"]).size().eq(ROUNDS).all() and ROUNDS >= 8
         assert policies.dma_event_ns.isna().all()
     elif any_rt.has_events:
         assert policies.dma_event_ns.notna().all()
@@ -358,6 +360,16 @@ def test_device_patterns_are_made_once_and_read_only(host_rt):
         assert (host_rt.read_device(pb, 1 << 16) == b.content[pb]).all()
 
 
+def test_bandwidths_large_points_get_one_copy_a_repeat(host_rt):
+    from pinpath.experiments.bandwidth import ROUNDS
+    from pinpath.experiments.native import ONE_ROUND_NBYTES, native_why_not
+    if native_why_not(host_rt):
+        pytest.skip(native_why_not(host_rt))
+    df = ex.bandwidth(host_rt, sizes_nbytes=[4096, ONE_ROUND_NBYTES], repeats=1, verify="none")
+    n = df.groupby(["case", "nbytes"]).size().unstack("nbytes")
+    assert (n[4096] == 2 * ROUNDS).all() and (n[ONE_ROUND_NBYTES] == 2).all()   # two directions each
+
+
 def test_large_points_get_one_round_after_their_warm_up():
     from pinpath.experiments.native import ONE_ROUND_NBYTES, rounds_for
     from pinpath.experiments.sweep import Sweep
@@ -380,3 +392,19 @@ def test_the_mmap_threshold_is_fixed_in_every_pinpath_process():
             "print(libc.mmap_threshold_nbytes(), v.pathname == '[heap]')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["131072", "False"]   # glibc's dynamic threshold would put it on the [heap]
+
+
+def test_the_fidelity_ratio_pairs_the_two_sides_of_each_repeat_and_keeps_the_yardsticks_rows(host_rt):
+    from pinpath.experiments import fidelity
+    fid, eng, plain = fidelity.engine_fidelity(host_rt, sizes_nbytes=[4096], policies=("prepinned", "lock_always"),
+                                               directions=("h2d",), repeats=3, rounds=2)
+    assert set(plain.process) == {"notebook", "own"} and set(plain[plain.process == "notebook"]["first"]) == \
+        {"engine", "plain"}                                   # which side went first alternates
+    beside = plain[plain.process == "notebook"]
+    for row in fid.itertuples():
+        e = eng[(eng.event == "transfer") & (eng.policy == row.policy)].groupby("repeat").total_ns.median()
+        p = beside[beside.policy == row.policy].groupby("repeat").ns.median()
+        assert row.repeats == 3 and row.ratio == pytest.approx(float(np.median(e / p)))   # the repeats' own ratios
+        assert row.engine_ns == pytest.approx(float(e.median())) and row.plain_ns == pytest.approx(float(p.median()))
+        own = plain[(plain.process == "own") & (plain.policy == row.policy)]
+        assert row.plain_process_ns == pytest.approx(float(own.groupby("repeat").ns.median().median()))

@@ -2,6 +2,8 @@
 each data set and each notebook's harness; it refuses unknown data sets and frames off their
 layout, names files it cannot read, and computes a shared measure once."""
 
+import io
+
 import pandas as pd
 import pytest
 
@@ -62,3 +64,32 @@ def test_a_shared_measure_is_computed_once_and_an_error_every_time():
         with pytest.raises(ValueError):
             data.memo(("e",), boom)
     assert calls == [1, 2, 2]
+
+
+def test_a_saved_figure_is_shown_from_its_png_and_not_drawn_again(tmp_path, monkeypatch):
+    import IPython
+    import IPython.display
+    import matplotlib
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    from pinpath.report.outputs import NotebookOutputs
+    fig, ax = plt.subplots()
+    fig2, _ = plt.subplots()
+    ax.plot([1, 2], [3, 4])
+    ax.set(title="t", xlabel="x", ylabel="y")
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())          # as inside a kernel
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    draws = []
+    fig.canvas.mpl_connect("draw_event", draws.append)
+    NotebookOutputs(str(tmp_path), "nb").figure(fig, "one")
+    png = tmp_path / "figures" / "nb-one.png"
+    saving = len(draws)                                 # what savefig itself draws (tight bbox: two)
+    fig.savefig(io.BytesIO(), dpi=110, bbox_inches="tight", format="png")
+    assert saving == len(draws) - saving and len(shown) == 1 and shown[0].data == png.read_bytes()
+    assert not plt.fignum_exists(fig.number)            # the inline backend has nothing left to draw
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)               # a plain script: nothing shown
+    NotebookOutputs(str(tmp_path), "nb").figure(fig2, "two")
+    assert len(shown) == 1 and plt.fignum_exists(fig2.number)
+    plt.close(fig2)

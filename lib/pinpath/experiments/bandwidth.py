@@ -11,7 +11,7 @@ from ..policies import make_policy
 from ..runtimes.base import has
 from ..schema import BANDWIDTH, LINK, frame
 from ..vocab import Capability, MemoryKind, Policy
-from .native import ROUNDS, native_policy_sweep, use_native
+from .native import native_policy_sweep, rounds_for, use_native
 from .sweep import SEED, DeviceBuffers, Sweep, grid, transfer
 
 __all__ = ["bandwidth", "link_peak", "PCIE_LANE_GB_PER_S"]
@@ -22,6 +22,9 @@ PCIE_LANE_GB_PER_S = {1: 0.25, 2: 0.5, 3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 /
 
 _CASES = {"pinned": (Policy.PREPINNED, MemoryKind.PINNED), "pageable": (Policy.DRIVER_PAGEABLE, MemoryKind.HEAP)}
 _LOOPS = {"plain_loop": (Capability.COPY_LOOP, "plain_copy_ns"), "sync_loop": (Capability.SYNC_COPY, "sync_copy_ns")}
+#: copies of every size and direction per repeat and case (native.rounds_for: one from 256 MiB):
+#: a 1 MiB copy takes about 25 us, and with two a repeat's median moved by 20 % between repeats
+ROUNDS = 8
 
 
 def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10, warmup: int = 2,
@@ -33,7 +36,8 @@ def bandwidth(rt, *, sizes_nbytes, directions=("h2d", "d2h"), repeats: int = 10,
 
     Where the native engine runs (``engine`` "auto" or "native"), the two policies run on it, so
     no interpreter time is in their rows: every repeat visits the cases in a shuffled order, each
-    with fresh buffers, ``ROUNDS`` copies of every size and direction (``dma_event_ns`` is then
+    with fresh buffers, ``ROUNDS`` copies of every size and direction, one from 256 MiB
+    (``dma_event_ns`` is then
     empty: the engine times on the host). Else (``engine`` "python") every point once per round
     through the Python policies, in a shuffled order, with each copy's device-event time where
     the runtime has events."""
@@ -92,8 +96,8 @@ def _native_bandwidth(rt, sizes_nbytes, directions, repeats: int, verify: str) -
                 hosts = {n: stack.enter_context(host_buffer(MemoryKind.PINNED, n, rt=rt, seed=r)) for n in sizes_nbytes}
                 dptrs = {n: dev.get(n) for n in sizes_nbytes}
                 points = list(grid(nbytes=sizes_nbytes, direction=directions))
-                for _ in range(ROUNDS):
-                    for pt in sweep.shuffled(points):
+                for i in range(ROUNDS):
+                    for pt in sweep.shuffled(p for p in points if i < rounds_for(p["nbytes"], ROUNDS)):
                         n, d = pt["nbytes"], pt["direction"]
                         row = _loop_row(rt, case, dptrs[n], hosts[n].ptr, n, d)
                         sweep.add(r, {"case": case, "direction": d, "nbytes": n, **row, "gb_per_s": n / row["total_ns"]})

@@ -20,8 +20,8 @@ import pandas as pd
 from .. import machine_state, nativelib
 from ..errors import NotAvailable
 from ..paths import PROJECT_ROOT
-from ..schema import ENGINE_FIDELITY, frame
-from ..stats import ratio_ci
+from ..schema import ENGINE_FIDELITY, PLAIN_TRANSFERS, frame
+from ..stats import median_ci, paired_ratio_ci
 from .native import ROUNDS, native_policy_sweep, native_why_not
 from .sweep import SEED, Sweep
 
@@ -84,12 +84,14 @@ def plain_policies(platform: str, specs, *, repeats: int, rounds: int = ROUNDS, 
 
 
 def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions=("h2d", "d2h"),
-                    repeats: int = 5, rounds: int = FIDELITY_ROUNDS) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(ENGINE_FIDELITY rows, the engine's transfer rows). Every repeat visits the policies in a
+                    repeats: int = 5, rounds: int = FIDELITY_ROUNDS) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(ENGINE_FIDELITY rows, the engine's transfer rows, the yardstick's PLAIN_TRANSFERS rows). Every repeat visits the policies in a
     shuffled order; for each, the engine's plan and the in-process yardstick run back to back
     (which goes first alternates), each with fresh buffers. Per policy, direction and size: the
-    median of each side's repeat medians and their ratio (engine / plain) with a 95 % interval
-    over the repeats; then the yardstick once more as a process of its own. The timing thread
+    median of each side's repeat medians, and the ratio engine / plain paired by repeat (the
+    median of the repeats' own ratios, with a 95 % interval over the repeats: the two sides of a
+    repeat ran seconds apart, in one state of the machine, while repeats may fall in different
+    ones); then the yardstick once more as a process of its own. The timing thread
     is pinned to one CPU throughout (``timing_cpu``; ``thread_cpu`` in the rows, -1 unpinned)."""
     if native_why_not(rt):
         raise NotAvailable(f"{rt.name}: the native engine is not available: {native_why_not(rt)}")
@@ -97,21 +99,23 @@ def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions
     with machine_state.pinned_to(cpu) if cpu is not None else nullcontext():
         eng, plain, apart = _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds)
     keys = ["policy", "direction", "nbytes"]
-    e_rep = eng[eng.event == "transfer"].groupby([*keys, "repeat"]).total_ns.median()
-    p_rep = plain.groupby([*keys, "repeat"]).ns.median()
-    a_rep = apart.groupby([*keys, "repeat"]).ns.median()
+    moved = eng[eng.event == "transfer"]
+    plain_by = {k: g for k, g in plain.groupby(keys)}
+    apart_by = {k: g for k, g in apart.groupby(keys)}
     rows = []
-    for key, e in e_rep.groupby(level=[0, 1, 2]):
-        p = p_rep.get(key)
+    for key, e in moved.groupby(keys):
+        p = plain_by.get(key)
         if p is None:
             continue
-        est = ratio_ci(e.values, p.values)
-        a = a_rep.get(key)
-        rows.append({**dict(zip(keys, key)), "engine_ns": float(e.median()), "plain_ns": float(p.median()),
-                     "ratio": est.value, "low": est.low, "high": est.high, "repeats": len(e),
-                     "plain_process_ns": float(a.median()) if a is not None else float("nan"),
+        est = paired_ratio_ci(e.total_ns, p.ns, e.repeat, p.repeat)
+        a = apart_by.get(key)
+        rows.append({**dict(zip(keys, key)), "engine_ns": median_ci(e.total_ns, e.repeat).value,
+                     "plain_ns": median_ci(p.ns, p.repeat).value,
+                     "ratio": est.value, "low": est.low, "high": est.high, "repeats": est.n_repeats,
+                     "plain_process_ns": median_ci(a.ns, a.repeat).value if a is not None else float("nan"),
                      "thread_cpu": -1 if cpu is None else cpu, "platform": rt.name})
-    return frame(rows, ENGINE_FIDELITY), eng
+    return frame(rows, ENGINE_FIDELITY), eng, frame(pd.concat([plain, apart], ignore_index=True).assign(
+        platform=rt.name).to_dict("records"), PLAIN_TRANSFERS)
 
 
 def timing_cpu(rt) -> int | None:
@@ -140,18 +144,21 @@ def _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds):
                                                               seed=SEED + r, label="")),
                      ("plain", lambda: plain_policies(rt.name, specs, repeats=1, rounds=rounds, seed=SEED + 1000 * r + k,
                                                       in_process=True))]
-            for side, run in (sides if (r + k) % 2 == 0 else sides[::-1]):
-                (eng_frames if side == "engine" else plain_frames).append(run().assign(repeat=r))
+            ordered = sides if (r + k) % 2 == 0 else sides[::-1]
+            for side, run in ordered:
+                got = run().assign(repeat=r)
+                if side == "plain":
+                    got = got.assign(process="notebook", first=ordered[0][0])
+                (eng_frames if side == "engine" else plain_frames).append(got)
     apart = plain_policies(rt.name, [(p, d, n) for p in policies for d in directions for n in sizes_nbytes],
-                           repeats=repeats, rounds=rounds)
+                           repeats=repeats, rounds=rounds).assign(process="own", first="")
     return pd.concat(eng_frames, ignore_index=True), pd.concat(plain_frames, ignore_index=True), apart
 
 
-def engine_fidelity_or_reason(rt, **kw) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str]:
-    """engine_fidelity's two frames and "", or (None, None, why) where the engine or the yardstick
-    cannot run here."""
+def engine_fidelity_or_reason(rt, **kw) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None, str]:
+    """engine_fidelity's three frames and "", or (None, None, None, why) where the engine or the
+    yardstick cannot run here."""
     try:
-        fid, rows = engine_fidelity(rt, **kw)
+        return (*engine_fidelity(rt, **kw), "")
     except NotAvailable as e:
-        return None, None, str(e)
-    return fid, rows, ""
+        return None, None, None, str(e)

@@ -38,14 +38,31 @@ class NotebookOutputs:
         return h
 
     def figure(self, fig, name: str) -> None:
-        """Save the figure (it is shown by the notebook as the cell's figure, not returned), and
+        """Save the figure (in a kernel, the saved PNG is shown as the cell's figure), and
         what it tells a reader (``figures.words``: titles, axis labels, legends) in
         ``status/<stem>.figures.json``, which the tests read."""
         from .figures import problems, words
         self.figures[name] = {**words(fig), "problems": problems(fig)}
         if self.run_dir is None:
             return
-        with replacing(self.run_dir / "figures" / f"{self.stem}-{name}.png") as tmp:
+        png = self.run_dir / "figures" / f"{self.stem}-{name}.png"
+        with replacing(png) as tmp:
             fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
         write_text_atomic(self.run_dir / "status" / f"{self.stem}.figures.json",
                           json.dumps(self.figures, indent=1, ensure_ascii=False))
+        _show_once(fig, png)
+
+
+def _show_once(fig, png: Path) -> None:
+    """In a kernel, show the saved PNG and close the figure: drawn once, where the inline backend
+    would draw it a second time at the cell's end (a run's notebooks spent about 25 s so)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    import matplotlib.pyplot as plt
+    from IPython.display import Image, display
+    display(Image(filename=str(png)))
+    plt.close(fig)

@@ -324,3 +324,18 @@ def test_the_runtime_probe_takes_fewer_rounds_of_large_sizes():
     assert probe_rounds([256 << 20], 100) == PROBE_BUDGET_NBYTES // (256 << 20) == 16   # by the budget ...
     assert probe_rounds([1 << 30, 1 << 30], 100) == MIN_ROUNDS               # ... but never fewer than the minimum
     assert probe_rounds([8], 5) == 5                                          # asked for fewer: as asked
+
+
+def test_variants_the_prediction_cannot_tell_apart_share_a_rank():
+    """A variant whose interval overlaps the one ranked just before it shares its rank (the
+    stencil's plain and lock_mapped on CUDA: one path, ranked 2 and 3 by probe noise alone)."""
+    from pinpath.advise.predict import ranked
+    tot = pd.DataFrame([
+        {"variant": "plain", "predicted_ns": 33.9e6, "low": 33.2e6, "high": 34.5e6},
+        {"variant": "app_pinned", "predicted_ns": 24.0e6, "low": 23.7e6, "high": 24.4e6},
+        {"variant": "lock_mapped", "predicted_ns": 35.1e6, "low": 34.0e6, "high": 35.7e6},
+        {"variant": "other", "predicted_ns": 40.0e6, "low": 39.0e6, "high": 41.0e6},
+        {"variant": "refused", "predicted_ns": float("nan"), "low": float("nan"), "high": float("nan")}])
+    r = ranked(tot).set_index("variant")["rank"]
+    assert r.isna().to_dict() == {"plain": False, "app_pinned": False, "lock_mapped": False, "other": False, "refused": True}
+    assert r.dropna().to_dict() == {"plain": 2, "app_pinned": 1, "lock_mapped": 2, "other": 4}

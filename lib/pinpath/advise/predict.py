@@ -23,7 +23,7 @@ from ..stats import interval, median_draws
 from .pattern import Pattern, pow2_floor
 from .runtime_term import RUNTIME_EVENT
 
-__all__ = ["Prediction", "predict", "BUFFER_EVENTS"]
+__all__ = ["Prediction", "predict", "ranked", "BUFFER_EVENTS"]
 
 BUFFER_EVENTS = ("register", "map", "unmap", "unregister")
 
@@ -212,13 +212,28 @@ def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
             lo, hi = interval(keys.draws[(v, ev, nb, d, r, u)])
             classes.append({"variant": v, "nbytes": nb, "direction": d, "reuse": r, "use": u,
                             "median_ns": keys.point[(v, ev, nb, d, r, u)], "low": lo, "high": hi, "n": len(x)})
-    tot = pd.DataFrame(totals)
-    tot["rank"] = tot.predicted_ns.rank(method="min").astype("Int64")
+    tot = ranked(pd.DataFrame(totals))
     return Prediction(tot.sort_values("predicted_ns", ignore_index=True),
                       pd.concat(regions, ignore_index=True) if regions else pd.DataFrame(),
                       pd.concat(steps, ignore_index=True) if steps else pd.DataFrame(),
                       _break_even(keys, p, policies), pd.DataFrame(classes), pd.DataFrame(typical),
                       _array_break_even(keys, p, policies))
+
+
+def ranked(tot: pd.DataFrame) -> pd.DataFrame:
+    """``tot`` with ``rank``: by predicted time, a variant whose interval overlaps the one ranked
+    just before it shares that rank (the prediction cannot tell them apart: on CUDA, lock_mapped
+    runs plain's path and differs from it only by the noise of the probe); <NA> where not replayed."""
+    order = tot.predicted_ns.sort_values(kind="stable").index
+    rank, prev, out = 0, None, {}
+    for pos, i in enumerate(order, start=1):
+        r = tot.loc[i]
+        if not np.isfinite(r.predicted_ns):
+            continue
+        if prev is None or not r.low <= prev.high:
+            rank = pos
+        out[i], prev = rank, r
+    return tot.assign(rank=pd.array([out.get(i) for i in tot.index], dtype="Int64"))
 
 
 def _one_off(keys: _Keys, variant: str, pinned: bool, nbytes: int) -> tuple[float, np.ndarray]:

@@ -50,7 +50,9 @@ def figure(pred: Prediction, path: Path) -> Path | None:
 
 
 def _ranking_rows(pred: Prediction) -> list[list[str]]:
-    return [[str(r.rank), md_cell(r.variant, code=True), md_cell(r.policy),
+    shared = pred.totals["rank"].value_counts()   # "2=": intervals that overlap, no order between them
+    return [[f"{r.rank}=" if pd.notna(r.rank) and shared.get(r.rank, 0) > 1 else str(r.rank),
+             md_cell(r.variant, code=True), md_cell(r.policy),
              format_measured(r.predicted_ns, r.low, r.high, "ns") or f"not replayed: {r.not_replayed}",
              format_measured(r.per_transfer_ns, unit="ns"),
              f"{format_measured(r.region_median_ns, unit='ns')} ({format_measured(r.region_min_ns, unit='ns')} .. "
@@ -94,7 +96,7 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
                        str(r.buffers), str(r.transfers), str(r.h2d), str(r.d2h)] for r in top.itertuples()],
                      right=(2, 3, 4, 5, 6)) + [""]
     if pred is not None:
-        md += ["### Ranking (predicted transfer time of the whole trace, 95 % CI)", "",
+        md += ["### Ranking (predicted transfer time of the whole trace, 95 % CI; `2=`: overlapping intervals, no order)", "",
                *_table(["rank", "variant", "policy", "predicted", "per transfer", "per region: median (min .. max)"],
                       _ranking_rows(pred), right=(3, 4)), ""]
         inv = p.regions[p.regions.region >= 0]

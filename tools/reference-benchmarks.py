@@ -82,8 +82,8 @@ def main(argv) -> int:
         for part in (duration, fidelity, pinned_against_loop, replica, advise):
             try:
                 print(part(run))
-            except FileNotFoundError as e:
-                print(f"{part.__name__}: not in this run ({Path(e.filename).name})")
+            except FileNotFoundError as e:   # pyarrow's carries no filename, only its message
+                print(f"{part.__name__}: not in this run ({Path(e.filename).name if e.filename else e})")
     return 0
 
 

@@ -1,0 +1,34 @@
+"""tools/reference-benchmarks.py reads the benchmark figures of run folders: the committed
+references give every part, and a run without a part's data says so instead of failing."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOL = ROOT / "tools" / "reference-benchmarks.py"
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, str(TOOL), *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def test_the_references_give_every_benchmark():
+    ref = ROOT / "outputs" / "reference"
+    r = _run(ref / "h200", ref / "h200-b")
+    assert r.returncode == 0, r.stderr
+    for part in ("preset full:", "engine against plain C:", "pinned direct copy against the bare loop",
+                 "replica against the real libomptarget", "advise, predicted against real"):
+        assert part in r.stdout
+    assert r.stdout.count("== ") == 2 and "Traceback" not in r.stderr
+
+
+def test_a_run_without_a_parts_data_says_so(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({"preset": "smoke", "duration_s": 1.0, "notebooks": {}}))
+    r = _run(tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "fidelity: not in this run" in r.stdout and "replica: not in this run" in r.stdout
+    assert "advise: no advise/prediction.csv" in r.stdout
+    assert _run(tmp_path / "nowhere").returncode == 2

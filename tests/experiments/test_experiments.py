@@ -410,3 +410,17 @@ def test_the_fidelity_ratio_pairs_the_two_sides_of_each_repeat_and_keeps_the_yar
         assert row.engine_ns == pytest.approx(float(e.median())) and row.plain_ns == pytest.approx(float(p.median()))
         own = plain[(plain.process == "own") & (plain.policy == row.policy)]
         assert row.plain_process_ns == pytest.approx(float(own.groupby("repeat").ns.median().median()))
+
+
+def test_the_fidelitys_small_sizes_get_more_transfers_and_each_group_runs_side_by_side(host_rt, monkeypatch):
+    from pinpath.experiments import fidelity
+    assert fidelity.size_groups([4096, 1 << 20, 16 << 20], 8) == [([4096, 1 << 20], fidelity.SMALL_ROUNDS), ([16 << 20], 8)]
+    assert fidelity.size_groups([16 << 20], 8) == [([16 << 20], 8)] and fidelity.SMALL_ROUNDS >= 32
+    monkeypatch.setattr(fidelity, "SMALL_ROUNDS", 6)
+    monkeypatch.setattr(fidelity, "SMALL_MAX_NBYTES", 4096)
+    fid, eng, plain = fidelity.engine_fidelity(host_rt, sizes_nbytes=[4096, 8192], policies=("prepinned",),
+                                               directions=("h2d",), repeats=2, rounds=2)
+    moved = eng[eng.event == "transfer"]
+    for rows, col in ((moved, "total_ns"), (plain[plain.process == "notebook"], "ns")):
+        assert rows.groupby(["nbytes", "repeat"]).size().to_dict() == {(4096, 0): 6, (4096, 1): 6, (8192, 0): 2, (8192, 1): 2}
+    assert set(fid.nbytes) == {4096, 8192} and (fid.repeats == 2).all()

@@ -36,6 +36,10 @@ _COLUMNS = ("policy", "direction", "nbytes", "repeat", "round", "ns")
 #: transfers of each point per repeat and side: a repeat's figure is their median, and the
 #: benchmark's margin at 4 KiB (1 us of about 8) is narrower than two transfers' spread
 FIDELITY_ROUNDS = 8
+#: up to this size a point gets SMALL_ROUNDS transfers per repeat and side (each takes at most about
+#: a millisecond): on a machine whose register and pinned-allocation costs spread up to 1.9x
+#: (third quartile / first) inside a repeat, the medians of 8 left a repeat's ratio 20 % off
+SMALL_MAX_NBYTES, SMALL_ROUNDS = 1 << 20, 32
 
 
 def _parse(text: str) -> pd.DataFrame:
@@ -86,7 +90,8 @@ def plain_policies(platform: str, specs, *, repeats: int, rounds: int = ROUNDS, 
 def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions=("h2d", "d2h"),
                     repeats: int = 5, rounds: int = FIDELITY_ROUNDS) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(ENGINE_FIDELITY rows, the engine's transfer rows, the yardstick's PLAIN_TRANSFERS rows). Every repeat visits the policies in a
-    shuffled order; for each, the engine's plan and the in-process yardstick run back to back
+    shuffled order; for each and each group of sizes (``size_groups``: the small ones get
+    SMALL_ROUNDS transfers), the engine's plan and the in-process yardstick run back to back
     (which goes first alternates), each with fresh buffers. Per policy, direction and size: the
     median of each side's repeat medians, and the ratio engine / plain paired by repeat (the
     median of the repeats' own ratios, with a 95 % interval over the repeats: the two sides of a
@@ -131,25 +136,35 @@ def timing_cpu(rt) -> int | None:
     return now if not local or now in local else local[0]
 
 
+def size_groups(sizes_nbytes, rounds: int) -> list[tuple[list[int], int]]:
+    """(sizes, rounds) of the groups a repeat runs side by side: the sizes up to SMALL_MAX_NBYTES
+    with SMALL_ROUNDS (at least ``rounds``), the larger ones with ``rounds``; empty groups left out."""
+    small = [n for n in sizes_nbytes if n <= SMALL_MAX_NBYTES]
+    large = [n for n in sizes_nbytes if n > SMALL_MAX_NBYTES]
+    return [(g, k) for g, k in ((small, max(rounds, SMALL_ROUNDS)), (large, rounds)) if g]
+
+
 def _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds):
-    """The engine's and the in-process yardstick's rows, interleaved, then the yardstick apart."""
+    """The engine's and the in-process yardstick's rows, interleaved group by group (which side
+    goes first alternates), then the yardstick apart."""
     sweep = Sweep(repeats=repeats, verify="first", seed=SEED + 16)
     eng_frames, plain_frames = [], []
     for r, order in sweep.independent(policies):
         for k, policy in enumerate(order):
-            specs = [(policy, d, n) for d in directions for n in sizes_nbytes]
-            sides = [("engine", lambda: native_policy_sweep(rt, policies=[policy], sizes_nbytes=sizes_nbytes,
-                                                              directions=directions, repeats=1, rounds=rounds,
-                                                              verify="all" if sweep.checks(r) else "none",
-                                                              seed=SEED + r, label="")),
-                     ("plain", lambda: plain_policies(rt.name, specs, repeats=1, rounds=rounds, seed=SEED + 1000 * r + k,
-                                                      in_process=True))]
-            ordered = sides if (r + k) % 2 == 0 else sides[::-1]
-            for side, run in ordered:
-                got = run().assign(repeat=r)
-                if side == "plain":
-                    got = got.assign(process="notebook", first=ordered[0][0])
-                (eng_frames if side == "engine" else plain_frames).append(got)
+            for g, (sizes, n_rounds) in enumerate(size_groups(sizes_nbytes, rounds)):
+                specs = [(policy, d, n) for d in directions for n in sizes]
+                sides = [("engine", lambda: native_policy_sweep(rt, policies=[policy], sizes_nbytes=sizes,
+                                                                  directions=directions, repeats=1, rounds=n_rounds,
+                                                                  verify="all" if sweep.checks(r) else "none",
+                                                                  seed=SEED + r, label="")),
+                         ("plain", lambda: plain_policies(rt.name, specs, repeats=1, rounds=n_rounds,
+                                                          seed=SEED + 1000 * r + 10 * k + g, in_process=True))]
+                ordered = sides if (r + k + g) % 2 == 0 else sides[::-1]
+                for side, run in ordered:
+                    got = run().assign(repeat=r)
+                    if side == "plain":
+                        got = got.assign(process="notebook", first=ordered[0][0])
+                    (eng_frames if side == "engine" else plain_frames).append(got)
     apart = plain_policies(rt.name, [(p, d, n) for p in policies for d in directions for n in sizes_nbytes],
                            repeats=repeats, rounds=rounds).assign(process="own", first="")
     return pd.concat(eng_frames, ignore_index=True), pd.concat(plain_frames, ignore_index=True), apart

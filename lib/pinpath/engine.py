@@ -128,6 +128,7 @@ class Engine:
         lib.pe_name.restype, lib.pe_name.argtypes = ctypes.c_char_p, (ctypes.c_int, ctypes.c_int)
         lib.pe_init.restype, lib.pe_init.argtypes = ctypes.c_int, (ctypes.c_int,)
         lib.pe_fini.restype = ctypes.c_int
+        lib.pe_queues_made.restype = ctypes.c_int
         p = ctypes.c_void_p
         lib.pe_run.restype = ctypes.c_int
         lib.pe_run.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, p, ctypes.c_int64, p, ctypes.c_int,
@@ -163,6 +164,11 @@ class Engine:
                     raise NativeUnavailable(f"{self.platform}: the engine's runtime start returned "
                                             f"{self._rc_name(rc)} ({rc})")
                 self._ready = True
+
+    def queues_made(self) -> int:
+        """Copy queues (CUDA streams, HSA signals, host workers) the engine has made in this
+        process: runs take kept ones, so this grows only with the threads a run needs at once."""
+        return self._lib.pe_queues_made()
 
     def close(self) -> None:
         with self._lock:

@@ -6,8 +6,9 @@
  * A plan is an array of ops (pe_op): map, transfer, sync, unmap, kernel, adopt; each names a
  * buffer of the buffer table (host pointer, device pointer, size) and the thread that runs it.
  * Threads are pthreads, released together by one barrier; each runs its ops in plan order on
- * its own copy queue. The policy's state (the map of pinned ranges, the staging pool, the lock
- * units) is shared by the threads under one mutex, as an offload runtime's is.
+ * a copy queue of its own for the run, kept between runs as a runtime keeps its streams. The
+ * policy's state (the map of pinned ranges, the staging pool, the lock units) is shared by the
+ * threads under one mutex, as an offload runtime's is.
  *
  * Output, per op (pe_out): start and end, the time of each phase, the path the runtime's
  * answers led to, the runtime's code that decided it, and the op's calls in the call log
@@ -89,13 +90,58 @@ typedef struct {
 typedef struct {
     engine_t *e;
     int t;
-    queue_t q;
+    queue_t *q;                  /* taken from the kept queues (queue_take) for the run */
     int queue_ok;
     const pe_op *ops; int64_t nops;
     pe_out *out;
     pe_call *log; int64_t cap, n, base;
     int rc;
 } thr_t;
+
+/* -- copy queues, kept for the process ------------------------------------------------------
+ * An offload runtime keeps its streams (LLVM's plugins keep pools of them), and so does an
+ * application: a queue made for every plan is a state neither has (on the H200 a fresh CUDA
+ * stream took a pageable 4 KiB D2H to 0.88x of a kept stream's time, and a 64 KiB H2D to 1.18x:
+ * tools/pageable_probe.c).
+ * Each thread of a run takes a queue of its device from here (made on first need) and gives it
+ * back, waited for, when the run ends; pe_fini closes them. */
+#define KEPT_QUEUES 64
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct { queue_t *q; int device; } kept[KEPT_QUEUES];
+static int nkept, queues_made;
+static queue_t *queue_take(int device) {
+    pthread_mutex_lock(&kept_mu);
+    for (int k = nkept - 1; k >= 0; --k)
+        if (kept[k].device == device) {
+            queue_t *q = kept[k].q;
+            kept[k] = kept[--nkept];
+            pthread_mutex_unlock(&kept_mu);
+            return q;
+        }
+    pthread_mutex_unlock(&kept_mu);
+    queue_t *q = calloc(1, sizeof *q);
+    if (!q || queue_new(q) != 0) { free(q); return NULL; }
+    pthread_mutex_lock(&kept_mu);
+    ++queues_made;
+    pthread_mutex_unlock(&kept_mu);
+    return q;
+}
+static void queue_give(queue_t *q, int device) {
+    queue_wait(q);   /* nothing of this run is left in flight on it */
+    pthread_mutex_lock(&kept_mu);
+    if (nkept < KEPT_QUEUES) { kept[nkept].q = q; kept[nkept++].device = device; q = NULL; }
+    pthread_mutex_unlock(&kept_mu);
+    if (q) { queue_close(q); free(q); }
+}
+static void queues_close(void) {
+    pthread_mutex_lock(&kept_mu);
+    while (nkept > 0) {
+        queue_t *q = kept[--nkept].q;
+        queue_close(q);
+        free(q);
+    }
+    pthread_mutex_unlock(&kept_mu);
+}
 
 static void *grow(void *p, int *cap, int need, size_t size) {
     if (need <= *cap) return p;
@@ -130,10 +176,10 @@ typedef struct { thr_t *th; int64_t i; pe_out *o; } ctx_t;
 /* -- the mechanics every policy shares --------------------------------------------------- */
 static int dma(ctx_t *x, void *host_side, void *dev, size_t n, int dir, int wait) {
     void *dst = dir == PP_H2D ? dev : host_side, *src = dir == PP_H2D ? host_side : dev;
-    int rc = C(C_COPY, PH_DMA, copy_async(&x->th->q, dst, src, n, dir));
+    int rc = C(C_COPY, PH_DMA, copy_async(x->th->q, dst, src, n, dir));
     if (rc) { after_refusal(); return rc; }
     wait = wait || !x->th->e->asynchronous;
-    return wait ? C(C_WAIT, PH_WAIT, queue_wait(&x->th->q)) : 0;
+    return wait ? C(C_WAIT, PH_WAIT, queue_wait(x->th->q)) : 0;
 }
 static int staged_through(ctx_t *x, void *staging, void *h, void *d, size_t n, int dir, int wait) {
     if (dir == PP_H2D) {
@@ -479,7 +525,7 @@ static int prepinned_unmap(ctx_t *x, int b) {
 /* -- one op ------------------------------------------------------------------------------ */
 static int sync_queue(ctx_t *x) {
     engine_t *e = x->th->e;
-    int rc = e->asynchronous ? C(C_WAIT, PH_WAIT, queue_wait(&x->th->q)) : 0;
+    int rc = e->asynchronous ? C(C_WAIT, PH_WAIT, queue_wait(x->th->q)) : 0;
     pool_synced(e, x->th->t);
     return rc;
 }
@@ -543,7 +589,7 @@ static int run_op(ctx_t *x, const pe_op *op) {
     }
     case PE_KERNEL: {
         const pe_buf *pos = &e->bufs[op->buf], *out = &e->bufs[op->aux];
-        int rc = C(C_KERNEL, PH_NONE, kernel_replica(&x->th->q, e->kernel_fn, (void *)(uintptr_t)pos->dev,
+        int rc = C(C_KERNEL, PH_NONE, kernel_replica(x->th->q, e->kernel_fn, (void *)(uintptr_t)pos->dev,
                                                       (void *)(uintptr_t)out->dev, (int)op->nbytes, (int)op->offset));
         if (rc) { x->o->error = rc; return X_FAILED; }
         return X_KERNEL;
@@ -584,7 +630,7 @@ static void *thread_main(void *arg) {
 #if defined(PINPATH_CUDA)
     cudaSetDevice(e->device);   /* the primary context of the device, current on this thread */
 #endif
-    th->queue_ok = queue_new(&th->q) == 0;
+    th->queue_ok = (th->q = queue_take(e->device)) != NULL;
     pthread_mutex_lock(&e->gate_mu);
     e->ready++;
     pthread_cond_broadcast(&e->gate_cv);
@@ -651,7 +697,16 @@ PE_API const char *pe_name(int kind, int i) {
 }
 PE_API const char *pe_error_name(int rc) { return error_name(rc); }
 PE_API int pe_init(int device) { return rt_start(device); }   /* once per thread or process (platform.h) */
-PE_API int pe_fini(void) { return rt_stop(); }     /* pairs a per-process start; else nothing */
+PE_API int pe_fini(void) {   /* closes the kept queues, then pairs a per-process start (else nothing) */
+    queues_close();
+    return rt_stop();
+}
+PE_API int pe_queues_made(void) {   /* queues made since the process started: reuse shows here */
+    pthread_mutex_lock(&kept_mu);
+    int n = queues_made;
+    pthread_mutex_unlock(&kept_mu);
+    return n;
+}
 
 /* Execute `ops` under `policy`. Threads 0 .. nthreads-1 each run the ops that name them, in
  * order, after one barrier. `calls` has room for `calls_cap` entries, split evenly between the
@@ -710,11 +765,10 @@ PE_API int pe_run(int policy, int device, int64_t threshold_nbytes, const pe_op 
     if (!status) thread_main(&th[0]);   /* the calling thread is thread 0 */
     for (int t = 1; t <= started; ++t) pthread_join(tids[t], NULL);
     int overflow = e.overflow;
+    for (int t = 0; t < nthreads; ++t)   /* the queues go back before the policy's buffers are freed */
+        if (th[t].queue_ok) queue_give(th[t].q, e.device);
     close_engine(&e, &th[0]);
-    for (int t = 0; t < nthreads; ++t) {
-        ncalls[t] = th[t].n;
-        if (th[t].queue_ok) queue_close(&th[t].q);
-    }
+    for (int t = 0; t < nthreads; ++t) ncalls[t] = th[t].n;
     pthread_cond_destroy(&e.gate_cv);
     pthread_mutex_destroy(&e.gate_mu);
     pthread_mutex_destroy(&e.mu);

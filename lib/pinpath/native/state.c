@@ -55,16 +55,13 @@ static int pinned_alloc(size_t n, void **out) {
     return r;
 }
 
-/* A synchronous H2D copy: enqueue on a queue of this call and wait (CUDA: cudaMemcpyAsync on a
- * non-blocking stream + cudaStreamSynchronize; host: the worker thread's memcpy). */
-static int copy_sync(void *dst, const void *src, size_t n) {
-    queue_t q;
-    int rc = queue_new(&q);
-    if (rc) return rc;
-    rc = copy_async(&q, dst, src, n, PP_H2D);
-    if (rc == 0) rc = queue_wait(&q);
-    queue_close(&q);
-    return rc;
+/* A synchronous H2D copy on queue q: enqueue and wait (CUDA: cudaMemcpyAsync on a non-blocking
+ * stream + cudaStreamSynchronize; host: the worker thread's memcpy). The caller makes q once,
+ * untimed, as a runtime keeps its streams: a stream made inside the timed region would add its
+ * creation and destruction to every copy. */
+static int copy_sync(queue_t *q, void *dst, const void *src, size_t n) {
+    int rc = copy_async(q, dst, src, n, PP_H2D);
+    return rc ? rc : queue_wait(q);
 }
 
 /* the call whose age is measured: 0 = pointer query, 1 = re-register of registered memory */
@@ -222,18 +219,23 @@ out:
 PS_API int ps_lock_copy(void *p, size_t n, void *dst, int reps, int64_t *copy_pageable_ns, int64_t *lock_ns,
                         int64_t *copy_locked_ns, int64_t *unlock_ns, int32_t *rc) {
     if (!p || reps < 1 || !copy_pageable_ns || !lock_ns || !copy_locked_ns || !unlock_ns || !rc) return PP_EARG;
+    queue_t q;
+    int qrc = 0;   /* untimed: one queue for every copy of the call, used once before them */
+    if (dst && (qrc = queue_new(&q)) == 0 && (qrc = copy_sync(&q, dst, p, n < 4096 ? n : 4096)) != 0) queue_close(&q);
+    if (qrc) { rc[0] = qrc; return PS_ESETUP; }
     for (int i = 0; i < reps; ++i) {
         int32_t *r4 = rc + 4 * (size_t)i;
         int r;
         copy_pageable_ns[i] = lock_ns[i] = copy_locked_ns[i] = unlock_ns[i] = 0;
         r4[0] = r4[1] = r4[2] = r4[3] = PP_NOT_RUN;
-        if (dst) { TIME(copy_pageable_ns[i], r, copy_sync(dst, p, n)); r4[0] = r; }
+        if (dst) { TIME(copy_pageable_ns[i], r, copy_sync(&q, dst, p, n)); r4[0] = r; }
         TIME(lock_ns[i], r, do_lock(p, n));
         r4[1] = r;
         if (r) { after_refusal(); continue; }
-        if (dst) { TIME(copy_locked_ns[i], r, copy_sync(dst, p, n)); r4[2] = r; }
+        if (dst) { TIME(copy_locked_ns[i], r, copy_sync(&q, dst, p, n)); r4[2] = r; }
         TIME(unlock_ns[i], r, do_unlock(p, n));
         r4[3] = r;
     }
+    if (dst) queue_close(&q);
     return 0;
 }

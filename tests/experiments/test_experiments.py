@@ -414,14 +414,11 @@ def test_the_fidelity_ratio_pairs_the_two_sides_of_each_repeat_and_keeps_the_yar
 
 def test_the_fidelitys_small_sizes_get_more_transfers_and_each_group_runs_side_by_side(host_rt, monkeypatch):
     from pinpath.experiments import fidelity
-    assert fidelity.size_groups([4096, 1 << 20, 16 << 20], 8) == [([4096, 1 << 20], fidelity.SMALL_ROUNDS), ([16 << 20], 8)]
-    assert fidelity.size_groups([16 << 20], 8) == [([16 << 20], 8)] and fidelity.SMALL_ROUNDS >= 32
-    # a policy that allocates pinned memory per transfer gets the small group's rounds up to 16 MiB
-    assert fidelity.size_groups([4096, 16 << 20, 256 << 20], 8, "stage_per_copy") == [
-        ([4096, 16 << 20], fidelity.SMALL_ROUNDS), ([256 << 20], 8)]
-    assert fidelity.size_groups([4096, 16 << 20], 8, "lock_always") == [([4096], fidelity.SMALL_ROUNDS), ([16 << 20], 8)]
-    monkeypatch.setattr(fidelity, "SMALL_ROUNDS", 6)
-    monkeypatch.setattr(fidelity, "SMALL_MAX_NBYTES", 4096)
+    assert fidelity.size_groups([4096, 1 << 20, 16 << 20, 256 << 20], 8) == [
+        ([4096, 1 << 20], 32), ([16 << 20], 32), ([256 << 20], 8)]
+    assert fidelity.size_groups([256 << 20], 8) == [([256 << 20], 8)]
+    assert fidelity.size_groups([4096], 40) == [([4096], 40)]   # a caller's larger rounds win
+    monkeypatch.setattr(fidelity, "ROUND_TIERS", ((4096, 6),))
     fid, eng, plain = fidelity.engine_fidelity(host_rt, sizes_nbytes=[4096, 8192], policies=("prepinned",),
                                                directions=("h2d",), repeats=2, rounds=2)
     moved = eng[eng.event == "transfer"]

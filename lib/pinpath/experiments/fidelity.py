@@ -36,14 +36,15 @@ _COLUMNS = ("policy", "direction", "nbytes", "repeat", "round", "ns")
 #: transfers of each point per repeat and side: a repeat's figure is their median, and the
 #: benchmark's margin at 4 KiB (1 us of about 8) is narrower than two transfers' spread
 FIDELITY_ROUNDS = 8
-#: up to this size a point gets SMALL_ROUNDS transfers per repeat and side (each takes at most about
-#: a millisecond): on a machine whose register and pinned-allocation costs spread up to 1.9x
-#: (third quartile / first) inside a repeat, the medians of 8 left a repeat's ratio 20 % off
-SMALL_MAX_NBYTES, SMALL_ROUNDS = 1 << 20, 32
-#: policies whose every transfer allocates pinned memory get SMALL_ROUNDS up to this size instead: a
-#: cudaMallocHost of 16 MiB spread so widely (the h200-b reference at 0f842ef: 95 % CI 0.69-1.39 of
-#: the ratio) that the medians of 8 missed the benchmark in both directions
-SMALL_MAX_NBYTES_BY_POLICY = {"stage_per_copy": 16 << 20}
+#: the tiers of sizes that get more transfers per repeat and side: (largest nbytes, transfers), each
+#: tier a group of its own (a caller's ``rounds`` where more), and the sizes above the last tier get
+#: the caller's ``rounds`` (FIDELITY_ROUNDS by default). Up to 1 MiB a transfer takes at most about a millisecond; on a machine
+#: whose register and pinned-allocation costs spread up to 1.9x (third quartile / first) inside a
+#: repeat, the medians of 8 left a repeat's ratio 20 % off. Up to 16 MiB (1-10 ms a transfer): a
+#: register or cudaMallocHost of 16 MiB per transfer spread so widely that the medians of 8 missed
+#: the benchmark (h200-b at 0f842ef: stage_per_copy 95 % CI 0.69-1.39; a run at 9340f86: nextgen
+#: D2H 0.99-1.25)
+ROUND_TIERS = ((1 << 20, 32), (16 << 20, 32))
 
 
 def _parse(text: str) -> pd.DataFrame:
@@ -94,8 +95,8 @@ def plain_policies(platform: str, specs, *, repeats: int, rounds: int = ROUNDS, 
 def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions=("h2d", "d2h"),
                     repeats: int = 5, rounds: int = FIDELITY_ROUNDS) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(ENGINE_FIDELITY rows, the engine's transfer rows, the yardstick's PLAIN_TRANSFERS rows). Every repeat visits the policies in a
-    shuffled order; for each and each group of sizes (``size_groups``: the small ones get
-    SMALL_ROUNDS transfers), the engine's plan and the in-process yardstick run back to back
+    shuffled order; for each and each group of sizes (``size_groups``: the sizes up to 16 MiB get
+    more transfers), the engine's plan and the in-process yardstick run back to back
     (which goes first alternates), each with fresh buffers. Per policy, direction and size: the
     median of each side's repeat medians, and the ratio engine / plain paired by repeat (the
     median of the repeats' own ratios, with a 95 % interval over the repeats: the two sides of a
@@ -140,14 +141,16 @@ def timing_cpu(rt) -> int | None:
     return now if not local or now in local else local[0]
 
 
-def size_groups(sizes_nbytes, rounds: int, policy: str = "") -> list[tuple[list[int], int]]:
-    """(sizes, rounds) of the groups a repeat runs side by side: the sizes up to SMALL_MAX_NBYTES
-    (``policy``'s own limit where SMALL_MAX_NBYTES_BY_POLICY has one) with SMALL_ROUNDS (at least
-    ``rounds``), the larger ones with ``rounds``; empty groups left out."""
-    limit = SMALL_MAX_NBYTES_BY_POLICY.get(str(policy), SMALL_MAX_NBYTES)
-    small = [n for n in sizes_nbytes if n <= limit]
-    large = [n for n in sizes_nbytes if n > limit]
-    return [(g, k) for g, k in ((small, max(rounds, SMALL_ROUNDS)), (large, rounds)) if g]
+def size_groups(sizes_nbytes, rounds: int) -> list[tuple[list[int], int]]:
+    """(sizes, rounds) of the groups a repeat runs side by side: one per tier of ROUND_TIERS, with
+    that tier's rounds (at least ``rounds``), then the sizes above the last tier with ``rounds``;
+    empty groups left out."""
+    groups, low = [], 0
+    for high, tier_rounds in ROUND_TIERS:
+        groups.append(([n for n in sizes_nbytes if low < n <= high], max(rounds, tier_rounds)))
+        low = high
+    groups.append(([n for n in sizes_nbytes if n > low], rounds))
+    return [(g, k) for g, k in groups if g]
 
 
 def _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds):
@@ -157,7 +160,7 @@ def _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds):
     eng_frames, plain_frames = [], []
     for r, order in sweep.independent(policies):
         for k, policy in enumerate(order):
-            for g, (sizes, n_rounds) in enumerate(size_groups(sizes_nbytes, rounds, policy)):
+            for g, (sizes, n_rounds) in enumerate(size_groups(sizes_nbytes, rounds)):
                 specs = [(policy, d, n) for d in directions for n in sizes]
                 sides = [("engine", lambda: native_policy_sweep(rt, policies=[policy], sizes_nbytes=sizes,
                                                                   directions=directions, repeats=1, rounds=n_rounds,

@@ -11,6 +11,8 @@
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
 #   tools/h200-run.sh profile PRESET a,b   some notebooks' cells timed and profiled in one process each
 #                                      (tools/profile-notebook.py) -> $OUT/profile.log
+#   tools/h200-run.sh diag             tools/fidelity_diag.py (engine and yardstick crossed with buffers and
+#                                      streams) and tools/pageable_probe.c, both pinned to one CPU -> $OUT/diag.tar
 #   tools/h200-run.sh advise           the region and the stencil traced and timed (the region --paired), pinpath
 #                                      advise (with the runtime term: build/offload's updates) -> $OUT/advise.tar
 #                                      (a reference after it carries it as advise/)
@@ -80,6 +82,16 @@ while [ $# -gt 0 ]; do
     test)
       timeout 420 make test ENV=system PYTHON=python3 >"$OUT/test.log" 2>&1 || status=1
       tail -25 "$OUT/test.log"
+      ;;
+    diag)
+      d=build/diag; rm -rf $d; mkdir -p $d
+      timeout 300 env PYTHONPATH=$PWD/.site:$PWD/lib python3 tools/fidelity_diag.py $d/fidelity_diag.csv cuda 16 32 \
+        >$d/fidelity_diag.log 2>&1 || status=1
+      tail -30 $d/fidelity_diag.log
+      cpu=$(sed -n 's/^timing thread on CPU \([0-9]*\).*/\1/p' $d/fidelity_diag.log)
+      { nvcc -O2 -o $d/pageable_probe tools/pageable_probe.c &&
+        taskset -c "${cpu:-0}" $d/pageable_probe 16 32 >$d/pageable_probe.csv; } || status=1
+      tar -C build -cf "$OUT/diag.tar" diag
       ;;
     probe)
       tools/offload-probe.sh 2>&1 | tail -30 || status=1

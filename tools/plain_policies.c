@@ -263,4 +263,44 @@ __attribute__((visibility("default"))) int plain_main(int argc, char **argv) {
     return 0;
 }
 
+/* plain_buffers: a host and a device buffer of n bytes made as run_policy makes them (page-aligned
+ * heap touched with a pattern; cudaMalloc set to 0x5a), for a caller that times other code on them;
+ * plain_buffers_free gives them back. plain_new_stream replaces the kept stream by a new one. */
+__attribute__((visibility("default"))) int plain_buffers(size_t n, int seed, void **host, void **dev) {
+    char *h = NULL;
+    setup();
+    if (posix_memalign((void **)&h, 4096, n)) return 12;
+    for (size_t b = 0; b < n; ++b) h[b] = (char)(1 + (b * 131 + (size_t)seed) % 251);
+    *host = h;
+    *dev = dev_alloc(n);
+    return 0;
+}
+__attribute__((visibility("default"))) void plain_buffers_free(void *host, void *dev) { dev_free(dev); free(host); }
+__attribute__((visibility("default"))) void plain_new_stream(void) {
+#if defined(PINPATH_CUDA)
+    setup();
+    cudaStreamDestroy(stream);
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+#endif
+}
+
+/* plain_time: ROUNDS transfers of one point on buffers the caller owns (after one warm-up), for
+ * the policies that need no buffer of their own (driver_pageable, lock_always, query_then_lock);
+ * ns_out gets each one's time. Returns 0, or 2 for another policy. tools/fidelity_diag.py runs
+ * the engine and this on the same buffers, to tell the buffers' share of a difference from the
+ * rest's. */
+__attribute__((visibility("default"))) int plain_time(const char *policy, void *host, void *dev, size_t n, int h2d,
+                                                      int rounds, int64_t *ns_out) {
+    if (strcmp(policy, "driver_pageable") && strcmp(policy, "lock_always") && strcmp(policy, "query_then_lock"))
+        return 2;
+    spec_t s;
+    memset(&s, 0, sizeof s);
+    snprintf(s.policy, sizeof s.policy, "%s", policy);
+    s.host = host; s.dev = dev; s.n = n; s.h2d = h2d;
+    setup();
+    one(&s);
+    for (int i = 0; i < rounds; ++i) ns_out[i] = one(&s);
+    return 0;
+}
+
 int main(int argc, char **argv) { return plain_main(argc, argv); }

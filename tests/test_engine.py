@@ -215,22 +215,3 @@ def test_runs_take_kept_queues_and_close_gives_them_up(any_rt, eng):
         run(1)
         assert eng.queues_made() == after + 1
         assert np.array_equal(any_rt.read_device(dptr, buf.nbytes), buf.array)
-
-
-def test_the_next_queue_is_the_one_a_run_takes_and_the_yardstick_can_copy_on_it(any_rt, eng):
-    """next_queue names the kept queue the next one-thread run takes (a CUDA stream; 0 where the
-    queue has no handle): asking makes no second queue, a run between leaves it the same, and the
-    in-process yardstick, lent it, runs on it."""
-    from pinpath.experiments import fidelity
-    first = eng.next_queue()
-    made = eng.queues_made()
-    with host_buffer(MemoryKind.HEAP, 4096, rt=any_rt, seed=6) as buf, DeviceBuffers(any_rt) as dev:
-        p = engine.Plan()
-        p.transfer(p.buffer(buf.ptr, dev.get(4096), 4096), "h2d")
-        eng.run("driver_pageable", p)
-    assert eng.next_queue() == first and eng.queues_made() == made
-    assert (first != 0) == (any_rt.name == "cuda")
-    if any_rt.name in ("cuda", "host"):
-        rows = fidelity.plain_policies(any_rt.name, [("driver_pageable", "d2h", 4096)], repeats=1, rounds=2,
-                                       in_process=True, stream=first)
-        assert len(rows) == 2 and (rows.ns > 0).all()

@@ -5,8 +5,8 @@ In every reference the engine's pageable D2H at 4 KiB took 0.89-0.90x of the pla
 the same points, in one process, pinned to one CPU, crossing two factors:
   - buffers: the engine's (Python: posix_memalign, a random fill; the device buffer written by
     cudaMemcpy) or the yardstick's (plain_buffers: posix_memalign, a pattern; cudaMemset);
-  - the yardstick's stream: its own, kept for the process, or the engine's kept queue, lent to it
-    (plain_use_stream), in alternate repeats.
+  - the yardstick's stream: kept for the process, or made anew at the start of the repeat
+    (plain_new_stream), in alternate repeats.
 Each (point, buffers, side) runs one warm-up and ROUNDS transfers of that point alone; a repeat
 visits all of them in a shuffled order, with its own buffers.
 
@@ -41,15 +41,15 @@ def main(out: str, platform: str = "cuda", repeats: int = 16, rounds: int = 32) 
     lib.plain_buffers.argtypes = (ctypes.c_size_t, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
                                   ctypes.POINTER(ctypes.c_void_p))
     lib.plain_buffers_free.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
-    lib.plain_use_stream.argtypes = (ctypes.c_void_p,)
     rng = random.Random(16)
     rows = []
     cpu = timing_cpu(rt)
     print(f"timing thread on CPU {cpu}", flush=True)
     with machine_state.pinned_to(cpu) if cpu is not None else ExitStack():
         for r in range(repeats):
-            stream = "engine's" if r % 2 else "own"
-            lib.plain_use_stream(eng.next_queue() if stream == "engine's" else None)
+            stream = "new" if r % 2 else "kept"
+            if stream == "new":
+                lib.plain_new_stream()
             with ExitStack() as stack:
                 dev = stack.enter_context(DeviceBuffers(rt))
                 bufs = {}

@@ -34,12 +34,11 @@ static int64_t now(void) {
 
 #if defined(PINPATH_CUDA)
 #include <cuda_runtime_api.h>
-static cudaStream_t own, stream;   /* this program's stream, kept; the one it copies on (own or lent) */
+static cudaStream_t stream;
 static void setup(void) {
     cudaSetDevice(0);
     cudaFree(0);
-    if (!own) cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking);
-    if (!stream) stream = own;
+    if (!stream) cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
 }
 static void *dev_alloc(size_t n) { void *p = NULL; cudaMalloc(&p, n); cudaMemset(p, 0x5a, n); return p; }
 static void dev_free(void *p) { cudaFree(p); }
@@ -266,7 +265,7 @@ __attribute__((visibility("default"))) int plain_main(int argc, char **argv) {
 
 /* plain_buffers: a host and a device buffer of n bytes made as run_policy makes them (page-aligned
  * heap touched with a pattern; cudaMalloc set to 0x5a), for a caller that times other code on them;
- * plain_buffers_free gives them back. plain_new_stream replaces its own stream by a new one. */
+ * plain_buffers_free gives them back. plain_new_stream replaces the kept stream by a new one. */
 __attribute__((visibility("default"))) int plain_buffers(size_t n, int seed, void **host, void **dev) {
     char *h = NULL;
     setup();
@@ -280,21 +279,8 @@ __attribute__((visibility("default"))) void plain_buffers_free(void *host, void 
 __attribute__((visibility("default"))) void plain_new_stream(void) {
 #if defined(PINPATH_CUDA)
     setup();
-    int was_own = stream == own;
-    cudaStreamDestroy(own);
-    cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking);
-    if (was_own) stream = own;
-#endif
-}
-/* plain_use_stream: copy on the caller's stream from now on (NULL: on this program's own again).
- * In-process, pinpath lends the engine's kept stream, so that both sides of the fidelity meet one
- * stream's state. The host build has no streams: nothing changes. */
-__attribute__((visibility("default"))) void plain_use_stream(void *s) {
-#if defined(PINPATH_CUDA)
-    setup();
-    stream = s ? (cudaStream_t)s : own;
-#else
-    (void)s;
+    cudaStreamDestroy(stream);
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
 #endif
 }
 

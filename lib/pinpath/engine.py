@@ -129,7 +129,6 @@ class Engine:
         lib.pe_init.restype, lib.pe_init.argtypes = ctypes.c_int, (ctypes.c_int,)
         lib.pe_fini.restype = ctypes.c_int
         lib.pe_queues_made.restype = ctypes.c_int
-        lib.pe_next_queue.restype, lib.pe_next_queue.argtypes = ctypes.c_void_p, (ctypes.c_int,)
         p = ctypes.c_void_p
         lib.pe_run.restype = ctypes.c_int
         lib.pe_run.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, p, ctypes.c_int64, p, ctypes.c_int,
@@ -170,12 +169,6 @@ class Engine:
         """Copy queues (CUDA streams, HSA signals, host workers) the engine has made in this
         process: runs take kept ones, so this grows only with the threads a run needs at once."""
         return self._lib.pe_queues_made()
-
-    def next_queue(self) -> int:
-        """The native handle (a CUDA stream) of the kept queue this engine's next one-thread run
-        takes, made if need be; 0 on a platform whose queues have none (HSA, host)."""
-        self._ensure()
-        return self._lib.pe_next_queue(self.device) or 0
 
     def close(self) -> None:
         with self._lock:

@@ -2,9 +2,8 @@
 native engine beside the same policy written by hand in plain C (tools/plain_policies.c).
 
 The yardstick runs inside the notebook's process (its shared object, on the same CUDA runtime
-as the engine, on the engine's kept stream), interleaved with the engine policy by policy in
-every repeat, so both sides meet the same process, allocator, registration and stream state;
-``plain_ns``. The same program as a
+as the engine), interleaved with the engine policy by policy in every repeat, so both sides
+meet the same process, allocator and registration state; ``plain_ns``. The same program as a
 process of its own gives ``plain_process_ns``: how much the notebook's process state itself
 changes a figure (a state effect, named, not the engine's cost)."""
 
@@ -18,7 +17,6 @@ from contextlib import nullcontext
 
 import pandas as pd
 
-from .. import engine as native_engine
 from .. import machine_state, nativelib
 from ..errors import NotAvailable
 from ..paths import PROJECT_ROOT
@@ -66,11 +64,10 @@ def _source(platform: str):
 
 
 def plain_policies(platform: str, specs, *, repeats: int, rounds: int = ROUNDS, seed: int = SEED,
-                   in_process: bool = False, stream: int = 0, timeout_s: int = 600) -> pd.DataFrame:
+                   in_process: bool = False, timeout_s: int = 600) -> pd.DataFrame:
     """Run the plain program on ``specs`` ((policy, direction, nbytes), ...), as a process of its
     own or (``in_process``) inside this one: one row per timed transfer. ``seed`` seeds its
-    shuffles of policies and of the specs in each round. ``stream`` (in-process, CUDA): a stream
-    lent to it to copy on (0: its own, kept for the process)."""
+    shuffles of policies and of the specs in each round."""
     src = _source(platform)
     spec_args = [f"{p}:{d}:{n}" for p, d, n in specs]
     if not in_process:
@@ -81,8 +78,6 @@ def plain_policies(platform: str, specs, *, repeats: int, rounds: int = ROUNDS, 
             raise NotAvailable(f"{platform}: the plain yardstick failed ({(r.stderr.strip() or 'no output')[:200]})")
         return _parse(r.stdout)
     lib = ctypes.CDLL(str(nativelib.build_program(platform, src, shared=True)))
-    lib.plain_use_stream.argtypes = (ctypes.c_void_p,)
-    lib.plain_use_stream(stream or None)
     fd, path = tempfile.mkstemp(prefix="pinpath-plain-", suffix=".csv")
     os.close(fd)
     try:
@@ -162,10 +157,6 @@ def _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds):
     """The engine's and the in-process yardstick's rows, interleaved group by group (which side
     goes first alternates), then the yardstick apart."""
     sweep = Sweep(repeats=repeats, verify="first", seed=SEED + 16)
-    # the yardstick copies on the stream the engine's runs take (CUDA; elsewhere 0, its own): a
-    # long-lived stream's pageable D2H of 4 KiB took about 8 or about 9-10 us by the batch on the
-    # H200, a state of the stream that two streams met apart (tools/fidelity_diag.py)
-    stream = native_engine.load(rt.name).next_queue()
     eng_frames, plain_frames = [], []
     for r, order in sweep.independent(policies):
         for k, policy in enumerate(order):
@@ -176,8 +167,7 @@ def _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds):
                                                                   verify="all" if sweep.checks(r) else "none",
                                                                   seed=SEED + r, label="")),
                          ("plain", lambda: plain_policies(rt.name, specs, repeats=1, rounds=n_rounds,
-                                                          seed=SEED + 1000 * r + 10 * k + g, in_process=True,
-                                                          stream=stream))]
+                                                          seed=SEED + 1000 * r + 10 * k + g, in_process=True))]
                 ordered = sides if (r + k + g) % 2 == 0 else sides[::-1]
                 for side, run in ordered:
                     got = run().assign(repeat=r)

@@ -701,18 +701,6 @@ PE_API int pe_fini(void) {   /* closes the kept queues, then pairs a per-process
     queues_close();
     return rt_stop();
 }
-/* the native handle of the kept queue a one-thread run on `device` takes next (made if need be):
- * a CUDA stream, NULL on a platform whose queue has none. The fidelity's yardstick copies on it, so
- * that both sides meet one stream's state (a pageable D2H of 4 KiB on the H200 took either about
- * 8 or about 9-10 us per batch on a long-lived stream, and the fast one on a new stream). */
-PE_API void *pe_next_queue(int device) {
-    if (rt_start(device)) return NULL;   /* the device current on this thread, as a run makes it */
-    queue_t *q = queue_take(device);
-    if (!q) return NULL;
-    void *h = queue_handle(q);
-    queue_give(q, device);
-    return h;
-}
 PE_API int pe_queues_made(void) {   /* queues made since the process started: reuse shows here */
     pthread_mutex_lock(&kept_mu);
     int n = queues_made;

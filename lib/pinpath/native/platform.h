@@ -113,7 +113,6 @@ static const char *error_name(int rc) { return cudaGetErrorName((cudaError_t)rc)
 typedef struct { cudaStream_t s; int owned; } queue_t;
 static int queue_open(void *stream, queue_t *q) { q->s = (cudaStream_t)stream; q->owned = 0; return 0; }
 static int queue_new(queue_t *q) { q->owned = 1; return (int)cudaStreamCreateWithFlags(&q->s, cudaStreamNonBlocking); }
-static void *queue_handle(queue_t *q) { return (void *)q->s; }   /* what queue_open takes */
 static void queue_close(queue_t *q) {
     if (q->owned) { cudaStreamSynchronize(q->s); cudaStreamDestroy(q->s); }
 }
@@ -252,7 +251,6 @@ static int queue_open(void *stream, queue_t *q) {
 }
 static int queue_new(queue_t *q) { return queue_open(NULL, q); }
 static void queue_close(queue_t *q) { hsa_signal_destroy(q->sig); }
-static void *queue_handle(queue_t *q) { (void)q; return NULL; }   /* a signal: no queue a caller could copy on */
 static int copy_async(queue_t *q, void *dst, const void *src, size_t n, int dir) {
     hsa_signal_add_relaxed(q->sig, 1);   /* the copy's completion takes 1 off */
     hsa_agent_t dst_agent = dir == PP_H2D ? gpu_agent : cpu_agent, src_agent = dir == PP_H2D ? cpu_agent : gpu_agent;
@@ -383,7 +381,6 @@ static int queue_open(void *stream, queue_t *q) {
     pthread_cond_init(&q->cv, NULL);
     return pthread_create(&q->thread, NULL, worker, q);
 }
-static void *queue_handle(queue_t *q) { (void)q; return NULL; }   /* a worker thread of this library's own */
 static int queue_new(queue_t *q) { return queue_open(NULL, q); }
 static void queue_close(queue_t *q) {
     pthread_mutex_lock(&q->mu);

@@ -5,13 +5,14 @@ In every reference the engine's pageable D2H at 4 KiB took 0.89-0.90x of the pla
 the same points, in one process, pinned to one CPU, crossing two factors:
   - buffers: the engine's (Python: posix_memalign, a random fill; the device buffer written by
     cudaMemcpy) or the yardstick's (plain_buffers: posix_memalign, a pattern; cudaMemset);
-  - the yardstick's stream: kept for the process, or made anew at the start of the repeat
-    (plain_new_stream), in alternate repeats.
+  - the yardstick's output: its times kept in memory, or a line written to a file after each
+    transfer (as plain_main did up to f7cd996), in alternate repeats. (Whose stream
+    the yardstick copied on changed nothing, measured at 316e063.)
 Each (point, buffers, side) runs one warm-up and ROUNDS transfers of that point alone; a repeat
 visits all of them in a shuffled order, with its own buffers.
 
 Usage: PYTHONPATH=lib python3 tools/fidelity_diag.py OUT.csv [PLATFORM] [REPEATS] [ROUNDS]
-Output, one line per timed transfer: repeat,stream,buffers,side,policy,direction,nbytes,round,ns
+Output, one line per timed transfer: repeat,lines,buffers,side,policy,direction,nbytes,round,ns
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def main(out: str, platform: str = "cuda", repeats: int = 16, rounds: int = 32) 
     eng = native_engine.load(rt.name)
     lib = ctypes.CDLL(str(nativelib.build_program(rt.name, YARDSTICK_SOURCE, shared=True)))
     lib.plain_time.argtypes = (ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
-                               ctypes.c_int, ctypes.POINTER(ctypes.c_int64))
+                               ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_int)
     lib.plain_buffers.argtypes = (ctypes.c_size_t, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
                                   ctypes.POINTER(ctypes.c_void_p))
     lib.plain_buffers_free.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
@@ -47,9 +48,7 @@ def main(out: str, platform: str = "cuda", repeats: int = 16, rounds: int = 32) 
     print(f"timing thread on CPU {cpu}", flush=True)
     with machine_state.pinned_to(cpu) if cpu is not None else ExitStack():
         for r in range(repeats):
-            stream = "new" if r % 2 else "kept"
-            if stream == "new":
-                lib.plain_new_stream()
+            lines = r % 2
             with ExitStack() as stack:
                 dev = stack.enter_context(DeviceBuffers(rt))
                 bufs = {}
@@ -67,7 +66,7 @@ def main(out: str, platform: str = "cuda", repeats: int = 16, rounds: int = 32) 
                     host, devp = bufs[b, n]
                     if side == "plain":
                         ns = (ctypes.c_int64 * rounds)()
-                        if lib.plain_time(policy.encode(), host, devp, n, int(direction == "h2d"), rounds, ns):
+                        if lib.plain_time(policy.encode(), host, devp, n, int(direction == "h2d"), rounds, ns, lines):
                             raise SystemExit(f"plain_time refused {policy}")
                         times = list(ns)
                     else:
@@ -77,13 +76,13 @@ def main(out: str, platform: str = "cuda", repeats: int = 16, rounds: int = 32) 
                             plan.transfer(k, direction, warmup=i < 0, round=i)
                         done = eng.run(policy, plan).transfers()
                         times = done[~done.warmup.astype(bool)].total_ns.tolist()
-                    rows += [{"repeat": r, "stream": stream, "buffers": b, "side": side, "policy": policy,
+                    rows += [{"repeat": r, "lines": lines, "buffers": b, "side": side, "policy": policy,
                               "direction": direction, "nbytes": n, "round": i, "ns": t} for i, t in enumerate(times)]
             print(f"repeat {r + 1}/{repeats} done", flush=True)
     df = pd.DataFrame(rows)
     df.to_csv(out, index=False)
-    med = df.groupby(["policy", "direction", "nbytes", "stream", "buffers", "side", "repeat"]).ns.median()
-    table = med.groupby(["policy", "direction", "nbytes", "stream", "buffers", "side"]).median().unstack("side")
+    med = df.groupby(["policy", "direction", "nbytes", "lines", "buffers", "side", "repeat"]).ns.median()
+    table = med.groupby(["policy", "direction", "nbytes", "lines", "buffers", "side"]).median().unstack("side")
     table["engine/plain"] = table["engine"] / table["plain"]
     print(table.round(3).to_string())
     print(f"{len(df)} transfers, thread CPU {cpu}; ratios of medians over {repeats} repeats", flush=True)

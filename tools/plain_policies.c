@@ -196,14 +196,25 @@ static void run_policy(spec_t *specs, int *idx, int k, int r, int rounds, FILE *
         }
     }
     for (int i = 0; i < k; ++i) one(&specs[idx[i]]);   /* warm-up */
+    /* the times are kept in memory and written after the last round, as the engine's are: a line
+     * written between transfers (its stdio buffer, a write(2) every few dozen lines) was a state
+     * the engine's transfers did not meet */
+    int64_t *ns = malloc(sizeof *ns * (size_t)k * (size_t)rounds);
+    int *who = malloc(sizeof *who * (size_t)k * (size_t)rounds);
+    if (!ns || !who) { perror("plain_policies"); exit(1); }
     for (int round = 0; round < rounds; ++round) {
         for (int i = k - 1; i > 0; --i) { int j = rand() % (i + 1), t = idx[i]; idx[i] = idx[j]; idx[j] = t; }
         for (int i = 0; i < k; ++i) {
-            spec_t *s = &specs[idx[i]];
-            int64_t t = one(s);
-            fprintf(out, "%s,%s,%zu,%d,%d,%lld\n", s->policy, s->h2d ? "h2d" : "d2h", s->n, r, round, (long long)t);
+            who[round * k + i] = idx[i];
+            ns[round * k + i] = one(&specs[idx[i]]);
         }
     }
+    for (int m = 0; m < k * rounds; ++m) {
+        spec_t *s = &specs[who[m]];
+        fprintf(out, "%s,%s,%zu,%d,%d,%lld\n", s->policy, s->h2d ? "h2d" : "d2h", s->n, r, m / k, (long long)ns[m]);
+    }
+    free(ns);
+    free(who);
     for (int i = 0; i < k; ++i) {
         spec_t *s = &specs[idx[i]];
         if (s->pool_owner) {
@@ -265,7 +276,7 @@ __attribute__((visibility("default"))) int plain_main(int argc, char **argv) {
 
 /* plain_buffers: a host and a device buffer of n bytes made as run_policy makes them (page-aligned
  * heap touched with a pattern; cudaMalloc set to 0x5a), for a caller that times other code on them;
- * plain_buffers_free gives them back. plain_new_stream replaces the kept stream by a new one. */
+ * plain_buffers_free gives them back. */
 __attribute__((visibility("default"))) int plain_buffers(size_t n, int seed, void **host, void **dev) {
     char *h = NULL;
     setup();
@@ -276,21 +287,14 @@ __attribute__((visibility("default"))) int plain_buffers(size_t n, int seed, voi
     return 0;
 }
 __attribute__((visibility("default"))) void plain_buffers_free(void *host, void *dev) { dev_free(dev); free(host); }
-__attribute__((visibility("default"))) void plain_new_stream(void) {
-#if defined(PINPATH_CUDA)
-    setup();
-    cudaStreamDestroy(stream);
-    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-#endif
-}
-
 /* plain_time: ROUNDS transfers of one point on buffers the caller owns (after one warm-up), for
  * the policies that need no buffer of their own (driver_pageable, lock_always, query_then_lock);
- * ns_out gets each one's time. Returns 0, or 2 for another policy. tools/fidelity_diag.py runs
+ * ns_out gets each one's time; with `lines`, a line is written to a scratch file after each
+ * transfer. Returns 0, or 2 for another policy. tools/fidelity_diag.py runs
  * the engine and this on the same buffers, to tell the buffers' share of a difference from the
  * rest's. */
 __attribute__((visibility("default"))) int plain_time(const char *policy, void *host, void *dev, size_t n, int h2d,
-                                                      int rounds, int64_t *ns_out) {
+                                                      int rounds, int64_t *ns_out, int lines) {
     if (strcmp(policy, "driver_pageable") && strcmp(policy, "lock_always") && strcmp(policy, "query_then_lock"))
         return 2;
     spec_t s;
@@ -299,7 +303,12 @@ __attribute__((visibility("default"))) int plain_time(const char *policy, void *
     s.host = host; s.dev = dev; s.n = n; s.h2d = h2d;
     setup();
     one(&s);
-    for (int i = 0; i < rounds; ++i) ns_out[i] = one(&s);
+    static FILE *sink;   /* lines: one line written after each transfer, as plain_main did before */
+    if (lines && !sink) sink = tmpfile();
+    for (int i = 0; i < rounds; ++i) {
+        ns_out[i] = one(&s);
+        if (lines && sink) fprintf(sink, "%s,%s,%zu,0,%d,%lld\n", policy, h2d ? "h2d" : "d2h", n, i, (long long)ns_out[i]);
+    }
     return 0;
 }
 

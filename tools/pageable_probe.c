@@ -17,6 +17,8 @@
  *   new_dev:  the host buffers kept, the device buffers allocated again per batch
  *   moved:    as "again", but each batch's host buffers at new addresses (the old ones are freed
  *             only after the new ones are allocated, and a page-sized spacer is left behind)
+ *   copied:   as "again", the device buffers written from the host ones by a blocking cudaMemcpy
+ *             instead of cudaMemset (as pinpath writes the engine's)
  * A batch: one variant, its host buffers touched with a pattern, one warm-up of each point, then
  * ROUNDS visits of the four points (4 KiB and 64 KiB, both directions) in a shuffled order. Each
  * repeat runs the variants in a shuffled order.
@@ -35,8 +37,8 @@ static int64_t now(void) {
     return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-enum { AGAIN, FRESH, KEPT, NEW_HOST, NEW_DEV, MOVED, NVARIANTS };
-static const char *const NAMES[NVARIANTS] = {"again", "fresh", "kept", "new_host", "new_dev", "moved"};
+enum { AGAIN, FRESH, KEPT, NEW_HOST, NEW_DEV, MOVED, COPIED, NVARIANTS };
+static const char *const NAMES[NVARIANTS] = {"again", "fresh", "kept", "new_host", "new_dev", "moved", "copied"};
 static const size_t SIZES[2] = {4096, 65536};
 
 typedef struct { cudaStream_t s; char *h[2]; void *d[2]; } variant_t;
@@ -54,10 +56,11 @@ static char *host_alloc(size_t n, int r) {
     for (size_t b = 0; b < n; ++b) h[b] = (char)(1 + (b * 131 + (size_t)r) % 251);
     return h;
 }
-static void *dev_alloc(size_t n) {
+static void *dev_alloc(const char *from, size_t n) {
     void *d = NULL;
     cudaMalloc(&d, n);
-    cudaMemset(d, 0x5a, n);
+    if (from) cudaMemcpy(d, from, n, cudaMemcpyHostToDevice);
+    else cudaMemset(d, 0x5a, n);
     return d;
 }
 
@@ -78,7 +81,7 @@ static void before(variant_t *v, int var, int r) {
         }
         if (r == 0 || new_dev) {
             cudaFree(v->d[k]);
-            v->d[k] = dev_alloc(SIZES[k]);
+            v->d[k] = dev_alloc(var == COPIED ? v->h[k] : NULL, SIZES[k]);
         }
     }
     if (var == FRESH) cudaStreamCreateWithFlags(&v->s, cudaStreamNonBlocking);

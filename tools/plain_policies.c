@@ -9,10 +9,11 @@
  * Output, one line per timed transfer: policy,direction,nbytes,repeat,round,ns
  * Each repeat visits the policies in a shuffled order; for each, it allocates that policy's
  * buffers anew (page-aligned heap - from 128 KiB a fresh mapping, the mmap threshold fixed as in
- * pinpath's processes -, touched with a non-zero pattern; one host and one device buffer per
- * size for both directions, one pooled buffer per size class), warms each of its specs up once,
- * times ROUNDS transfers of each, its specs interleaved in a shuffled order, and frees them
- * (the engine runs one plan per policy the same way). Built as an executable it is a process of
+ * pinpath's processes -, touched with a non-zero pattern, and the device buffer written from it
+ * by a blocking copy; one host and one device buffer per size for both directions, one pooled
+ * buffer per size class), warms each of its specs up once, times ROUNDS transfers of each, its
+ * specs interleaved in a shuffled order, keeping the times in memory, writes them, and frees the
+ * buffers (the engine runs one plan per policy the same way). Built as an executable it is a process of
  * its own; built as a shared object, plain_main runs it inside the caller's process (the same
  * CUDA runtime and allocator state as the engine beside it).
  */
@@ -40,7 +41,14 @@ static void setup(void) {
     cudaFree(0);
     if (!stream) cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
 }
-static void *dev_alloc(size_t n) { void *p = NULL; cudaMalloc(&p, n); cudaMemset(p, 0x5a, n); return p; }
+/* the device buffer written from `src` by a blocking copy, as pinpath writes the engine's (a
+ * cudaMemset before it left a state the engine's transfers did not meet: fidelity_diag, NEXT.md) */
+static void *dev_alloc(const void *src, size_t n) {
+    void *p = NULL;
+    cudaMalloc(&p, n);
+    cudaMemcpy(p, src, n, cudaMemcpyHostToDevice);
+    return p;
+}
 static void dev_free(void *p) { cudaFree(p); }
 static void pin(void *p, size_t n) { cudaHostRegister(p, n, cudaHostRegisterDefault); }
 static void unpin(void *p) { cudaHostUnregister(p); }
@@ -75,7 +83,7 @@ static void *work(void *arg) {
 }
 static int started;
 static void setup(void) { if (!started++) pthread_create(&worker, NULL, work, NULL); }
-static void *dev_alloc(size_t n) { void *p = malloc(n); memset(p, 0x5a, n); return p; }
+static void *dev_alloc(const void *src, size_t n) { void *p = malloc(n); memcpy(p, src, n); return p; }
 static void dev_free(void *p) { free(p); }
 static void pin(void *p, size_t n) { mlock(p, n); }
 /* Linux's only lock query: the VmFlags ("lo") of the mapping that holds p in /proc/self/smaps */
@@ -185,7 +193,7 @@ static void run_policy(spec_t *specs, int *idx, int k, int r, int rounds, FILE *
         if (s->owner) {
             if (posix_memalign((void **)&s->host, 4096, s->n)) s->host = NULL;   /* on pages of its own, as the engine's */
             for (size_t b = 0; b < s->n; ++b) s->host[b] = (char)(1 + (b * 131 + (size_t)r) % 251);
-            s->dev = dev_alloc(s->n);
+            s->dev = dev_alloc(s->host, s->n);
             if (!strcmp(s->policy, "prepinned") || !strcmp(s->policy, "nextgen_lock_mapped")) pin(s->host, s->n);
         }
         if (s->pool_owner) {
@@ -275,7 +283,7 @@ __attribute__((visibility("default"))) int plain_main(int argc, char **argv) {
 }
 
 /* plain_buffers: a host and a device buffer of n bytes made as run_policy makes them (page-aligned
- * heap touched with a pattern; cudaMalloc set to 0x5a), for a caller that times other code on them;
+ * heap touched with a pattern; cudaMalloc written from it), for a caller that times other code on them;
  * plain_buffers_free gives them back. */
 __attribute__((visibility("default"))) int plain_buffers(size_t n, int seed, void **host, void **dev) {
     char *h = NULL;
@@ -283,7 +291,7 @@ __attribute__((visibility("default"))) int plain_buffers(size_t n, int seed, voi
     if (posix_memalign((void **)&h, 4096, n)) return 12;
     for (size_t b = 0; b < n; ++b) h[b] = (char)(1 + (b * 131 + (size_t)seed) % 251);
     *host = h;
-    *dev = dev_alloc(n);
+    *dev = dev_alloc(h, n);
     return 0;
 }
 __attribute__((visibility("default"))) void plain_buffers_free(void *host, void *dev) { dev_free(dev); free(host); }

@@ -100,9 +100,9 @@ typedef struct {
 
 /* -- copy queues, kept for the process ------------------------------------------------------
  * An offload runtime keeps its streams (LLVM's plugins keep pools of them), and so does an
- * application: a queue made for every plan is a state neither has (on the H200 a fresh CUDA
- * stream took a pageable 4 KiB D2H to 0.88x of a kept stream's time, and a 64 KiB H2D to 1.18x:
- * tools/pageable_probe.c).
+ * application: a queue made for every plan is a state neither has (on the H200 a new CUDA
+ * stream took a pageable 4 KiB D2H to 0.88-0.89x of a long-lived stream's time in three pinned
+ * runs of tools/pageable_probe.c).
  * Each thread of a run takes a queue of its device from here (made on first need) and gives it
  * back, waited for, when the run ends; pe_fini closes them. */
 #define KEPT_QUEUES 64

@@ -1,13 +1,15 @@
-"""Where does the engine's driver_pageable advantage over the yardstick come from?
+"""Where did the engine's driver_pageable advantage over the yardstick come from?
 
-In every reference the engine's pageable D2H at 4 KiB took 0.89-0.90x of the plain program's time
-(tools/plain_policies.c, in the same process, same thread, same calls). This runs both sides on
-the same points, in one process, pinned to one CPU, crossing two factors:
-  - buffers: the engine's (Python: posix_memalign, a random fill; the device buffer written by
-    cudaMemcpy) or the yardstick's (plain_buffers: posix_memalign, a pattern; cudaMemset);
+Up to 35c97da the engine's pageable D2H at 4 KiB took 0.895-0.917x of the plain program's time
+(tools/plain_policies.c, in the same process, same thread, same calls); since the yardstick writes
+its device buffers by a blocking cudaMemcpy, as pinpath writes the engine's (it used cudaMemset),
+it is the engine's own ~0.6 us. This runs both sides on the same points, in one process, pinned
+to one CPU, crossing two factors:
+  - buffers: the engine's (Python: posix_memalign, a random fill) or the yardstick's
+    (plain_buffers: posix_memalign, a pattern); both sides' device buffers written by cudaMemcpy;
   - the yardstick's output: its times kept in memory, or a line written to a file after each
-    transfer (as plain_main did up to f7cd996), in alternate repeats. (Whose stream
-    the yardstick copied on changed nothing, measured at 316e063.)
+    transfer (as plain_main did up to f7cd996), in alternate repeats. (Whose stream the
+    yardstick copied on changed nothing, measured at 316e063.)
 Each (point, buffers, side) runs one warm-up and ROUNDS transfers of that point alone; a repeat
 visits all of them in a shuffled order, with its own buffers.
 

@@ -29,6 +29,8 @@ OUT=${OUT:-$PWD/build/h200-out}
 mkdir -p "$OUT"
 py() { PYTHONPATH=$PWD/.site:$PWD/lib python3 "$@"; }   # pinpath and the wheels with the node's Python
 make setup ENV=system PYTHON=python3 >"$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 2; }
+# a machine still held from an earlier call keeps build/: an advise folder left there is not this call's
+rm -rf build/advise-run
 nvidia-smi --query-gpu=name,driver_version,pci.bus_id,clocks.sm,clocks.mem,persistence_mode --format=csv
 status=0
 while [ $# -gt 0 ]; do

@@ -130,6 +130,15 @@ static void unpin_n(void *p, size_t n) { munlock(p, n); }
 static void unpin_n(void *p, size_t n) { (void)n; unpin(p); }
 #endif
 
+/* a host buffer on pages of its own (as the engine's), touched with a non-zero pattern; NULL if
+ * none could be had */
+static char *host_alloc(size_t n, int seed) {
+    char *h = NULL;
+    if (posix_memalign((void **)&h, 4096, n)) return NULL;
+    for (size_t b = 0; b < n; ++b) h[b] = (char)(1 + (b * 131 + (size_t)seed) % 251);
+    return h;
+}
+
 /* owner / pool_owner: this spec allocated the host and device buffers / the pooled buffer that
  * other specs of its policy share (as the engine does: one buffer per size for both directions,
  * one pooled buffer per size class) */
@@ -191,8 +200,7 @@ static void run_policy(spec_t *specs, int *idx, int k, int r, int rounds, FILE *
             }
         }
         if (s->owner) {
-            if (posix_memalign((void **)&s->host, 4096, s->n)) s->host = NULL;   /* on pages of its own, as the engine's */
-            for (size_t b = 0; b < s->n; ++b) s->host[b] = (char)(1 + (b * 131 + (size_t)r) % 251);
+            if (!(s->host = host_alloc(s->n, r))) { perror("posix_memalign"); exit(1); }
             s->dev = dev_alloc(s->host, s->n);
             if (!strcmp(s->policy, "prepinned") || !strcmp(s->policy, "nextgen_lock_mapped")) pin(s->host, s->n);
         }
@@ -286,10 +294,9 @@ __attribute__((visibility("default"))) int plain_main(int argc, char **argv) {
  * heap touched with a pattern; cudaMalloc written from it), for a caller that times other code on them;
  * plain_buffers_free gives them back. */
 __attribute__((visibility("default"))) int plain_buffers(size_t n, int seed, void **host, void **dev) {
-    char *h = NULL;
     setup();
-    if (posix_memalign((void **)&h, 4096, n)) return 12;
-    for (size_t b = 0; b < n; ++b) h[b] = (char)(1 + (b * 131 + (size_t)seed) % 251);
+    char *h = host_alloc(n, seed);
+    if (!h) return 12;
     *host = h;
     *dev = dev_alloc(h, n);
     return 0;

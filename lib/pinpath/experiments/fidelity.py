@@ -38,12 +38,12 @@ _COLUMNS = ("policy", "direction", "nbytes", "repeat", "round", "ns")
 FIDELITY_ROUNDS = 8
 #: the tiers of sizes that get more transfers per repeat and side: (largest nbytes, transfers), each
 #: tier a group of its own (a caller's ``rounds`` where more), and the sizes above the last tier get
-#: the caller's ``rounds`` (FIDELITY_ROUNDS by default). Up to 1 MiB a transfer takes at most about a millisecond; on a machine
-#: whose register and pinned-allocation costs spread up to 1.9x (third quartile / first) inside a
-#: repeat, the medians of 8 left a repeat's ratio 20 % off. Up to 16 MiB (1-10 ms a transfer): a
-#: register or cudaMallocHost of 16 MiB per transfer spread so widely that the medians of 8 missed
-#: the benchmark (h200-b at 0f842ef: stage_per_copy 95 % CI 0.69-1.39; a run at 9340f86: nextgen
-#: D2H 0.99-1.25)
+#: the caller's ``rounds`` (FIDELITY_ROUNDS by default). Up to 1 MiB a transfer takes at most about
+#: a millisecond; on a machine whose register and pinned-allocation costs spread up to 1.9x (third
+#: quartile / first) inside a repeat, the medians of 8 left a repeat's ratio 20 % off. Up to 16 MiB
+#: (1-10 ms a transfer): a register or cudaMallocHost of 16 MiB per transfer spread so widely that
+#: the medians of 8 missed the benchmark (h200-b at 0f842ef: stage_per_copy 95 % CI 0.69-1.39; a
+#: run at 9340f86: nextgen D2H 0.99-1.25)
 ROUND_TIERS = ((1 << 20, 32), (16 << 20, 32))
 
 

@@ -396,8 +396,9 @@ def test_the_mmap_threshold_is_fixed_in_every_pinpath_process():
     assert out == ["131072", "False"]   # glibc's dynamic threshold would put it on the [heap]
 
 
-def test_the_fidelity_ratio_pairs_the_two_sides_of_each_repeat_and_keeps_the_yardsticks_rows(host_rt):
+def test_the_fidelity_ratio_pairs_the_two_sides_of_each_repeat_and_keeps_the_yardsticks_rows(host_rt, monkeypatch):
     from pinpath.experiments import fidelity
+    monkeypatch.setattr(fidelity, "ROUND_TIERS", ())   # the caller's rounds and repeats at every size
     fid, eng, plain = fidelity.engine_fidelity(host_rt, sizes_nbytes=[4096], policies=("prepinned", "lock_always"),
                                                directions=("h2d",), repeats=3, rounds=2)
     assert set(plain.process) == {"notebook", "own"} and set(plain[plain.process == "notebook"]["first"]) == \
@@ -412,16 +413,19 @@ def test_the_fidelity_ratio_pairs_the_two_sides_of_each_repeat_and_keeps_the_yar
         assert row.plain_process_ns == pytest.approx(float(own.groupby("repeat").ns.median().median()))
 
 
-def test_the_fidelitys_small_sizes_get_more_transfers_and_each_group_runs_side_by_side(host_rt, monkeypatch):
+def test_the_fidelitys_small_sizes_get_more_transfers_and_repeats_and_each_group_runs_side_by_side(host_rt, monkeypatch):
     from pinpath.experiments import fidelity
-    assert fidelity.size_groups([4096, 1 << 20, 16 << 20, 256 << 20], 8) == [
-        ([4096, 1 << 20], 32), ([16 << 20], 32), ([256 << 20], 8)]
-    assert fidelity.size_groups([256 << 20], 8) == [([256 << 20], 8)]
-    assert fidelity.size_groups([4096], 40) == [([4096], 40)]   # a caller's larger rounds win
-    monkeypatch.setattr(fidelity, "ROUND_TIERS", ((4096, 6),))
+    assert fidelity.size_groups([4096, 1 << 20, 16 << 20, 256 << 20], 8, 5) == [
+        ([4096, 1 << 20], 32, 9), ([16 << 20], 32, 5), ([256 << 20], 8, 5)]
+    assert fidelity.size_groups([256 << 20], 8, 3) == [([256 << 20], 8, 3)]
+    assert fidelity.size_groups([4096], 40, 12) == [([4096], 40, 12)]   # a caller's larger rounds and repeats win
+    monkeypatch.setattr(fidelity, "ROUND_TIERS", ((4096, 6, 3),))
     fid, eng, plain = fidelity.engine_fidelity(host_rt, sizes_nbytes=[4096, 8192], policies=("prepinned",),
                                                directions=("h2d",), repeats=2, rounds=2)
     moved = eng[eng.event == "transfer"]
-    for rows, col in ((moved, "total_ns"), (plain[plain.process == "notebook"], "ns")):
-        assert rows.groupby(["nbytes", "repeat"]).size().to_dict() == {(4096, 0): 6, (4096, 1): 6, (8192, 0): 2, (8192, 1): 2}
-    assert set(fid.nbytes) == {4096, 8192} and (fid.repeats == 2).all()
+    for rows in (moved, plain[plain.process == "notebook"]):
+        assert rows.groupby(["nbytes", "repeat"]).size().to_dict() == {
+            (4096, 0): 6, (4096, 1): 6, (4096, 2): 6, (8192, 0): 2, (8192, 1): 2}
+    assert fid.set_index("nbytes").repeats.to_dict() == {4096: 3, 8192: 2}
+    own = plain[plain.process == "own"]   # the yardstick apart keeps the caller's repeats
+    assert set(own.repeat) == {0, 1}

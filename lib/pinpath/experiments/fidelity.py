@@ -36,15 +36,18 @@ _COLUMNS = ("policy", "direction", "nbytes", "repeat", "round", "ns")
 #: transfers of each point per repeat and side: a repeat's figure is their median, and the
 #: benchmark's margin at 4 KiB (1 us of about 8) is narrower than two transfers' spread
 FIDELITY_ROUNDS = 8
-#: the tiers of sizes that get more transfers per repeat and side: (largest nbytes, transfers), each
-#: tier a group of its own (a caller's ``rounds`` where more), and the sizes above the last tier get
-#: the caller's ``rounds`` (FIDELITY_ROUNDS by default). Up to 1 MiB a transfer takes at most about
-#: a millisecond; on a machine whose register and pinned-allocation costs spread up to 1.9x (third
-#: quartile / first) inside a repeat, the medians of 8 left a repeat's ratio 20 % off. Up to 16 MiB
-#: (1-10 ms a transfer): a register or cudaMallocHost of 16 MiB per transfer spread so widely that
-#: the medians of 8 missed the benchmark (h200-b at 0f842ef: stage_per_copy 95 % CI 0.69-1.39; a
-#: run at 9340f86: nextgen D2H 0.99-1.25)
-ROUND_TIERS = ((1 << 20, 32), (16 << 20, 32))
+#: the tiers of sizes that get more transfers per repeat and side, and more repeats: (largest
+#: nbytes, transfers, repeats), each tier a group of its own (a caller's ``rounds`` and ``repeats``
+#: where more); the sizes above the last tier get the caller's. Up to 1 MiB a transfer takes at
+#: most about a millisecond; on a machine whose register and pinned-allocation costs spread up to
+#: 1.9x (third quartile / first) inside a repeat, the medians of 8 left a repeat's ratio 20 % off,
+#: and a pageable 1 MiB copy out of a pool (a CPU memcpy, 41-90 us) spread so between repeats that
+#: the median of 5 repeats' ratios missed the benchmark (h200 at 4f7b5da: stage_pooled D2H, ratios
+#: 0.69-1.00 by repeat); a repeat of this tier takes about 1.6 s on the H200. Up to 16 MiB (1-10 ms
+#: a transfer): a register or cudaMallocHost of 16 MiB per transfer spread so widely that the
+#: medians of 8 missed the benchmark (h200-b at 0f842ef: stage_per_copy 95 % CI 0.69-1.39; a run
+#: at 9340f86: nextgen D2H 0.99-1.25)
+ROUND_TIERS = ((1 << 20, 32, 9), (16 << 20, 32, 5))
 
 
 def _parse(text: str) -> pd.DataFrame:
@@ -96,7 +99,7 @@ def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions
                     repeats: int = 5, rounds: int = FIDELITY_ROUNDS) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(ENGINE_FIDELITY rows, the engine's transfer rows, the yardstick's PLAIN_TRANSFERS rows). Every repeat visits the policies in a
     shuffled order; for each and each group of sizes (``size_groups``: the sizes up to 16 MiB get
-    more transfers), the engine's plan and the in-process yardstick run back to back
+    more transfers, those up to 1 MiB more repeats), the engine's plan and the in-process yardstick run back to back
     (which goes first alternates), each with fresh buffers. Per policy, direction and size: the
     median of each side's repeat medians, and the ratio engine / plain paired by repeat (the
     median of the repeats' own ratios, with a 95 % interval over the repeats: the two sides of a
@@ -141,26 +144,29 @@ def timing_cpu(rt) -> int | None:
     return now if not local or now in local else local[0]
 
 
-def size_groups(sizes_nbytes, rounds: int) -> list[tuple[list[int], int]]:
-    """(sizes, rounds) of the groups a repeat runs side by side: one per tier of ROUND_TIERS, with
-    that tier's rounds (at least ``rounds``), then the sizes above the last tier with ``rounds``;
-    empty groups left out."""
+def size_groups(sizes_nbytes, rounds: int, repeats: int) -> list[tuple[list[int], int, int]]:
+    """(sizes, rounds, repeats) of the groups run side by side: one per tier of ROUND_TIERS, with
+    that tier's rounds and repeats (at least ``rounds`` and ``repeats``), then the sizes above the
+    last tier with ``rounds`` and ``repeats``; empty groups left out."""
     groups, low = [], 0
-    for high, tier_rounds in ROUND_TIERS:
-        groups.append(([n for n in sizes_nbytes if low < n <= high], max(rounds, tier_rounds)))
+    for high, tier_rounds, tier_repeats in ROUND_TIERS:
+        groups.append(([n for n in sizes_nbytes if low < n <= high], max(rounds, tier_rounds), max(repeats, tier_repeats)))
         low = high
-    groups.append(([n for n in sizes_nbytes if n > low], rounds))
-    return [(g, k) for g, k in groups if g]
+    groups.append(([n for n in sizes_nbytes if n > low], rounds, repeats))
+    return [grp for grp in groups if grp[0]]
 
 
 def _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds):
     """The engine's and the in-process yardstick's rows, interleaved group by group (which side
     goes first alternates), then the yardstick apart."""
-    sweep = Sweep(repeats=repeats, verify="first", seed=SEED + 16)
+    groups = size_groups(sizes_nbytes, rounds, repeats)
+    sweep = Sweep(repeats=max(n for *_, n in groups), verify="first", seed=SEED + 16)
     eng_frames, plain_frames = [], []
     for r, order in sweep.independent(policies):
         for k, policy in enumerate(order):
-            for g, (sizes, n_rounds) in enumerate(size_groups(sizes_nbytes, rounds)):
+            for g, (sizes, n_rounds, n_repeats) in enumerate(groups):
+                if r >= n_repeats:   # this tier's repeats are done
+                    continue
                 specs = [(policy, d, n) for d in directions for n in sizes]
                 sides = [("engine", lambda: native_policy_sweep(rt, policies=[policy], sizes_nbytes=sizes,
                                                                   directions=directions, repeats=1, rounds=n_rounds,

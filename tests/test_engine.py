@@ -175,6 +175,32 @@ def test_the_engine_and_the_python_policies_take_the_same_paths(host_rt):
     assert paths[0].to_dict() == paths[1].to_dict()
 
 
+def test_a_region_waits_once_and_only_for_work_not_yet_waited_for(any_rt, eng):
+    """nextgen (LLVM's AMDGPU plugin: a stream's synchronize makes no call when nothing is
+    pending) below its threshold: a staged D2H waits before its copy out and its region's end
+    makes no second wait; a staged H2D is waited for at the region's end. The Python reference
+    makes the same calls."""
+    from pinpath.policies import make_policy
+    with host_buffer(MemoryKind.HEAP, 4096, rt=any_rt, seed=4) as buf, DeviceBuffers(any_rt) as dev:
+        dptr = dev.get(4096)
+        p = engine.Plan()
+        b = p.buffer(buf.ptr, dptr, 4096)
+        p.map(b)
+        p.transfer(b, "h2d")
+        p.transfer(b, "d2h")
+        p.unmap(b)
+        rows, calls = (lambda d: (d.transfers(), d.calls(any_rt.call_categories)))(eng.run("nextgen", p))
+        moved = rows[rows.event == "transfer"]
+        kinds = [[c for c in calls[calls.transfer_id == i].category if c in ("host_copy", "copy", "wait")]
+                 for i in moved.op_index]   # (the first takes the pool's buffer: alloc, grant)
+        assert kinds == [["host_copy", "copy", "wait"], ["copy", "wait", "host_copy"]]
+        with make_policy("nextgen", any_rt) as pol:
+            for d in ("h2d", "d2h"):
+                pol.transfer(buf, dptr, d)
+                waits = [r for r in pol.sync().calls if any_rt.call_categories.get(r.call) == "wait"]
+                assert len(waits) == (1 if d == "h2d" else 0), d
+
+
 def test_a_closed_engine_starts_again_and_still_moves_the_bytes(any_rt, eng):
     """close() ends the engine's start (pe_fini: HSA's hsa_init is counted); the next run starts
     it again, also on a thread that started it before, and moves the bytes as before."""

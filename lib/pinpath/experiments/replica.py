@@ -32,12 +32,14 @@ INVOCATIONS_PER_STEP = 384   #: one region per electron move: 32 atoms x 12 elec
 _now = time.perf_counter_ns
 
 
-def _kernel_record(policy: str, rt, q, pos_d: int, out_d: int, nw: int, nsplines: int) -> TransferRecord:
+def _kernel_record(pol, rt, pos_d: int, out_d: int, nw: int, nsplines: int) -> TransferRecord:
+    """The replica kernel on the policy's queue of this thread (its ``sync`` waits for it)."""
     with rt.recorder.span() as calls:
         t0 = _now()
-        rt.launch_replica(q, pos_d, out_d, nw, nsplines)
+        rt.launch_replica(pol.q, pos_d, out_d, nw, nsplines)
         t1 = _now()
-    return TransferRecord(event="kernel", policy=policy, path="kernel", kind="", direction="", nbytes=0,
+    pol.enqueued()
+    return TransferRecord(event="kernel", policy=pol.policy, path="kernel", kind="", direction="", nbytes=0,
                           thread_id=rt.recorder.thread_id, start_ns=t0, end_ns=t1, calls=tuple(records(calls)))
 
 
@@ -74,7 +76,7 @@ class _Region:
         out_dst = Poisoned(rt, Direction.D2H, self.out.array, self.out_d, self.out.nbytes, on=check)
         recs = [(pol.transfer(self.pos, self.pos_d, Direction.H2D), "pos")]
         if kernel:
-            recs.append((_kernel_record(pol.policy, rt, pol.q, self.pos_d, self.out_d, nw, self.nsplines), ""))
+            recs.append((_kernel_record(pol, rt, self.pos_d, self.out_d, nw, self.nsplines), ""))
         recs.append((pol.transfer(self.out, self.out_d, Direction.D2H), "out"))
         recs.append((pol.sync(), ""))
         if check:

@@ -92,6 +92,7 @@ typedef struct {
     int t;
     queue_t *q;                  /* taken from the kept queues (queue_take) for the run */
     int queue_ok;
+    int pending;                 /* q holds work enqueued since it was last waited for */
     const pe_op *ops; int64_t nops;
     pe_out *out;
     pe_call *log; int64_t cap, n, base;
@@ -179,6 +180,7 @@ static int dma(ctx_t *x, void *host_side, void *dev, size_t n, int dir, int wait
     int rc = C(C_COPY, PH_DMA, copy_async(x->th->q, dst, src, n, dir));
     if (rc) { after_refusal(); return rc; }
     wait = wait || !x->th->e->asynchronous;
+    x->th->pending = !wait;
     return wait ? C(C_WAIT, PH_WAIT, queue_wait(x->th->q)) : 0;
 }
 static int staged_through(ctx_t *x, void *staging, void *h, void *d, size_t n, int dir, int wait) {
@@ -523,9 +525,13 @@ static int prepinned_unmap(ctx_t *x, int b) {
 }
 
 /* -- one op ------------------------------------------------------------------------------ */
+/* The end of a region: wait for the queue, unless nothing was enqueued since its last wait (a
+ * staged D2H waits before its copy out): LLVM's AMDGPU plugin returns from a stream's
+ * synchronize without a call when no operation is pending. */
 static int sync_queue(ctx_t *x) {
     engine_t *e = x->th->e;
-    int rc = e->asynchronous ? C(C_WAIT, PH_WAIT, queue_wait(x->th->q)) : 0;
+    int rc = e->asynchronous && x->th->pending ? C(C_WAIT, PH_WAIT, queue_wait(x->th->q)) : 0;
+    x->th->pending = 0;
     pool_synced(e, x->th->t);
     return rc;
 }
@@ -592,6 +598,7 @@ static int run_op(ctx_t *x, const pe_op *op) {
         int rc = C(C_KERNEL, PH_NONE, kernel_replica(x->th->q, e->kernel_fn, (void *)(uintptr_t)pos->dev,
                                                       (void *)(uintptr_t)out->dev, (int)op->nbytes, (int)op->offset));
         if (rc) { x->o->error = rc; return X_FAILED; }
+        x->th->pending = 1;
         return X_KERNEL;
     }
     case PE_MAP:

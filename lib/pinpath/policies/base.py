@@ -131,6 +131,7 @@ class PolicyBase(Closing):
         self._q = q if q is not None or per_thread_queues else self._new_queue()
         self._events = None
         self._pools: list[StagingPool] = []    # pools whose buffers wait for ``sync``
+        self._pending: set[int] = set()        # ids of queues holding work not waited for yet
         if events and rt.has_events:
             self._events = (rt.new_event(), rt.new_event())
 
@@ -175,14 +176,22 @@ class PolicyBase(Closing):
             t1 = _now()
         return self._record("transfer", path, buf, direction, nbytes, t0, t1, ph, calls)
 
+    def enqueued(self) -> None:
+        """The application put work of its own (a kernel) on this thread's queue: ``sync``
+        waits for it."""
+        self._pending.add(id(self.q))
+
     def sync(self) -> TransferRecord:
         """The end of a target region: wait for every copy this thread's queue holds (a
-        synchronous policy has nothing left to wait for)."""
+        synchronous policy has nothing left to wait for; nor has a queue that was waited for
+        after its last copy, as a staged D2H is: LLVM's AMDGPU plugin makes no call then)."""
         ph = Phases()
         with self.rt.recorder.span() as calls:
             t0 = _now()
             if self.asynchronous:
-                ph.run(Phase.WAIT, self.rt.wait, self.q)
+                if id(self.q) in self._pending:
+                    ph.run(Phase.WAIT, self.rt.wait, self.q)
+                    self._pending.discard(id(self.q))
                 for pool in self._pools:
                     pool.synced(self.q)
             t1 = _now()
@@ -238,6 +247,9 @@ class PolicyBase(Closing):
             self.rt.record_event(ev[1], q)
         if wait:
             ph.run(Phase.WAIT, self.rt.wait, q)
+            self._pending.discard(id(q))
+        else:
+            self._pending.add(id(q))
         if ev:
             ph.dma_event_ns = self.rt.elapsed_ns(ev[0], ev[1])
 

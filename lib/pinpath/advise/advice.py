@@ -84,7 +84,11 @@ def advice(p: Pattern, pred: Prediction, *, platform: str, vendor: str, engine: 
         out.append(f"Do not {what}: predicted {_est(r.predicted_ns, r.low, r.high)}, more than plain.")
     for r in tot[tot.not_replayed != ""].itertuples():
         out.append(f"{r.variant} was not replayed on this node: {r.not_replayed}.")
-    out += _pin_list(p, pred)
+    for r in tot[tot.same_as != tot.variant].itertuples():
+        out.append(f"`{r.variant}` is the same as `{r.same_as}` on this runtime (the same model: "
+                   f"{VARIANT_WORDS.get(r.variant, ('', r.variant))[1]}), so it is predicted and ranked as "
+                   f"`{r.same_as}`; only a measurement on the real runtime could set them apart.")
+    out += _pin_list(p, pred) + _not_arrays(p)
     if vendor == "nvidia":
         out.append("`LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS` and `LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES` do "
                    "nothing on NVIDIA's plugin; pinning the arrays yourself is the only lever there.")
@@ -118,10 +122,34 @@ def _pin_list(p: Pattern, pred: Prediction) -> list[str]:
             f". Together {fmt_bytes(int(pays.nbytes.sum()))} locked."]
 
 
+OWNER_WORDS = {   # owner -> what the memory is, for the advice
+    "stack": "a local variable on the stack (no user registers those: they live a call long)",
+    "runtime": "the runtime's own buffer (LLVM's kernel launch environment, copied at the launch of a kernel "
+               "with a reduction)",
+}
+
+
+def _not_arrays(p: Pattern) -> list[str]:
+    """The copied memory that is not an array a user can register, said as what it is."""
+    if not len(p.buffers) or "owner" not in p.buffers.columns:
+        return []
+    other = p.buffers[p.buffers.owner != "application"]
+    if not len(other):
+        return []
+    parts = []
+    for owner, g in other.groupby("owner", sort=False):
+        named = ", ".join(f"`{n or b}`" for n, b in g.sort_values("transfers", ascending=False)[["name", "buffer"]]
+                          .drop_duplicates("name").head(4).itertuples(index=False))
+        parts.append(f"{int(g.transfers.sum())} copies of {len(g)} buffer(s) that are {OWNER_WORDS[owner]}: {named} "
+                     f"({fmt_bytes(int(g.nbytes.max()))} at most)")
+    return ["Not arrays to register: " + "; ".join(parts) + ". They are charged as the runtime moves them under "
+            "every variant, and no advice above concerns them."]
+
+
 def _caveats(p: Pattern, pred: Prediction) -> list[str]:
     soft, _ = memlock_limit_nbytes()
     limit = "unlimited" if soft < 0 else fmt_bytes(soft)
-    locked = int(p.arrays.nbytes.sum()) if len(p.arrays) else 0
+    locked = int(p.arrays[p.arrays.owner == "application"].nbytes.sum()) if len(p.arrays) else 0
     return [f"Caveat, locked memory is scarce: it cannot be paged out, and Linux caps what a user without "
             f"CAP_IPC_LOCK may lock with RLIMIT_MEMLOCK (`ulimit -l`; here {limit}); the trace's arrays "
             f"together are {fmt_bytes(locked)}. cudaHostRegister and hsa_amd_memory_lock are not bound by that "

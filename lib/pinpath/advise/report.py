@@ -91,10 +91,11 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
           " · ".join(f"{k} {v}" for k, v in meta.items()), "", "### Pattern", "", *_pattern_lines(p), ""]
     if len(p.arrays):
         top = p.arrays.sort_values("moved_nbytes", ascending=False).head(10)
-        md += _table(["array", "name", "size", "buffers", "transfers", "H2D", "D2H"],
-                     [[md_cell(r.array, code=True), md_cell(r.name, code=True), binary_size(int(r.nbytes)),
-                       str(r.buffers), str(r.transfers), str(r.h2d), str(r.d2h)] for r in top.itertuples()],
-                     right=(2, 3, 4, 5, 6)) + [""]
+        md += _table(["array", "name", "owner", "size", "buffers", "transfers", "H2D", "D2H"],
+                     [[md_cell(r.array, code=True), md_cell(r.name, code=True), md_cell(r.owner),
+                       binary_size(int(r.nbytes)), str(r.buffers), str(r.transfers), str(r.h2d), str(r.d2h)]
+                      for r in top.itertuples()],
+                     right=(3, 4, 5, 6, 7)) + [""]
     if pred is not None:
         md += ["### Ranking (predicted transfer time of the whole trace, 95 % CI; `2=`: overlapping intervals, no order)", "",
                *_table(["rank", "variant", "policy", "predicted", "per transfer", "per region: median (min .. max)"],

@@ -1,0 +1,97 @@
+"""What a user can act on: a stack variable and the runtime's own buffers are not arrays to register,
+are charged as the runtime moves them, and a variant that is the baseline's model is ranked with it."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pinpath.advise import pattern, read_trace
+from pinpath.advise.advice import advice
+from pinpath.advise.pattern import owner_of
+from pinpath.advise.predict import predict, same_as
+
+_HERE = Path(__file__).parent
+REFERENCE = _HERE.parents[1] / "outputs" / "reference" / "h200" / "advise"
+_spec = importlib.util.spec_from_file_location("advise_test_helpers", _HERE / "test_advise.py")
+
+
+def _helpers():
+    mod = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(mod)
+    return mod
+
+
+KLE = ("PluginInterface device 0 info: Copying data from host to device, HstPtr=0x00007ffc14b35500, "
+       "TgtPtr=0x00007f2d28a00000, Size=16, Name=KernelLaunchEnv")
+
+
+def stencil_like(tr, steps=4) -> str:
+    """Per step: a heap halo in and out, an 8-byte stack scalar back, a launch environment in."""
+    lines = []
+    for s in range(steps):
+        lines.append(f"pinpath-region: invocation step={s} invocation=0")
+        lines.append(tr.H2D.format(hp="0x00007f2458630000", tp="0xa000", n=16384, name="g[0:n]"))
+        lines.append(KLE)
+        lines.append(tr.D2H.format(hp="0x00007ffc14b355d8", tp="0xb000", n=8, name="sum"))
+        lines.append(tr.D2H.format(hp="0x00007f2458630000", tp="0xa000", n=16384, name="g[0:n]"))
+    lines.append("pinpath-region: teardown")
+    return "\n".join(lines) + "\n"
+
+
+def test_owner_of_names_stack_runtime_and_application():
+    assert owner_of("0x00007ffc14b355d4", 4, "initial") == "stack"
+    assert owner_of("0x00007ffc14b35500", 16, "KernelLaunchEnv") == "runtime"
+    assert owner_of("0x00007f2458630000", 16 << 20, "g[0:n]") == "application"   # an mmap'd heap array
+    assert owner_of("0x0000555555558040", 8, "counter") == "application"         # a global
+    assert owner_of("0x00007ffd00000000", 64 << 20, "big") == "application"      # too large for a stack
+
+
+def test_the_references_traces_name_their_stack_probe(tmp_path):
+    """The H200 reference's traces (LLVM 19 on CUDA): the on-device probe's `initial` is a stack int."""
+    for app in ("region", "stencil"):
+        p = pattern(read_trace(REFERENCE / f"{app}.info"))
+        own = p.buffers.set_index("name").owner
+        assert own["initial"] == "stack"
+        assert (p.buffers[p.buffers.name != "initial"].owner == "application").all()
+
+
+def test_pattern_owners_and_advice_never_registers_them(write, tr):
+    h = _helpers()
+    p = pattern(read_trace(write("s.err", stencil_like(tr))))
+    own = p.arrays.set_index("name").owner.to_dict()
+    assert own == {"g[0:n]": "application", "KernelLaunchEnv": "runtime", "sum": "stack"}
+    assert set(p.transfers.owner) == {"application", "stack", "runtime"}
+    pols = {"plain": ("driver_pageable", False, None), "app_pinned": ("prepinned", True, None),
+            "lock_mapped": ("driver_pageable", False, None)}
+    classes = [tuple(r) for r in p.classes[["nbytes", "direction", "reuse"]].itertuples(index=False)]
+    ns = h._known_times(pols, classes, lambda v, use: {"plain": 1000, "app_pinned": 300, "lock_mapped": 5000}[v],
+                        lambda v, ev: 100 if ev in ("map", "unmap") else 700)
+    pred = predict(p, h._synthetic_replay(ns), pols)
+    t = pred.totals.set_index("variant")
+    # app_pinned: the 8 halo copies pinned; the 4 scalars and 4 launch environments as plain moves them;
+    # the registration of the grid only
+    assert t.loc["app_pinned", "predicted_ns"] == 8 * 300 + 8 * 1000 + 3 * 200 + 1400
+    assert t.loc["plain", "predicted_ns"] == 16 * 1000 + 3 * 200
+    # lock_mapped is plain's model on this runtime: plain's figures and rank, whatever its own replay said
+    assert t.loc["lock_mapped", "same_as"] == "plain"
+    assert t.loc["lock_mapped", ["predicted_ns", "low", "high", "rank"]].tolist() == \
+        t.loc["plain", ["predicted_ns", "low", "high", "rank"]].tolist()
+    assert set(pred.arrays.name) == {"g[0:n]"}   # break-evens of what a user can register only
+    words = " ".join(advice(p, pred, platform="cuda", vendor="nvidia"))
+    assert "Arrays worth registering: `g[0:n]`" in words
+    reg = words.split("Arrays worth registering")[1].split(". ")[0]
+    assert "sum" not in reg and "KernelLaunchEnv" not in reg
+    assert "on the stack" in words and "`sum`" in words and "`KernelLaunchEnv`" in words
+    assert "`lock_mapped` is the same as `plain` on this runtime" in words
+
+
+def test_same_as():
+    pols = {"plain": ("nextgen", False, None), "app_pinned": ("nextgen", True, None),
+            "lock_mapped": ("nextgen_lock_mapped", False, None)}
+    assert [same_as(pols, v) for v in pols] == ["plain", "app_pinned", "lock_mapped"]
+    pols["lock_mapped"] = ("nextgen", False, None)
+    assert same_as(pols, "lock_mapped") == "plain"

@@ -95,3 +95,49 @@ def test_same_as():
     assert [same_as(pols, v) for v in pols] == ["plain", "app_pinned", "lock_mapped"]
     pols["lock_mapped"] = ("nextgen", False, None)
     assert same_as(pols, "lock_mapped") == "plain"
+
+
+def test_layout_is_the_traces_own_arrays_and_copies(write, tr):
+    from pinpath.advise.runtime_term import layout_of
+    text = stencil_like(tr, steps=10).replace(
+        "pinpath-region: invocation step=9 invocation=0",
+        "pinpath-region: invocation step=9 invocation=0\n" +
+        tr.D2H.format(hp="0x00007f2458634000", tp="0xa000", n=4096, name="g[0:n]"))   # once in 10 steps, at 16 KiB
+    lines = layout_of(pattern(read_trace(write("s.err", text))), 100).splitlines()
+    arrays = [l for l in lines if l.startswith("array")]
+    # the copy just past the grid's end is an array of its own
+    assert sorted(arrays) == ["array 16 runtime", "array 16384 application", "array 4096 application", "array 8 stack"]
+    grid, other = arrays.index("array 16384 application"), arrays.index("array 4096 application")
+    copies = [l for l in lines if l.startswith("copy")]
+    assert copies[0] == f"copy {grid} 0 16384 h2d 1"          # trace order, every round
+    assert copies[-1] == f"copy {other} 0 4096 d2h 10"        # made in 1 step of 10: every 10th round
+    assert len(copies) == 5
+    # a slice of an array keeps its offset
+    text = stencil_like(tr, steps=2).replace("Size=16384, Name=g[0:n]\npinpath-region: teardown",
+                                             "Size=16384, Name=g[0:n]\n" + tr.D2H.format(
+                                                 hp="0x00007f2458631000", tp="0xa000", n=4096, name="g[0:n]") +
+                                             "\npinpath-region: teardown")
+    lines = layout_of(pattern(read_trace(write("t.err", text))), 100).splitlines()
+    grid = [l for l in lines if l.startswith("array")].index("array 16384 application")
+    assert f"copy {grid} 4096 4096 d2h 2" in lines
+
+
+def test_the_layout_probe_through_the_host_libomptarget(write, tr, tmp_path):
+    import shutil
+
+    from pinpath.advise.runtime_term import probe_runtime
+    from pinpath.errors import NotAvailable
+    from pinpath.experiments import real_runtime as rr
+    if not shutil.which("clang++-19"):
+        pytest.skip("no clang++-19 here (apt-get install clang-19 libomp-19-dev clang-tools-19)")
+    try:
+        rr.build_host_region(tmp_path, app="updates")
+    except NotAvailable as e:
+        pytest.skip(str(e))
+    p = pattern(read_trace(write("s.err", stencil_like(tr))))
+    probe, why = probe_runtime(p.classes, ["plain", "app_pinned"], vendor="host", offload_dir=tmp_path, rounds=4,
+                               processes=1, layout=p)
+    assert why == "", why
+    # 4 copies a round: the halo in and out, the scalar, the launch environment
+    assert probe.groupby("variant").size().to_dict() == {"plain": 4 * 4, "app_pinned": 4 * 4}
+    assert sorted(set(zip(probe.nbytes, probe.direction))) == [(8, "d2h"), (16, "h2d"), (16384, "d2h"), (16384, "h2d")]

@@ -17,7 +17,7 @@ from ..runtimes import open_runtime
 from .advice import advice
 from .parse import read_trace
 from .pattern import pattern, write_dataset
-from .predict import predict
+from .predict import predict, same_as
 from .replay import ENGINES, replay
 from .runtime_term import check_construct, probe_runtime, runtime_rows
 from .report import write_pages, write_prediction
@@ -113,11 +113,12 @@ def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construc
         return pd.DataFrame(), "not added: the replay ran on the Python policies, not the native engine"
     t0 = time.perf_counter()
     kw = {"offload_dir": offload_dir} if offload_dir else {}
-    probe, why = probe_runtime(p.classes, list(pols), vendor=vendor, construct=construct, **kw)
+    variants = [v for v in pols if same_as(pols, v) == v]   # a variant that is plain's model is charged as plain
+    probe, why = probe_runtime(p.classes, variants, vendor=vendor, construct=construct, layout=p, **kw)
     if why:
         return probe, f"not added ({why}): the predictions are the copies alone, without the runtime's own work"
     made = "target updates" if construct == "update" else "copies as target regions' maps (--construct region)"
-    return probe, (f"added: {made} of the pattern's sizes through the offload runtime under "
+    return probe, (f"added: {made} of the trace's own arrays and copies, in its order, through the offload runtime under "
                    f"{', '.join(sorted(set(probe.variant)))} ({probe.process.nunique()} processes each, "
                    f"{time.perf_counter() - t0:.1f} s), less the replay's copy of the same class")
 

@@ -23,7 +23,7 @@ import pandas as pd
 
 from .parse import Trace
 
-__all__ = ["Pattern", "pattern", "reuse_bin", "pow2_floor", "write_dataset", "owner_of", "OWNERS", "MAX_CLASSES"]
+__all__ = ["Pattern", "pattern", "reuse_bin", "pow2_floor", "write_dataset", "owner_of", "host_address", "OWNERS", "MAX_CLASSES"]
 
 MAX_CLASSES = 64   #: beyond this many classes, sizes are binned by powers of two too
 OWNERS = ("application", "stack", "runtime")
@@ -39,7 +39,7 @@ def owner_of(ptr: str, nbytes: int, name: str) -> str:
     """Whose memory a copied host buffer is: "runtime", "stack" or "application" (see the module)."""
     if name in RUNTIME_NAMES:
         return "runtime"
-    a = _address(ptr)
+    a = host_address(ptr)
     return "stack" if STACK_FLOOR <= a < STACK_CEILING and nbytes <= STACK_MAX_NBYTES else "application"
 
 
@@ -103,7 +103,7 @@ def pattern(trace: Trace, *, max_classes: int = MAX_CLASSES) -> Pattern:
                            "d2h": ga.direction.agg(lambda s: int((s == "d2h").sum())),
                            "moved_nbytes": ga.nbytes.sum(), "first_region": ga.region.first(),
                            "last_region": ga.region.last()}).reset_index()
-    ext = buffers.assign(start=buffers.buffer.map(_address)).assign(end=lambda b: b.start + b.nbytes)
+    ext = buffers.assign(start=buffers.buffer.map(host_address)).assign(end=lambda b: b.start + b.nbytes)
     span = ext.groupby("array").agg(start=("start", "min"), end=("end", "max"))
     arrays["nbytes"] = arrays.array.map(span.end - span.start).astype(np.int64)
     big = t.sort_values("nbytes", ascending=False, kind="stable").drop_duplicates("array").set_index("array")
@@ -128,7 +128,8 @@ def pattern(trace: Trace, *, max_classes: int = MAX_CLASSES) -> Pattern:
                    sizes, _regions(t), size_binned)
 
 
-def _address(ptr: str) -> int:
+def host_address(ptr: str) -> int:
+    """A host pointer as a number; a copy without one (``copy#N``) a negative one of its own."""
     try:
         return int(ptr, 16)
     except ValueError:   # a copy without a host pointer: its own array, far from any other
@@ -137,7 +138,7 @@ def _address(ptr: str) -> int:
 
 def _arrays_of(buffers: pd.DataFrame) -> np.ndarray:
     """Each buffer's array: the lowest pointer of the run of overlapping ranges it belongs to."""
-    start = buffers.buffer.map(_address).to_numpy()
+    start = buffers.buffer.map(host_address).to_numpy()
     end = start + buffers.nbytes.to_numpy()
     order = np.argsort(start, kind="stable")
     out = np.empty(len(order), dtype=object)

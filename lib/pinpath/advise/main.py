@@ -7,6 +7,7 @@ import datetime as dt
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..errors import BadParameter
@@ -80,28 +81,74 @@ def _durations(copies: pd.DataFrame) -> list[str]:
     return out
 
 
+TOLERANCE = 0.2   #: a prediction is good within 20 % of the real figure or inside its interval
+
+
+def _verdict(predicted: float, real, low, high) -> str:
+    if real is None or not np.isfinite(real):
+        return ""
+    if real != 0 and abs(predicted / real - 1) <= TOLERANCE:
+        return "within 20 %"
+    if np.isfinite(low) and np.isfinite(high) and low <= predicted <= high:
+        return "inside the real interval"
+    return "outside"
+
+
 def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
     """prediction.csv rows: per variant the predicted transfer time of the median step (region
     where the trace has no steps, or where the real figures are per invocation: region.cpp's
     stdout) beside the real median where ``real`` (variant, ns) has one; low and high bound the
-    ratio (the predicted interval over the real median's interval). Where ``real`` has a
-    ``process`` column, the real figure is the median of the processes' medians and its interval
-    is over processes (the independent repeats), not over the steps of one process."""
-    from ..stats import median_ci
+    ratio (the predicted interval over the real median's interval), real_low and real_high the
+    real median. Where ``real`` has a ``process`` column, the real figure is the median of the
+    processes' medians and its interval is over processes (the independent repeats), not over the
+    steps of one process. Then per variant other than plain the *difference* from plain, predicted
+    (with its interval) against real (kind "difference"). Where ``real`` has a ``placement``
+    column (where the timed processes ran relative to the GPU's interrupt CPU), one set of rows per
+    placement; ``verdict`` says whether the prediction is within 20 % or inside the real interval."""
+    from ..stats import diff_ci, interval, median_ci
     typ = pred.typical
     if not len(typ):
         return []
     per_invocation = real is not None and "invocation" in real.columns
     by = "region" if per_invocation or "step" not in set(typ.by) else "step"
+    typ = typ[typ.by == by].set_index("variant")
+    placements = sorted(set(real.placement.astype(str))) if real is not None and "placement" in real.columns else [""]
     rows = []
-    for r in typ[typ.by == by].itertuples():
-        got = real[real.variant == r.variant] if real is not None else pd.DataFrame({"ns": []})
-        by_process = got.process.to_numpy() if "process" in got.columns else None
-        e = median_ci(got.ns.to_numpy(dtype=float), by_process) if len(got) else None
-        rows.append({"application": application, "variant": r.variant, "predicted_ns": r.predicted_ns,
-                     "real_ns": e.value if e else None,
-                     "low": r.low / e.high if e and e.high > 0 else None,
-                     "high": r.high / e.low if e and e.low > 0 else None})
+
+    def of(variant, place):
+        if real is None:
+            return np.array([]), None
+        got = real[real.variant == variant]
+        if place:
+            got = got[got.placement.astype(str) == place]
+        return got.ns.to_numpy(dtype=float), (got.process.to_numpy() if "process" in got.columns else None)
+
+    for place in placements:
+        for variant, r in typ.iterrows():
+            x, proc = of(variant, place)
+            e = median_ci(x, proc) if len(x) else None
+            rows.append({"application": application, "kind": "variant", "variant": variant, "placement": place,
+                         "predicted_ns": r.predicted_ns, "predicted_low": r.low, "predicted_high": r.high,
+                         "real_ns": e.value if e else None, "real_low": e.low if e else None,
+                         "real_high": e.high if e else None,
+                         "low": r.low / e.high if e and e.high > 0 else None,
+                         "high": r.high / e.low if e and e.low > 0 else None,
+                         "verdict": _verdict(r.predicted_ns, e.value, e.low, e.high) if e else ""})
+        if "plain" not in typ.index:
+            continue
+        xb, pb = of("plain", place)
+        for variant, r in typ.drop(index="plain").iterrows():
+            d = r.predicted_ns - typ.loc["plain", "predicted_ns"]
+            draws = (pred.typical_draws or {}).get((variant, by))
+            base = (pred.typical_draws or {}).get(("plain", by))
+            lo, hi = interval(draws - base) if draws is not None and base is not None else (np.nan, np.nan)
+            x, proc = of(variant, place)
+            e = diff_ci(x, xb, proc, pb) if len(x) and len(xb) else None
+            rows.append({"application": application, "kind": "difference", "variant": f"{variant} - plain",
+                         "placement": place, "predicted_ns": d, "predicted_low": lo, "predicted_high": hi,
+                         "real_ns": e.value if e else None, "real_low": e.low if e else None,
+                         "real_high": e.high if e else None, "low": None, "high": None,
+                         "verdict": _verdict(d, e.value, e.low, e.high) if e else ""})
     return rows
 
 

@@ -64,6 +64,7 @@ class Prediction:
     typical: pd.DataFrame     # variant, by (step, where the trace has steps, and region), group, n_groups,
                               # predicted_ns, low, high: the median step and region with its interval
     arrays: pd.DataFrame      # variant, array, name, nbytes, transfers, one_off_ns, saving_ns, uses, low, high, pays
+    typical_draws: dict | None = None   # (variant, by) -> the bootstrap draws of ``typical``'s prediction
 
 
 class _Keys:
@@ -214,7 +215,7 @@ def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
     keys = _Keys(rep)
     with_runtime = set(rep[rep.event == RUNTIME_EVENT].variant)
     refused = rep[rep.event == "refused"].groupby("variant").error.first()
-    totals, regions, steps, classes, typical = [], [], [], [], []
+    totals, regions, steps, classes, typical, typical_draws = [], [], [], [], [], {}
     n_transfers = len(p.transfers)
     for variant, (policy, pinned, _) in policies.items():
         ch = _charges(p, policies, variant, with_runtime)
@@ -238,6 +239,7 @@ def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
                 group = per.index[np.argsort(per.to_numpy(), kind="stable")[(len(per) - 1) // 2]]   # lower median
                 gpt, gdr = _value(keys, ch[ch[by] == group])
                 glo, ghi = interval(gdr)
+                typical_draws[(variant, by)] = gdr
                 typical.append({"variant": variant, "by": by, "group": int(group), "n_groups": len(per),
                                 "predicted_ns": gpt, "low": glo, "high": ghi})
     for (v, ev, nb, d, r, u), x in keys.groups.items():
@@ -250,7 +252,7 @@ def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
                       pd.concat(regions, ignore_index=True) if regions else pd.DataFrame(),
                       pd.concat(steps, ignore_index=True) if steps else pd.DataFrame(),
                       _break_even(keys, p, policies), pd.DataFrame(classes), pd.DataFrame(typical),
-                      _array_break_even(keys, p, policies))
+                      _array_break_even(keys, p, policies), typical_draws)
 
 
 def ranked(tot: pd.DataFrame) -> pd.DataFrame:

@@ -16,7 +16,10 @@ from .predict import Prediction
 
 __all__ = ["figure", "write_pages", "write_prediction", "PREDICTION_COLUMNS"]
 
-PREDICTION_COLUMNS = ["application", "variant", "predicted_ns", "real_ns", "ratio", "low", "high"]
+PREDICTION_COLUMNS = ["application", "kind", "variant", "placement", "predicted_ns", "predicted_low", "predicted_high",
+                      "real_ns", "real_low", "real_high", "ratio", "low", "high", "verdict"]
+KINDS = {"variant": "a setting the user can make", "difference": "a variant less plain",
+         "runtime design": "a design a runtime could adopt, not a setting a user can set"}
 
 
 def figure(pred: Prediction, path: Path) -> Path | None:
@@ -144,13 +147,13 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
 
 
 def write_prediction(path: Path, rows: list[dict]) -> Path:
-    """``prediction.csv``: per application and variant the predicted and the real time per step
-    (or invocation) with the ratio's interval; ``real_ns``, ``ratio``, ``low`` and ``high`` stay
-    empty where no real figure was given."""
-    df = pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
+    """``prediction.csv``: per application and ``kind`` (KINDS) the predicted and the real time
+    per step (or invocation) with the ratio's interval; the real columns, ``ratio``, ``low`` and
+    ``high`` stay empty where no real figure was given."""
+    df = pd.DataFrame([{"kind": "variant", "placement": "", "verdict": "", **r} for r in rows], columns=PREDICTION_COLUMNS)
     real = pd.to_numeric(df.real_ns, errors="coerce")
-    df["ratio"] = pd.to_numeric(df.predicted_ns, errors="coerce") / real.where(real > 0)
-    for c in ("low", "high"):
+    df["ratio"] = pd.to_numeric(df.predicted_ns, errors="coerce") / real.where(real != 0)
+    for c in ("low", "high", "predicted_low", "predicted_high", "real_low", "real_high"):
         df[c] = pd.to_numeric(df[c], errors="coerce")
     df.to_csv(path, index=False, float_format="%.6g", na_rep="")
     return path

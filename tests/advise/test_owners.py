@@ -141,3 +141,33 @@ def test_the_layout_probe_through_the_host_libomptarget(write, tr, tmp_path):
     # 4 copies a round: the halo in and out, the scalar, the launch environment
     assert probe.groupby("variant").size().to_dict() == {"plain": 4 * 4, "app_pinned": 4 * 4}
     assert sorted(set(zip(probe.nbytes, probe.direction))) == [(8, "d2h"), (16, "h2d"), (16384, "d2h"), (16384, "h2d")]
+
+
+def test_designs_on_host_are_labelled_runtime_designs(write, tr, tmp_path, capsys):
+    """--designs: the trace replayed under all nine policies of the engine, as runtime designs in
+    designs.csv, prediction.csv and the pages, apart from the user's settings."""
+    from pinpath.__main__ import main
+    from pinpath.advise.designs import DESIGNS
+    from pinpath.vocab import Policy
+    assert set(DESIGNS) == {p.value for p in Policy} and len(DESIGNS) == 9
+    out = tmp_path / "adv"
+    rc = main(["advise", str(write("run.err", tr.info_trace(steps=2, invocations=2))), "--platform", "host",
+               "--out", str(out), "--repeats", "5", "--designs", "--no-runtime-term"])
+    assert rc == 0, capsys.readouterr().err
+    d = pd.read_csv(out / "designs.csv")
+    assert set(d.design) == set(DESIGNS) and (d.label == "runtime design").all()
+    ok = d[d.not_replayed.isna()]
+    assert len(ok) >= 1 and (ok.predicted_ns > 0).all() and (ok.low <= ok.predicted_ns).all()
+    assert ok.predicted_ns.is_monotonic_increasing   # best first
+    pred = pd.read_csv(out / "prediction.csv")
+    assert set(pred[pred.kind == "runtime design"].variant) == set(DESIGNS)
+    assert set(pred[pred.kind == "variant"].variant) == {"plain", "app_pinned", "lock_mapped"}
+    md = (out / "summary.md").read_text()
+    assert "### Runtime designs" in md and "not settings a user can set" in md
+    assert md.index("### Advice") < md.index("### Runtime designs")   # never part of the advice
+    assert "runtime designs" in (out / "advice.html").read_text()
+    # without --designs: nothing of them
+    out2 = tmp_path / "adv2"
+    assert main(["advise", str(write("run2.err", tr.info_trace(steps=1, invocations=2))), "--platform", "host",
+                 "--out", str(out2), "--repeats", "5", "--no-runtime-term"]) == 0
+    assert not (out2 / "designs.csv").exists() and "Runtime designs" not in (out2 / "summary.md").read_text()

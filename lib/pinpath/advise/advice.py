@@ -14,7 +14,7 @@ from ..units import fmt_ns
 from .pattern import Pattern
 from .predict import Prediction
 
-__all__ = ["advice", "VARIANT_WORDS", "PLATFORM_LIMITS"]
+__all__ = ["advice", "VARIANT_WORDS", "DESIGN_WORDS", "PLATFORM_LIMITS"]
 
 VARIANT_WORDS = {   # variant -> what the user does, and what it makes the runtime do
     "plain": ("leave the code and the runtime as they are",
@@ -33,6 +33,17 @@ VARIANT_WORDS = {   # variant -> what the user does, and what it makes the runti
     "async_threshold0": ("set `LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES=0` (as QMCPACK does)",
                          "AMD: copies of every size take the asynchronous lock-then-copy path instead of being "
                          "staged below the threshold (1 MiB by default)"),
+}
+DESIGN_WORDS = {   # the engine's policies as designs a runtime could adopt (CATALOGUE.md): what the runtime would do
+    "stage_per_copy": "stage every copy through a pinned buffer allocated for that copy (ATMI, 2020)",
+    "lock_always": "lock the host range, copy, unlock, on every copy (PR #174)",
+    "query_then_lock": "ask whether the range is locked first and lock only where it is not (the 2021-22 plugin)",
+    "nextgen": "today's LLVM AMDGPU plugin: stage copies below 1 MiB, lock larger ones per copy",
+    "nextgen_lock_mapped": "lock every mapped array once at map time and unlock it at unmap",
+    "stage_pooled": "stage every copy, of any size, through reused pinned buffers",
+    "prepinned": "memory that is pinned from its allocation on: each copy is one DMA",
+    "driver_pageable": "hand the pageable pointer to the driver's copy (CUDA's plugin)",
+    "pinned_allocator": "hand out locked memory from its allocator and track it (C11's idea)",
 }
 PLATFORM_LIMITS = {
     "host": "This run had no GPU: the replay measured the operating system's share only (mlock/munlock and "

@@ -16,6 +16,7 @@ from ..paths import OUTPUTS_DIR
 from ..report.fmt import format_measured
 from ..runtimes import open_runtime
 from .advice import advice
+from .designs import DESIGNS, design_rows, design_runtime_rows, design_table
 from .parse import read_trace
 from .pattern import pattern, write_dataset
 from .predict import predict, same_as
@@ -173,10 +174,12 @@ def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construc
 def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
            repeats: int = 10, real: Path | None = None, application: str | None = None,
            engine: str = "auto", runtime_term: bool = True, offload_dir: Path | None = None,
-           construct: str = "update") -> dict:
+           construct: str = "update", designs: bool = False) -> dict:
     """Everything ``pinpath advise`` does; the paths written and the run's facts. ``runtime_term``:
     add the offload runtime's own cost per copy, probed on this node (runtime_term.probe_runtime)
-    where an offload build is here, as ``construct`` makes the copies (update or region)."""
+    where an offload build is here, as ``construct`` makes the copies (update or region).
+    ``designs``: replay the trace under every policy of the engine too, as runtime designs
+    (``advise.designs``): designs.csv, their rows in prediction.csv and a section of the pages."""
     check_construct(construct)
     if engine not in ENGINES:
         raise BadParameter(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -201,7 +204,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     p = pattern(trace)
     parse_s = time.perf_counter() - t0
     meta = {"format": trace.format, "parse+pattern": f"{parse_s:.2f} s"}
-    pred = rep = None
+    pred = rep = rep_designs = design_tab = None
     probe = pd.DataFrame()
     if trace.has_sizes:   # the replay first: a runtime that cannot start leaves nothing written
         if vendor != "auto" and not policies_for(vendor):
@@ -214,9 +217,15 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             rep = replay(rt, p.classes, pols, repeats, engine=engine)
             meta.update(platform=rt.name, vendor=vendor, engine=" ".join(sorted(set(rep.engine))), repeats=repeats,
                         replay=f"{time.perf_counter() - t1:.1f} s")
+            if designs:
+                t1 = time.perf_counter()
+                rep_designs = replay(rt, p.classes, DESIGNS, repeats, engine=engine)
+                meta["designs"] = f"{len(DESIGNS)} runtime designs replayed in {time.perf_counter() - t1:.1f} s"
         finally:
             rt.close()
         probe, meta["runtime term"] = _runtime_term(p, pols, rep, vendor, runtime_term, offload_dir, construct)
+        if rep_designs is not None:
+            rep_designs = pd.concat([rep_designs, design_runtime_rows(probe, rep, rep_designs)], ignore_index=True)
         if len(probe):
             rep = pd.concat([rep, runtime_rows(probe, rep)], ignore_index=True)
     out = Path(out) if out else OUTPUTS_DIR / f"advise-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"
@@ -230,12 +239,18 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
         for name in ("totals", "regions", "steps", "break_even", "by_class", "typical", "arrays"):
             getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
         lines = advice(p, pred, platform=meta["platform"], vendor=vendor, engine=meta["engine"])
-        write_prediction(out / "prediction.csv",
-                         _real_rows(application or Path(trace_path).stem, pred, real_df))
+        name = application or Path(trace_path).stem
+        rows = _real_rows(name, pred, real_df)
+        if rep_designs is not None:
+            rep_designs.to_csv(out / "designs_replay.csv", index=False)
+            design_tab = design_table(predict(p, rep_designs, DESIGNS), pred)
+            design_tab.to_csv(out / "designs.csv", index=False)
+            rows += design_rows(name, design_tab)
+        write_prediction(out / "prediction.csv", rows)
     elif trace.stats is not None:
         lines = _stats_advice(trace.stats)
     else:
         lines = _durations(trace.copies) + ["Nothing can be replayed from this trace: " + "; ".join(trace.lacks) + "."]
     meta["total"] = f"{time.perf_counter() - t0:.1f} s"
-    pages = write_pages(out, p, pred, lines, meta)
+    pages = write_pages(out, p, pred, lines, meta, designs=design_tab)
     return {"out": out, **pages, "meta": meta, "advice": lines, "prediction": pred}

@@ -86,8 +86,26 @@ def _pattern_lines(p: Pattern) -> list[str]:
     return lines
 
 
-def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str], meta: dict) -> dict:
-    """advice.html, summary.md and cost_by_size.png in ``out``; the paths."""
+def _design_lines(designs: pd.DataFrame | None) -> list[str]:
+    """The runtime designs' section (``advise --designs``): for runtime developers, never advice."""
+    if designs is None or not len(designs):
+        return []
+    by = designs.by.iat[0]
+    return ["### Runtime designs (for runtime developers: what this application would pay if the runtime moved its "
+            "bytes this way; designs a runtime could adopt, not settings a user can set)", "",
+            *_table(["rank", "runtime design", "what the runtime would do", "whole trace", f"median {by}",
+                     "against today's plain"],
+                    [[str(r.rank), md_cell(r.design, code=True), md_cell(r.what),
+                      format_measured(r.predicted_ns, r.low, r.high, "ns") or f"not replayed: {r.not_replayed}",
+                      format_measured(r.typical_ns, r.typical_low, r.typical_high, "ns"),
+                      f"{r.against_plain:.2f}x" if pd.notna(r.against_plain) else ""] for r in designs.itertuples()],
+                    right=(3, 4, 5)), ""]
+
+
+def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str], meta: dict,
+                designs: pd.DataFrame | None = None) -> dict:
+    """advice.html, summary.md and cost_by_size.png in ``out``; the paths. ``designs``: the
+    runtime designs' table (``advise.designs.design_table``), a section of its own."""
     out.mkdir(parents=True, exist_ok=True)
     fig = figure(pred, out / "cost_by_size.png") if pred is not None else None
     md = [f"## pinpath advise: {md_cell(Path(p.trace.path).name)}", "",
@@ -127,7 +145,7 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
                              md_cell(r.verdict)] for r in be.itertuples()], right=(3, 4)), ""]
         if fig:
             md += ["![cost per policy by size class](cost_by_size.png)", ""]
-    md += ["### Advice", "", *[f"- {a}" for a in advice], ""]
+    md += ["### Advice", "", *[f"- {a}" for a in advice], ""] + _design_lines(designs)
     text = "\n".join(md)
     (out / "summary.md").write_text(text)
     import mistune   # nbconvert's Markdown renderer, a dependency already; escapes raw HTML
@@ -135,7 +153,8 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
     tables = []
     if pred is not None:
         for name, df in (("ranking", pred.totals), ("per region", pred.regions), ("per step", pred.steps),
-                         ("break-evens", pred.break_even), ("arrays", pred.arrays), ("by class", pred.by_class)):
+                         ("break-evens", pred.break_even), ("arrays", pred.arrays), ("by class", pred.by_class),
+                         ("runtime designs", designs if designs is not None else pd.DataFrame())):
             if len(df):
                 tables.append(f"<h3>{html.escape(name)}</h3>" + df.to_html(index=False, float_format=lambda x: f"{x:.4g}"))
     (out / "advice.html").write_text(

@@ -171,3 +171,30 @@ def test_designs_on_host_are_labelled_runtime_designs(write, tr, tmp_path, capsy
     assert main(["advise", str(write("run2.err", tr.info_trace(steps=1, invocations=2))), "--platform", "host",
                  "--out", str(out2), "--repeats", "5", "--no-runtime-term"]) == 0
     assert not (out2 / "designs.csv").exists() and "Runtime designs" not in (out2 / "summary.md").read_text()
+
+
+def test_real_rows_per_placement_and_differences(write, tr):
+    """prediction.csv: one set of rows per placement (where the timed processes ran against the GPU's
+    interrupt CPU), the difference from plain predicted against the real one, and a verdict."""
+    from pinpath.advise.main import _real_rows
+    h = _helpers()
+    p = pattern(read_trace(write("run.err", tr.info_trace(steps=4, invocations=1))))
+    pols = {"plain": ("driver_pageable", False, None), "app_pinned": ("prepinned", True, None)}
+    classes = [tuple(r) for r in p.classes[["nbytes", "direction", "reuse"]].itertuples(index=False)]
+    ns = h._known_times(pols, classes, lambda v, use: 1000 if v == "plain" else 400, lambda v, ev: 100)
+    pred = predict(p, h._synthetic_replay(ns), pols)
+    step = pred.typical.set_index(["variant", "by"]).predicted_ns
+    real = pd.DataFrame([{"variant": v, "step": s, "process": k, "placement": pl, "cpus": c,
+                          "ns": {"plain": 2000.0, "app_pinned": 800.0}[v] * (3 if pl == "irq_cpu" else 1) + k}
+                         for v in pols for s in range(4) for k in range(1, 6)
+                         for pl, c in (("irq_cpu", "14"), ("other_cpu", "0 1 2"))])
+    rows = pd.DataFrame(_real_rows("app", pred, real))
+    assert set(rows.placement) == {"irq_cpu", "other_cpu"} and len(rows) == 2 * 3
+    other = rows[rows.placement == "other_cpu"].set_index("variant")
+    assert other.real_ns["plain"] == 2003 and other.kind["app_pinned - plain"] == "difference"
+    d = other.loc["app_pinned - plain"]
+    assert d.predicted_ns == step[("app_pinned", "step")] - step[("plain", "step")]
+    assert d.real_ns == 800 - 2000 and d.real_low <= d.real_ns <= d.real_high
+    # 2 copies a step (1000 vs 400): predicted 2000 and 800 against real 2003 and 803: within 20 %
+    assert other.verdict["plain"] == "within 20 %" and other.verdict["app_pinned - plain"] == "within 20 %"
+    assert rows[rows.placement == "irq_cpu"].set_index("variant").verdict["plain"] == "outside"

@@ -6,28 +6,17 @@ advise reads it."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-from importlib import resources
 
 import numpy as np
 import pytest
 
 from pinpath.experiments.real_runtime import parse_facts
 
-CXX = shutil.which("g++") or shutil.which("clang++")
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler here to build species.cpp for the host")
-
 
 @pytest.fixture(scope="module")
-def species(tmp_path_factory):
-    d = resources.files("pinpath").joinpath("native/offload")
-    flags = [w for line in d.joinpath("flags.txt").read_text().splitlines() if not line.startswith("#")
-             for w in line.split() if w != "-gline-tables-only"]
-    out = tmp_path_factory.mktemp("species") / "species-host"
-    r = subprocess.run([CXX, *flags, str(d.joinpath("species.cpp")), "-o", str(out)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-2000:]
-    return out
+def species(gnu_build):
+    return gnu_build("species")
 
 
 def _run(binary, *args, env=None):
@@ -73,18 +62,12 @@ def test_species_refuses_a_host_run_and_bad_options(species):
         assert r.returncode == 2 and r.stderr.startswith(f"species: {says}"), r.stderr
 
 
-def test_species_trace_through_the_host_libomptarget(tmp_path):
+def test_species_trace_through_the_host_libomptarget(tmp_path, host_offload):
     """Its LIBOMPTARGET_INFO=32 trace: per step every species' array in and out and the stack counter;
     advise names the counter a stack variable and every array the application's."""
     from pinpath.advise import pattern, read_trace
-    from pinpath.errors import NotAvailable
     from pinpath.experiments import real_runtime as rr
-    if not shutil.which("clang++-19"):
-        pytest.skip("no clang++-19 here (apt-get install clang-19 libomp-19-dev clang-tools-19)")
-    try:
-        build = rr.build_host_region(tmp_path, app="species")
-    except NotAvailable as e:
-        pytest.skip(str(e))
+    build = host_offload("species")
     env = {**rr.runtime_env(build), "LIBOMPTARGET_INFO": "32"}
     r = _run(build.binary, "--species", 3, "--steps", 4, "--markers", env=env)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -70,19 +70,19 @@ MIN_SAMPLES = 3   #: a rare copy is still probed at least this many times
 
 
 def layout_of(p, rounds: int) -> str:
-    """updates' --layout for pattern ``p``: its arrays (size and owner) and the distinct copies of
-    its steps (regions where the trace has no steps) in trace order, each made every k-th round
-    where the trace makes it in one step of k (at least MIN_SAMPLES times in ``rounds``)."""
-    t = p.transfers[p.transfers.segment == "invocation"] if (p.transfers.segment == "invocation").any() else p.transfers
-    group = t.step if (t.step >= 0).any() else t.region
-    n_groups = max(int(group.nunique()), 1)
+    """updates' --layout for pattern ``p``: its arrays (size and owner) and its distinct copies in
+    trace order, each made every k-th round where the trace makes it in one step of k (regions where
+    the trace has no steps; setup and teardown count as one each), at least MIN_SAMPLES times in
+    ``rounds``: every copy the prediction charges has its term."""
+    t = p.transfers
+    group = (t.step.astype(str) + t.segment) if (t.step >= 0).any() else t.region.astype(str)
+    n_groups = max(int(group[t.segment == "invocation"].nunique()), 1)
     arrays = p.arrays.reset_index(drop=True)
     index = pd.Series(range(len(arrays)), index=arrays.array)
     base = arrays.array.map(host_address)
     lines = [f"array {int(a.nbytes)} {a.owner}" for a in arrays.itertuples()]
     every_max = max(rounds // MIN_SAMPLES, 1)
-    key = ["buffer", "nbytes", "direction"]
-    seen = t.assign(group=group).groupby(key, sort=False).group.nunique()
+    seen = t.assign(group=group).groupby(["buffer", "nbytes", "direction"], sort=False).group.nunique()
     for (buf, nb, d), k in seen.items():
         a = int(index[t.array[t.buffer == buf].iat[0]])
         offset = host_address(buf) - int(base.iat[a]) if host_address(buf) >= 0 else 0

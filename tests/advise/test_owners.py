@@ -192,3 +192,18 @@ def test_real_rows_per_placement_and_differences(write, tr):
     # 2 copies a step (1000 vs 400): predicted 2000 and 800 against real 2003 and 803: within 20 %
     assert other.verdict["plain"] == "within 20 %" and other.verdict["app_pinned - plain"] == "within 20 %"
     assert rows[rows.placement == "irq_cpu"].set_index("variant").verdict["plain"] == "outside"
+
+
+def test_a_twin_of_plain_measured_apart_is_said(write, tr):
+    from pinpath.advise.main import _measured_apart, _real_rows
+    h = _helpers()
+    p = pattern(read_trace(write("run.err", tr.info_trace(steps=4, invocations=1))))
+    pols = {"plain": ("driver_pageable", False, None), "lock_mapped": ("driver_pageable", False, None)}
+    classes = [tuple(r) for r in p.classes[["nbytes", "direction", "reuse"]].itertuples(index=False)]
+    pred = predict(p, h._synthetic_replay(h._known_times(pols, classes, lambda v, use: 1000, lambda v, ev: 100)), pols)
+    def real(gap):
+        return pd.DataFrame([{"variant": v, "step": s, "process": k, "ns": 2000.0 + k + (gap if v == "lock_mapped" else 0)}
+                             for v in pols for s in range(4) for k in range(1, 6)])
+    said = _measured_apart(_real_rows("app", pred, real(5000)), pred)
+    assert len(said) == 1 and said[0].startswith("`lock_mapped` is predicted as plain") and "measured it apart" in said[0]
+    assert _measured_apart(_real_rows("app", pred, real(0)), pred) == []

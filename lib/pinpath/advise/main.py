@@ -153,6 +153,23 @@ def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
     return rows
 
 
+def _measured_apart(rows: list[dict], pred) -> list[str]:
+    """A variant predicted as plain (its model is plain's here) that the real runtime measured apart
+    from plain: the real difference's interval excludes zero. Said, not ranked: the ranking is the
+    prediction's."""
+    twins = {r.variant for r in pred.totals.itertuples() if r.same_as != r.variant}
+    out = []
+    for r in rows:
+        v = r["variant"].removesuffix(" - plain")
+        lo, hi = r.get("real_low"), r.get("real_high")
+        if r["kind"] == "difference" and v in twins and lo is not None and np.isfinite(lo) and (lo > 0 or hi < 0):
+            where = f" ({r['placement']})" if r.get("placement") else ""
+            out.append(f"`{v}` is predicted as plain (its model is plain's on this runtime), but the real runtime "
+                       f"measured it apart{where}: {format_measured(r['real_ns'], lo, hi, 'ns')} per step against "
+                       "plain. The prediction cannot tell them apart; the measurement can.")
+    return out
+
+
 def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construct: str) -> tuple[pd.DataFrame, str]:
     """The runtime probe's rows (empty where not run) and what the pages say about the term."""
     if not wanted:
@@ -241,6 +258,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
         lines = advice(p, pred, platform=meta["platform"], vendor=vendor, engine=meta["engine"])
         name = application or Path(trace_path).stem
         rows = _real_rows(name, pred, real_df)
+        lines += _measured_apart(rows, pred)
         if rep_designs is not None:
             rep_designs.to_csv(out / "designs_replay.csv", index=False)
             design_tab = design_table(predict(p, rep_designs, DESIGNS), pred)

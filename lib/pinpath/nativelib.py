@@ -48,7 +48,7 @@ from .errors import BadParameter, PinpathError, RuntimeCallFailed
 from .hsa_status import status_name
 
 __all__ = ["compiler", "NativeUnavailable", "NativeLib", "Toolchain", "Timed", "RelockUnlock", "Staged", "C12Timed",
-           "PLATFORMS", "toolchain", "build", "build_program", "load", "why_not", "reason_not", "cache_dir"]
+           "C11Raced", "PLATFORMS", "toolchain", "build", "build_program", "load", "why_not", "reason_not", "cache_dir"]
 
 PLATFORMS = ("cuda", "hsa", "host")
 ABI = 2                      #: must equal PP_ABI in ptime.c
@@ -87,6 +87,21 @@ class C12Timed(NamedTuple):
     wait_ns: np.ndarray
     unlock_ns: np.ndarray
     rc: np.ndarray           #: int32 (reps, 4): lock, enqueue, wait, unlock; -1 = phase not run
+
+
+class C11Raced(NamedTuple):
+    """pp_c11, one row per rep: thread B's lock of A's range, A's copies relying on it, B's
+    unlock while they run (CLOCK_MONOTONIC ns; 0 where the step did not run)."""
+    b_lock_start_ns: np.ndarray
+    b_lock_end_ns: np.ndarray
+    a_enqueue_start_ns: np.ndarray   #: A's first enqueue
+    a_enqueue_end_ns: np.ndarray     #: A's last enqueue returned; B unlocks from here on
+    b_unlock_start_ns: np.ndarray
+    b_unlock_end_ns: np.ndarray
+    copy_done_ns: np.ndarray         #: the first poll of A's queue that saw the copies done
+    a_wait_end_ns: np.ndarray
+    idle_unlock_ns: np.ndarray       #: the same unlock with nothing in flight, just before
+    rc: np.ndarray                   #: int32 (reps, 6): B lock, A query (1 locked), A enqueue, B unlock, A wait, idle
 
 
 # -- finding a compiler, headers and libraries ------------------------------------------------
@@ -324,6 +339,7 @@ _SIGNATURES = {
     "pp_query": (_int, (_vp, _int, _I64, _I32)),
     "pp_stage": (_int, (ctypes.c_uint64, _sz, _int, _I64, _I64, _I32)),
     "pp_c12": (_int, (_int, _vp, _vp, _sz, _vp, _int, _I64, _I64, _I64, _I64, _I32)),
+    "pp_c11": (_int, (_vp, _sz, _sz, _vp, _int, _int, _int, _I64, _I32)),
 }
 
 
@@ -519,6 +535,24 @@ class NativeLib:
                                      lk, enq, wt, ul, rc), "pp_c12")
         w = warmup
         return C12Timed(lk[w:], enq[w:], wt[w:], ul[w:], rc.reshape(n, 4)[w:])
+
+    def c11(self, host_buf, dev_ptr, nbytes: int, reps: int, *, b_nbytes: int | None = None,
+            copies: int = 1) -> C11Raced:
+        """C11 as meant, in C with two threads: B locks ``b_nbytes`` (default ``nbytes``: exactly
+        A's range) from ``host_buf``; A, finding it locked, enqueues ``copies`` H2D copies of
+        ``nbytes`` to ``dev_ptr`` on a fresh queue without a lock of its own; B unlocks as soon
+        as they are enqueued; A polls its queue until they are done. The bytes are the caller's
+        to verify. Every platform (host: mlock/munlock and a worker thread's memcpy)."""
+        b_nbytes = nbytes if b_nbytes is None else b_nbytes
+        if b_nbytes < nbytes or copies < 1:
+            raise BadParameter(f"C11: B locks at least A's {nbytes} bytes ({b_nbytes}) and A copies at least once "
+                               f"({copies})")
+        self._ensure()
+        n = self._counts(reps, 0)
+        t, rc = np.zeros(9 * n, dtype=np.int64), np.zeros(6 * n, dtype=np.int32)
+        self._check(self._lib.pp_c11(self._ptr(host_buf), nbytes, b_nbytes, self._ptr(dev_ptr), copies,
+                                     self.device, n, t, rc), "pp_c11")
+        return C11Raced(*t.reshape(n, 9).T.copy(), rc.reshape(n, 6))
 
     # -- untimed helpers -------------------------------------------------------------------
     def lock_once(self, buf, nbytes: int) -> int:

@@ -16,7 +16,7 @@ from .errors import SchemaMismatch
 from .records import PHASE_FIELDS, TransferRecord
 
 __all__ = ["ENGINE_FIDELITY", "PLAIN_TRANSFERS", "PHASE_COMPARE", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
-           "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
+           "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "HAZARD_MEANT", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
            "REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
            "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE", "DATASETS",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
@@ -135,6 +135,28 @@ HAZARD = {
     "observed_ns": "int",       # when the after-reading finished
     "hazard": "bool?",          # A relied on a lock that was undone while its copy ran
     "copy_verified": "bool?",
+    "platform": "str",
+}
+HAZARD_MEANT = {               # C11 as meant (pp_c11): B locks A's whole range, unlocks it under A's copies
+    "iteration": "int",
+    "nbytes": "int",            # A's range, copied `copies` times back to back
+    "b_nbytes": "int",          # B's lock: A's range or more
+    "copies": "int",
+    "b_lock_start_ns": "int", "b_lock_end_ns": "int",           # CLOCK_MONOTONIC, from C
+    "a_enqueue_start_ns": "int", "a_enqueue_end_ns": "int",
+    "b_unlock_start_ns": "int", "b_unlock_end_ns": "int",
+    "copy_done_ns": "int",      # the first poll of A's queue that saw the copies done
+    "a_wait_end_ns": "int",
+    "idle_unlock_ns": "int",    # the same unlock with nothing in flight, just before the race
+    "b_unlock_ns": "int",
+    "unlock_end_after_copy_ns": "int",   # B's unlock end - copies done (< 0: returned mid-copy)
+    "b_lock_rc": "int", "a_found_locked": "bool?", "enqueue_rc": "int", "b_unlock_rc": "int", "wait_rc": "int",
+    "idle_rc": "int",
+    "rc_names": "str",          # the failed codes, named
+    "in_flight": "bool?",       # B's unlock began after A's enqueues and before the copies were done
+    "copy_verified": "bool?",   # A's bytes on the device, checked after the race
+    "answer": "str",            # limits.RACE_ANSWERS: waits, returns mid-copy, fails, corrupts, ...
+    "mechanism": "str",         # whose lock and copy: the runtime's, or the operating system's (host)
     "platform": "str",
 }
 LIMITS = {"limit_nbytes": "int", "op": "str", "nbytes": "int", "call": "str", "rc": "int", "error": "str",

@@ -120,6 +120,32 @@ def test_semantics_probes(any_rt):
     assert (df[df.error != ""].rc != 0).all()
 
 
+def test_relied_lock_race(any_rt):
+    from pinpath.experiments.limits import RACE_ANSWERS
+    from pinpath.schema import HAZARD_MEANT
+    race = check_frame(ex.relied_lock_race(any_rt, nbytes=1 << 20, copies=2, iterations=4, verify="all"),
+                       HAZARD_MEANT)
+    if not has(any_rt, "native"):
+        assert race.empty
+        return
+    assert len(race) == 4 and set(race.answer) <= set(RACE_ANSWERS) and race.copy_verified.all()
+    assert race.a_found_locked.astype(bool).all() and (race.b_lock_rc == 0).all()   # A relied on B's lock
+    if any_rt.name == "host":   # munlock never waits for a copy: the OS's share, labelled so
+        assert "waits" not in set(race.answer) and race.mechanism.str.startswith("the operating system").all()
+
+
+def test_race_answer_reads_the_timestamps():
+    from pinpath.experiments.limits import race_answer
+    base = dict(premise=True, in_flight=True, failed=False, verified=True, unlock_start_ns=100, idle_unlock_ns=50)
+    assert race_answer(**base, unlock_end_ns=400, copy_done_ns=300) == "waits"        # idle would end at 150
+    assert race_answer(**base, unlock_end_ns=200, copy_done_ns=300) == "returns mid-copy"
+    assert race_answer(**{**base, "idle_unlock_ns": 250}, unlock_end_ns=400, copy_done_ns=300) == "undecided"
+    assert race_answer(**{**base, "verified": False}, unlock_end_ns=400, copy_done_ns=300) == "corrupts"
+    assert race_answer(**{**base, "failed": True}, unlock_end_ns=400, copy_done_ns=300) == "fails"
+    assert race_answer(**{**base, "in_flight": False}, unlock_end_ns=400, copy_done_ns=300) == "not in flight"
+    assert race_answer(**{**base, "premise": False}, unlock_end_ns=400, copy_done_ns=300) == "no premise"
+
+
 def test_hazard_and_limits(any_rt):
     from pinpath.schema import HAZARD, LIMITS
     # 4 MiB: two of them (A's lock, B's staging) fit a non-root user's 8 MiB lock limit

@@ -251,3 +251,110 @@ PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stre
     return PP_ENOTSUP;
 #endif
 }
+
+/* ---------------------------------------------------------------------------------- */
+/* C11 as meant: can another thread's unlock pull the lock out from under a copy that relies
+ * on it? Per rep, on a fresh queue:
+ *   idle:     lock [a, a + b_nbytes) untimed, then its unlock timed with nothing in flight;
+ *   thread B: locks [a, a + b_nbytes) (b_nbytes >= n: exactly A's range, or more) and says so;
+ *   thread A: asks the runtime whether a is locked (what a query-then-lock runtime asks),
+ *             enqueues `copies` async H2D copies of [a, a + n) to dev_ptr without a lock of
+ *             its own (it relies on B's), then says so;
+ *   thread B: unlocks its range at once (timed);
+ *   thread A: polls the queue until the copies are done (the first poll that sees them done),
+ *             then waits on it.
+ * The driver's answer is in the timestamps and codes: B's unlock returning after the copies
+ * ended although an idle unlock would have ended before (it waited), a failed code, or (checked
+ * by the caller, outside this call) bytes that differ. The poll is a tight loop of the queue's
+ * own query (cudaStreamQuery, hsa_signal_load, the host worker's flag) with sched_yield between
+ * polls, as the waits between the threads are (two spinning threads on few cores).
+ * t is reps x C11_T: B's lock start/end, A's first enqueue start, last enqueue end, B's unlock
+ * start/end, copies seen done, A's wait end (CLOCK_MONOTONIC ns), the idle unlock's ns.
+ * rc is reps x C11_RC: B's lock, A's query (1 locked, 0 not, -1000 - rc failed), A's enqueues
+ * (the first failure), B's unlock, A's wait, the idle lock or unlock (the first failure);
+ * a step not run has rc PP_NOT_RUN. */
+#include <sched.h>
+#include <stdatomic.h>
+
+enum { C11_T = 9, C11_RC = 6 };
+
+static int queue_done(queue_t *q) {
+#if defined(PINPATH_CUDA)
+    return cudaStreamQuery(q->s) != cudaErrorNotReady;
+#elif defined(PINPATH_HSA)
+    return hsa_signal_load_scacquire(q->sig) == 0;
+#else
+    pthread_mutex_lock(&q->mu);
+    int done = !q->pending;
+    pthread_mutex_unlock(&q->mu);
+    return done;
+#endif
+}
+
+typedef struct {
+    void *a;
+    size_t b_nbytes;
+    int device;
+    atomic_int stage;    /* 1: B locked (or failed to), 2: A enqueued */
+    int64_t *t;          /* this rep's row */
+    int32_t *rc;
+} c11_b;
+
+static void *c11_thread_b(void *arg) {
+    c11_b *b = arg;
+    int r = rt_start(b->device);
+    b->t[0] = now_ns();
+    if (r == 0) r = do_lock(b->a, b->b_nbytes);
+    b->t[1] = now_ns();
+    b->rc[0] = r;
+    if (r) after_refusal();
+    atomic_store(&b->stage, 1);
+    while (atomic_load(&b->stage) < 2) sched_yield();
+    if (b->rc[0] == 0) {
+        b->t[4] = now_ns();
+        r = do_unlock(b->a, b->b_nbytes);
+        b->t[5] = now_ns();
+        b->rc[3] = r;
+    }
+    return NULL;
+}
+
+PP_API int pp_c11(void *a, size_t n, size_t b_nbytes, void *dev_ptr, int copies, int device, int reps,
+                  int64_t *t, int32_t *rc) {
+    if (!a || !dev_ptr || b_nbytes < n || copies < 1) return PP_EARG;
+    CHECK_ARRAYS(reps, t, rc);
+    for (int i = 0; i < reps; ++i) {
+        int64_t *ti = t + C11_T * (size_t)i;
+        int32_t *ri = rc + C11_RC * (size_t)i;
+        for (int k = 0; k < C11_T; ++k) ti[k] = 0;
+        for (int k = 0; k < C11_RC; ++k) ri[k] = PP_NOT_RUN;
+        int r = do_lock(a, b_nbytes);
+        if (r == 0) { TIME(ti[8], r, do_unlock(a, b_nbytes)); } else after_refusal();
+        ri[5] = r;
+        queue_t q;
+        if ((r = queue_new(&q)) != 0) { ri[2] = r; continue; }
+        c11_b b = {.a = a, .b_nbytes = b_nbytes, .device = device, .t = ti, .rc = ri};
+        atomic_init(&b.stage, 0);
+        pthread_t th;
+        if (pthread_create(&th, NULL, c11_thread_b, &b) != 0) { queue_close(&q); return PP_EARG; }
+        while (atomic_load(&b.stage) < 1) sched_yield();
+        pp_info info;
+        r = query_info(a, &info);
+        ri[1] = r ? -1000 - r : info.locked;
+        if (r) after_refusal();
+        ri[2] = 0;
+        ti[2] = now_ns();
+        for (int k = 0; k < copies && ri[2] == 0; ++k) ri[2] = copy_async(&q, dev_ptr, a, n, PP_H2D);
+        ti[3] = now_ns();
+        atomic_store(&b.stage, 2);
+        if (ri[2] == 0) {
+            while (!queue_done(&q)) sched_yield();
+            ti[6] = now_ns();
+            ri[4] = queue_wait(&q);
+            ti[7] = now_ns();
+        }
+        pthread_join(th, NULL);
+        queue_close(&q);
+    }
+    return 0;
+}

@@ -76,8 +76,8 @@ NEEDS: dict[str, Callable[[dict], tuple[int, int]]] = {
                                        (_peak(p, "LIVE_COUNTS") + 1) * max(_peak(p, "ALLOC_NBYTES"), 4 * KiB))),
 }
 #: the size parameters that may be shrunk to fit, per notebook
-SHRINKABLE = ("SIZES_NBYTES", "KIND_NBYTES", "COPY_NBYTES", "NBYTES", "HAZARD_NBYTES", "RACE_NBYTES", "AGE_NBYTES", "ALLOC_NBYTES",
-              "BACKING_NBYTES")
+SHRINKABLE = ("SIZES_NBYTES", "KIND_NBYTES", "COPY_NBYTES", "NBYTES", "HAZARD_NBYTES", "AGE_NBYTES", "ALLOC_NBYTES",
+              "BACKING_NBYTES", "RACE_NBYTES")
 
 
 def _any_notebook(p: dict) -> tuple[int, int]:

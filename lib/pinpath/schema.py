@@ -17,6 +17,7 @@ from .records import PHASE_FIELDS, TransferRecord
 
 __all__ = ["ENGINE_FIDELITY", "PLAIN_TRANSFERS", "PHASE_COMPARE", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
            "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "HAZARD_MEANT", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
+           "OVERLAP_REAL", "OVERLAP_STREAMS",
            "REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
            "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE", "DATASETS",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
@@ -175,6 +176,21 @@ NATIVE_THREADS = {"threads": "int", "thread": "int",
                   "ns": "int", "rc": "int", "platform": "str"}
 OVERLAP = {"queues": "int", "chains": "int", "nbytes": "int", "repeat": "int", "wall_ns": "int",
            "verified": "bool?", "kernel": "bool?", "platform": "str"}
+OVERLAP_REAL = {          # C15 as meant: overlap.cpp through the real libomptarget, one row per round
+    "variant": "str",        # plain (pageable arrays) or app_pinned (registered by the application)
+    "mode": "str",           # nowait: N target nowait regions, one taskwait; wait: a taskwait after each
+    "round": "int", "process": "int",   # the process is the unit of repeat
+    "chains": "int", "nbytes": "int",   # regions per round; bytes each way per region
+    "ns": "int",             # the round's wall time, steady clock in the application
+    "verified": "bool?", "vendor": "str", "arch": "str",
+}
+OVERLAP_STREAMS = {       # the traced run: the CUDA plugin's calls per round (cudalog), none elsewhere
+    "variant": "str", "mode": "str", "round": "int",
+    "copies": "int", "kernels": "int", "syncs": "int", "streams_created": "int",
+    "streams": "int",        # distinct streams the round's copies and kernels were enqueued on
+    "source": "str",         # cudalog, or none (no NVIDIA driver: nothing recorded)
+    "vendor": "str",
+}
 LINK = {"link": "str", "peak_gb_per_s": "float", "platform": "str"}
 COPY_PATHS = {"policy": "str", "kind": "str", "nbytes": "int", "direction": "str",
               "path": "str",            # the path pinpath recorded

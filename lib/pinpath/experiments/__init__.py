@@ -8,7 +8,7 @@ from . import native
 from .harness import harness
 from .limits import lock_limits, page_sharing_hazard, relied_lock_race
 from .lock_cost import lock_cost
-from .overlap import overlap, overlap_or_reason
+from .overlap import overlap, overlap_or_reason, real_overlap, real_overlap_or_reason
 from .policy_sweep import lock_outcomes, policy_sweep
 from .replica import api_calls, api_stats, replica
 from .semantics import semantics
@@ -16,5 +16,5 @@ from .sweep import DeviceBuffers, grid, rounds, transfer, transfers_frame
 from .threads import concurrency, concurrency_native
 
 __all__ = ["engine_fidelity", "engine_fidelity_or_reason", "native", "bandwidth", "link_peak", "c12_cases", "copy_paths", "label_paths", "harness", "lock_limits", "page_sharing_hazard", "relied_lock_race", "lock_cost",
-           "overlap", "overlap_or_reason", "lock_outcomes", "policy_sweep", "api_calls", "api_stats", "replica", "semantics",
+           "overlap", "overlap_or_reason", "real_overlap", "real_overlap_or_reason", "lock_outcomes", "policy_sweep", "api_calls", "api_stats", "replica", "semantics",
            "DeviceBuffers", "grid", "rounds", "transfer", "transfers_frame", "concurrency", "concurrency_native"]

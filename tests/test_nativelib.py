@@ -258,6 +258,29 @@ def test_relock_unlock_puts_the_callers_lock_back(host, malloced):
     assert osinfo.vmlck_nbytes() == before
 
 
+def test_counted_relock_calls_nothing_and_leaves_the_callers_lock(host, malloced):
+    """pinpath's count: the re-lock and its unlock only move the count (mlock is never called, so
+    the caller's lock stays as it was), and each is timed; the count is forgotten afterwards, so a
+    later counted lock of the same memory calls the runtime again."""
+    ptr, nbytes = malloced
+    assert host.lock_once(ptr, nbytes) == 0
+    try:
+        locked = osinfo.vmlck_nbytes()
+        r = host.counted_relock_unlock(ptr, nbytes, 4, warmup=1)
+        assert (r.lock_rc == 0).all() and (r.unlock_rc == 0).all()
+        assert (r.lock_ns > 0).all() and (r.unlock_ns > 0).all() and osinfo.vmlck_nbytes() == locked
+    finally:
+        host.unlock_once(ptr, nbytes)
+    src = np.arange(1 << 18, dtype=np.uint32).view(np.uint8)
+    dst = np.zeros_like(src)
+    assert host.lock_once(src, src.nbytes) == 0
+    try:
+        r4 = host.c12(4, src, dst, src.nbytes, 2)       # case 3 through the count
+    finally:
+        host.unlock_once(src, src.nbytes)
+    assert (r4.rc == 0).all() and (r4.lock_ns > 0).all() and (dst == src).all()
+
+
 def test_a_refused_call_is_timed_and_its_errno_returned(host):
     p = _unmapped_range()
     lk = host.lock(p, 8192, 3)
@@ -328,7 +351,7 @@ def test_bad_arguments_raise(host, malloced):
     with pytest.raises(BadParameter):
         host.lock(0, nbytes, 1)
     with pytest.raises(BadParameter):
-        host.c12(4, ptr, ptr, nbytes, 1)
+        host.c12(5, ptr, ptr, nbytes, 1)
     ns, rc = np.zeros(1, np.int64), np.zeros(1, np.int32)
     assert host._lib.pp_lock(None, nbytes, 1, ns, rc) == nativelib.EARG
     assert host._lib.pp_null(-1, ns, rc) == nativelib.EARG

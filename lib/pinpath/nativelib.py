@@ -339,6 +339,7 @@ _SIGNATURES = {
     "pp_query": (_int, (_vp, _int, _I64, _I32)),
     "pp_stage": (_int, (ctypes.c_uint64, _sz, _int, _I64, _I64, _I32)),
     "pp_c12": (_int, (_int, _vp, _vp, _sz, _vp, _int, _I64, _I64, _I64, _I64, _I32)),
+    "pp_counted_relock_unlock": (_int, (_vp, _sz, _int, _I64, _I64, _I32, _I32)),
     "pp_c11": (_int, (_vp, _sz, _sz, _vp, _int, _int, _int, _I64, _I32)),
 }
 
@@ -441,7 +442,7 @@ class NativeLib:
         if ret == ERESTORE:
             raise RuntimeCallFailed(self.platform, f"{what} (re-locking the caller's memory)", ret, "lock not restored")
         raise BadParameter(f"{self.platform}: {what} refused its arguments (a NULL pointer or array, reps < 0, "
-                           "or a case outside 1-3)")
+                           "or a case outside 1-4)")
 
     @staticmethod
     def _counts(reps: int, warmup: int) -> int:
@@ -497,6 +498,18 @@ class NativeLib:
         w = warmup
         return RelockUnlock(lns[w:], uns[w:], lrc[w:], urc[w:])
 
+    def counted_relock_unlock(self, buf, nbytes: int, reps: int, *, warmup: int = 0) -> RelockUnlock:
+        """The same path as a counting runtime takes it (the analogue of ROCT's registration count),
+        on memory the caller has locked: the re-lock counted by pinpath's own table (no runtime
+        call), then its unlock, which takes the count back down; each timed."""
+        self._ensure()
+        n = self._counts(reps, warmup)
+        lns, uns, lrc, urc = self._arrays(n, np.int64, np.int64, np.int32, np.int32)
+        self._check(self._lib.pp_counted_relock_unlock(self._ptr(buf), nbytes, n, lns, uns, lrc, urc),
+                    "pp_counted_relock_unlock")
+        w = warmup
+        return RelockUnlock(lns[w:], uns[w:], lrc[w:], urc[w:])
+
     def query(self, buf, reps: int, *, warmup: int = 0) -> Timed:
         """Pointer query: cudaPointerGetAttributes, hsa_amd_pointer_info (info.size set);
         the host has none (NativeUnavailable)."""
@@ -520,13 +533,14 @@ class NativeLib:
     def c12(self, case: int, host_buf, dev_ptr, nbytes: int, reps: int, *, stream=0, warmup: int = 0) -> C12Timed:
         """carlobertolli's cases, H2D, every phase timed apart in C: 1 lock+copy+wait+unlock of
         unlocked memory; 2 copy+wait of memory the caller locked; 3 re-lock (CUDA: refused,
-        712) + copy + wait + unlock of a granted re-lock. ``stream``: a CUDA stream made by
+        712) + copy + wait + unlock of a granted re-lock; 4 case 3 with the re-lock and its unlock
+        counted by pinpath (``counted_relock_unlock``). ``stream``: a CUDA stream made by
         the caller (cuda.bindings' cudaStream_t or CUstream, or its int; 0 = the legacy
         default stream); ignored on the host, where a worker thread copies."""
         if not self.has_copy:
             self._check(ENOTSUP, "pp_c12")
-        if case not in (1, 2, 3):
-            raise BadParameter(f"C12 has cases 1, 2 and 3, not {case!r}")
+        if case not in (1, 2, 3, 4):
+            raise BadParameter(f"C12 has cases 1, 2 and 3 (and 4, case 3 counted by pinpath), not {case!r}")
         self._ensure()
         n = self._counts(reps, warmup)
         lk, enq, wt, ul = self._arrays(n, np.int64, np.int64, np.int64, np.int64)

@@ -47,7 +47,8 @@ CALLS = {"transfer_id": "int",   # row of the TRANSFERS frame the call belongs t
          "start_ns": "int", "end_ns": "int", "duration_ns": "int", "rc": "int", "thread_id": "int"}
 STATS = {"Name": "str", "Calls": "int", "TotalDurationNs": "int", "AverageNs": "int", "Percentage": "float"}
 LOCK_COST = {
-    "op": "str",        # lock, unlock, relock, unlock_after_relock, query
+    "op": "str",        # lock, unlock, relock, unlock_after_relock, query; relock_counted and
+                        # unlock_after_relock_counted: the re-lock counted by pinpath (call pinpath_count)
     "state": "str",     # what the memory was before the op: pageable, locked, pinned (runtime-allocated)
     "kind": "str",
     "backing": "str",   # the buffer's page backing as Linux reports it: 4k, thp, hugetlbfs, file, runtime
@@ -61,7 +62,8 @@ LOCK_COST = {
     "platform": "str",
 }
 C12 = {
-    "case": "str",      # "1_lock_copy", "2_prelocked_copy", "3_relock_copy", "pageable_copy"
+    "case": "str",      # "1_lock_copy", "2_prelocked_copy", "3_relock_copy", "pageable_copy";
+                        # "3_relock_counted_copy": case 3 with the re-lock counted by pinpath (native)
     "nbytes": "int",
     "repeat": "int",
     "lock_ns": "int",   # the lock inside the braces (case 1), the re-lock (case 3)
@@ -172,7 +174,7 @@ THREADS = {"policy": "str", "threads": "int", "thread": "int", "transfers": "int
 NATIVE_THREADS = {"threads": "int", "thread": "int",
                   "repeat": "int",   # an independent repeat (fresh buffers, a new order of thread counts)
                   "call": "int",     # the call's index inside its repeat
-                  "op": "str",       # relock, unlock_after_relock
+                  "op": "str",       # relock, unlock_after_relock; relock_counted, unlock_after_relock_counted
                   "ns": "int", "rc": "int", "platform": "str"}
 OVERLAP = {"queues": "int", "chains": "int", "nbytes": "int", "repeat": "int", "wall_ns": "int",
            "verified": "bool?", "kernel": "bool?", "platform": "str"}

@@ -202,6 +202,84 @@ PP_API int pp_stage(uint64_t pool, size_t n, int reps, int64_t *alloc_ns, int64_
     return 0;
 }
 
+/* pinpath's own count of locks: the analogue of ROCT's registration count (fmm keeps one per
+ * registered range, under a mutex), for runtimes that refuse a re-lock (CUDA: 712) or keep no count
+ * (mlock). A table of locked ranges under one mutex: a lock of a range inside one of them adds one
+ * to its count and calls nothing of the runtime; an unlock takes one off and unlocks through the
+ * runtime only at zero. Ranges the caller locked itself are adopted (count 1, no call) and forgotten
+ * (no call) around the timed reps, so the caller's own lock is left as it was. */
+#define PP_COUNTS 4096
+static struct { uintptr_t base; size_t n; int count; } counts[PP_COUNTS];
+static int ncounts;
+static pthread_mutex_t counts_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int count_find(uintptr_t p, size_t n) {   /* under counts_mu */
+    for (int k = 0; k < ncounts; ++k)
+        if (counts[k].count > 0 && counts[k].base <= p && p + n <= counts[k].base + counts[k].n) return k;
+    return -1;
+}
+static int count_add(uintptr_t p, size_t n) {    /* under counts_mu; a free slot, else a new one */
+    int k = 0;
+    while (k < ncounts && counts[k].count > 0) ++k;
+    if (k == PP_COUNTS) return -1;
+    if (k == ncounts) ++ncounts;
+    counts[k].base = p; counts[k].n = n; counts[k].count = 1;
+    return k;
+}
+static int counted_lock(void *p, size_t n) {
+    pthread_mutex_lock(&counts_mu);
+    int k = count_find((uintptr_t)p, n), rc = 0;
+    if (k >= 0) {
+        counts[k].count++;
+    } else if ((rc = do_lock(p, n)) == 0 && count_add((uintptr_t)p, n) < 0) {
+        do_unlock(p, n);
+        rc = PP_EARG;
+    }
+    pthread_mutex_unlock(&counts_mu);
+    return rc;
+}
+static int counted_unlock(void *p, size_t n) {
+    pthread_mutex_lock(&counts_mu);
+    int k = count_find((uintptr_t)p, n), rc = 0;
+    if (k < 0) rc = do_unlock(p, n);
+    else if (--counts[k].count == 0) rc = do_unlock((void *)counts[k].base, counts[k].n);
+    pthread_mutex_unlock(&counts_mu);
+    return rc;
+}
+/* adopt: the caller's own lock of [p, p + n) counted as one (PP_EARG if the table is full);
+ * forget: that entry gone, without an unlock */
+static int count_adopt(void *p, size_t n) {
+    pthread_mutex_lock(&counts_mu);
+    int k = count_add((uintptr_t)p, n);
+    pthread_mutex_unlock(&counts_mu);
+    return k < 0 ? PP_EARG : 0;
+}
+static void count_forget(void *p, size_t n) {
+    pthread_mutex_lock(&counts_mu);
+    int k = count_find((uintptr_t)p, n);
+    if (k >= 0) counts[k].count = 0;
+    pthread_mutex_unlock(&counts_mu);
+}
+
+/* C7, C9, C13's path as a counting runtime takes it, on memory the caller has locked: the re-lock
+ * counted by pinpath (timed), then its unlock (timed), which only takes the count back down. */
+PP_API int pp_counted_relock_unlock(void *p, size_t n, int reps, int64_t *lock_ns, int64_t *unlock_ns,
+                                    int32_t *lock_rc, int32_t *unlock_rc) {
+    if (!p) return PP_EARG;
+    CHECK_ARRAYS(reps, lock_ns, unlock_ns, lock_rc, unlock_rc);
+    if (count_adopt(p, n) != 0) return PP_EARG;
+    for (int i = 0; i < reps; ++i) {
+        int r;
+        TIME(lock_ns[i], r, counted_lock(p, n));
+        lock_rc[i] = r;
+        unlock_ns[i] = 0;
+        unlock_rc[i] = PP_NOT_RUN;
+        if (r == 0) { TIME(unlock_ns[i], r, counted_unlock(p, n)); unlock_rc[i] = r; }
+    }
+    count_forget(p, n);
+    return 0;
+}
+
 /* carlobertolli's three cases (C12), an H2D copy of `n` bytes from host_ptr to dev_ptr
  * on `stream` (CUDA: a cudaStream_t/CUstream handle made by the caller; host: ignored,
  * a worker thread of this call copies). Every phase is timed apart:
@@ -209,15 +287,17 @@ PP_API int pp_stage(uint64_t pool, size_t n, int reps, int64_t *alloc_ns, int64_
  *   case 2: enqueue copy(a); wait                              (a locked by the caller)
  *   case 3: re-lock(a); enqueue copy(a); wait; unlock of the re-lock when granted
  *           (CUDA refuses with 712 and copies from a as it is)
+ *   case 4: case 3 with the re-lock and its unlock counted by pinpath (pp_counted_relock_unlock)
  * rc is reps x 4 (lock, enqueue, wait, unlock); a phase not run has ns 0 and rc -1.
  * Case 1 stops the rep after a refused lock. */
 PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stream, int reps,
                   int64_t *lock_ns, int64_t *enqueue_ns, int64_t *wait_ns, int64_t *unlock_ns, int32_t *rc) {
 #if HAS_COPY
-    if (which < 1 || which > 3 || !host_ptr || !dev_ptr) return PP_EARG;
+    if (which < 1 || which > 4 || !host_ptr || !dev_ptr) return PP_EARG;
     CHECK_ARRAYS(reps, lock_ns, enqueue_ns, wait_ns, unlock_ns, rc);
     queue_t q;
     if (queue_open(stream, &q) != 0) return PP_EARG;
+    if (which == 4 && count_adopt(host_ptr, n) != 0) { queue_close(&q); return PP_EARG; }
     int status = 0;
     for (int i = 0; i < reps; ++i) {
         int32_t *r4 = rc + 4 * (size_t)i;
@@ -225,7 +305,7 @@ PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stre
         lock_ns[i] = enqueue_ns[i] = wait_ns[i] = unlock_ns[i] = 0;
         r4[0] = r4[1] = r4[2] = r4[3] = PP_NOT_RUN;
         if (which != 2) {
-            TIME(lock_ns[i], r, do_lock(host_ptr, n));
+            TIME(lock_ns[i], r, which == 4 ? counted_lock(host_ptr, n) : do_lock(host_ptr, n));
             r4[0] = r;
             if (r) { after_refusal(); if (which == 1) continue; }
         }
@@ -235,6 +315,9 @@ PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stre
         if (which == 1 && r4[0] == 0) {
             TIME(unlock_ns[i], r, do_unlock(host_ptr, n));
             r4[3] = r;
+        } else if (which == 4 && r4[0] == 0) {
+            TIME(unlock_ns[i], r, counted_unlock(host_ptr, n));
+            r4[3] = r;
         } else if (which == 3 && r4[0] == 0) {
             int64_t ns;
             int32_t ur;
@@ -243,6 +326,7 @@ PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stre
             r4[3] = ur;
         }
     }
+    if (which == 4) count_forget(host_ptr, n);
     queue_close(&q);
     return status;
 #else

@@ -6,6 +6,7 @@ import pytest
 from pinpath import experiments as ex
 from pinpath.report import tables as claims
 from pinpath.runtimes import has
+from pinpath.experiments.lock_cost import COUNTED_CALL
 from pinpath.schema import BANDWIDTH, C12, HARNESS, LOCK_COST, TRANSFERS, check_frame
 
 
@@ -48,11 +49,37 @@ def test_lock_cost(any_rt):
     refused = df[df.error != ""]
     assert (refused.rc != 0).all()
     assert len(claims.lock_table(df))
+    counted = df[df.op.isin(["relock_counted", "unlock_after_relock_counted"])]   # pinpath's count: from C,
+    if (df.source == "native").any() and any_rt.relock != "counted":             # where the runtime keeps none
+        assert set(counted.call) == {COUNTED_CALL} and (counted.rc == 0).all()
+        assert len(counted) == 2 * len(df[(df.op == "relock") & (df.source == "native")])
+    else:
+        assert counted.empty
+
+
+def test_concurrency_native_counts_where_the_runtime_does_not(any_rt):
+    from pinpath.experiments.threads import concurrency_native
+    from pinpath.nativelib import load
+    if not has(any_rt, "native"):
+        pytest.skip("no C library for this runtime")
+    lib = load(any_rt.name)
+    df = concurrency_native(any_rt, lib, threads=(1, 2), reps=4, warmup=1, repeats=1)
+    ops = set(df.op)
+    assert {"relock"} <= ops and (("relock_counted" in ops) == (not lib.locks_counted))
+    counted = df[df.op.str.endswith("_counted")]
+    assert (counted.rc == 0).all() and (counted.ns > 0).all()
+    assert set(counted.groupby("threads").thread.nunique().items()) <= {(1, 1), (2, 2)}
 
 
 def test_c12_cases(any_rt):
     df = check_frame(ex.c12_cases(any_rt, nbytes=1 << 22, repeats=2, warmup=1, verify="all"), C12)
-    assert set(df.case) == {"1_lock_copy", "2_prelocked_copy", "3_relock_copy", "pageable_copy"}
+    from pinpath.experiments.c12 import COUNTED
+    native = df[df.source == "native"]
+    counting = any_rt.relock == "counted"    # where the runtime keeps no count, pinpath's count is case 3 too
+    assert set(df.case) - {COUNTED} == {"1_lock_copy", "2_prelocked_copy", "3_relock_copy", "pageable_copy"}
+    assert (COUNTED in set(native.case)) == (len(native) > 0 and not counting)
+    counted = df[df.case == COUNTED]
+    assert (counted.lock_rc == 0).all() and (counted.lock_ns > 0).all() and (counted.unlock_ns > 0).all()
     assert df.verified.all()
     one = df[df.case == "1_lock_copy"]
     assert (one.lock_ns > 0).all() and (one.unlock_ns > 0).all()

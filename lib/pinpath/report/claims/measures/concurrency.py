@@ -33,10 +33,11 @@ def _c11_meant(data):
     k, undecided = int(raced.answer.isin(_TOOK_EFFECT).sum()), int((raced.answer == "undecided").sum())
     mech = str(h.mechanism.iloc[0])
     us = lambda col: f"{raced[col].median() / 1e3:.0f} us"   # noqa: E731
-    fact = (f"in {len(raced)} races on {mech}, thread B unlocked the {int(h.nbytes.iloc[0]) >> 20} MiB range thread "
-            f"A's {int(h.copies.iloc[0])} copies relied on while they ran ({told}); B's unlock took {us('b_unlock_ns')} "
-            f"against {us('idle_unlock_ns')} with nothing in flight and ended {us('unlock_end_after_copy_ns')} after "
-            f"the copies; A's bytes verified in {int(h.copy_verified.astype(bool).sum())} of {len(h)}")
+    fact = (f"in {len(raced)} races on {mech}, thread B unlocked the {binary_size(int(h.nbytes.iloc[0]))} range "
+            f"thread A's {int(h.copies.iloc[0])} copies relied on while they ran ({told}); B's unlock took a median "
+            f"{us('b_unlock_ns')} against {us('idle_unlock_ns')} with nothing in flight and ended a median "
+            f"{us('unlock_end_after_copy_ns')} after the copies (negative: before); A's bytes verified in "
+            f"{int(h.copy_verified.astype(bool).sum())} of {len(h)}")
     return Result([("B locked A's whole range", Estimate(k, k, k + undecided, len(raced)))],
                   f"races whose unlock took effect under the copies: {k} of {len(raced)} ({told})", facts={"": fact})
 

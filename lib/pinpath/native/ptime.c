@@ -343,7 +343,8 @@ PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stre
  *   thread B: locks [a, a + b_nbytes) (b_nbytes >= n: exactly A's range, or more) and says so;
  *   thread A: asks the runtime whether a is locked (what a query-then-lock runtime asks),
  *             enqueues `copies` async H2D copies of [a, a + n) to dev_ptr without a lock of
- *             its own (it relies on B's), then says so;
+ *             its own (it relies on B's: on HSA it copies from the agent alias the query
+ *             returned), then says so;
  *   thread B: unlocks its range at once (timed);
  *   thread A: polls the queue until the copies are done (the first poll that sees them done),
  *             then waits on it.
@@ -426,9 +427,13 @@ PP_API int pp_c11(void *a, size_t n, size_t b_nbytes, void *dev_ptr, int copies,
         r = query_info(a, &info);
         ri[1] = r ? -1000 - r : info.locked;
         if (r) after_refusal();
+        const void *src = a;
+#if defined(PINPATH_HSA)
+        if (!r && info.locked && info.dev_ptr) src = (const void *)info.dev_ptr;   /* B's lock's agent alias */
+#endif
         ri[2] = 0;
         ti[2] = now_ns();
-        for (int k = 0; k < copies && ri[2] == 0; ++k) ri[2] = copy_async(&q, dev_ptr, a, n, PP_H2D);
+        for (int k = 0; k < copies && ri[2] == 0; ++k) ri[2] = copy_async(&q, dev_ptr, src, n, PP_H2D);
         ti[3] = now_ns();
         atomic_store(&b.stage, 2);
         if (ri[2] == 0) {

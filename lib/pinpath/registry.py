@@ -41,7 +41,8 @@ _KIND = {"enum": [k.value for k in MemoryKind]}
 #: every parameter a notebook may declare: its JSON schema (``sorted`` is pinpath's own keyword)
 PARAMS: dict[str, dict] = {
     "SIZES_NBYTES": _list(_SIZE), "KIND_NBYTES": _list(_SIZE), "COPY_NBYTES": _list(_SIZE),
-    "NBYTES": _SIZE, "HAZARD_NBYTES": _SIZE, "RACE_NBYTES": _SIZE, "RACE_COPIES": _int(1, 64), "LIMIT_NBYTES": {**_SIZE, "minimum": 4096},
+    "NBYTES": _SIZE, "HAZARD_NBYTES": _SIZE, "RACE_NBYTES": _SIZE, "RACE_COPIES": _int(1, 64),
+    "LIMIT_NBYTES": {**_SIZE, "minimum": 4096},
     "REPEATS": _int(1, 10_000), "WARMUP": _int(0, 1_000), "VERIFY": {"enum": ["all", "first", "none"]},
     "NW": _int(1, 4096), "NW_VALUES": _list(_int(1, 4096)), "SWEEP_NW": _list(_int(1, 4096)),
     "STEPS": _int(1, 1_000), "SWEEP_STEPS": _int(1, 1_000), "INVOCATIONS": _int(1, 100_000),
@@ -111,7 +112,7 @@ _LIST = (
     Notebook("09_c11_hazard_limits", "limits",
              {"hazard_meant": S.HAZARD_MEANT, "hazard": S.HAZARD, "limits": S.LIMITS, "allocator": S.TRANSFERS},
              {"C11": ("hazard_meant", "hazard")},
-             {"RACE_NBYTES": 16777216, "RACE_COPIES": 8, "HAZARD_NBYTES": 4194304, "ITERATIONS": 50,
+             {"RACE_NBYTES": 16777216, "RACE_COPIES": 16, "HAZARD_NBYTES": 4194304, "ITERATIONS": 50,
               "LIMIT_NBYTES": 67108864, "NW": 16, "INVOCATIONS": 384}),
     Notebook("10_c13_concurrency", "threads", {"concurrency": S.THREADS, "concurrency_native": S.NATIVE_THREADS},
              {"C13": ("concurrency",)},

@@ -51,7 +51,7 @@ def race_answer(*, premise: bool, in_flight: bool, failed: bool, verified, unloc
     return "waits" if unlock_start_ns + idle_unlock_ns < copy_done_ns else "undecided"
 
 
-def relied_lock_race(rt, *, nbytes: int = 16 << 20, copies: int = 8, iterations: int = 50,
+def relied_lock_race(rt, *, nbytes: int = 16 << 20, copies: int = 16, iterations: int = 50,
                      verify: str = "all") -> pd.DataFrame:
     """C11 as meant, timed in C (``pp_c11``): thread B locks exactly A's range; thread A finds
     it locked and enqueues ``copies`` async copies of it (H2D) relying on B's lock; B unlocks

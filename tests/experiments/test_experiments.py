@@ -157,8 +157,9 @@ def test_relied_lock_race(any_rt):
         return
     assert len(race) == 4 and set(race.answer) <= set(RACE_ANSWERS) and race.copy_verified.all()
     assert race.a_found_locked.astype(bool).all() and (race.b_lock_rc == 0).all()   # A relied on B's lock
-    if any_rt.name == "host":   # munlock never waits for a copy: the OS's share, labelled so
-        assert "waits" not in set(race.answer) and race.mechanism.str.startswith("the operating system").all()
+    assert (race.b_unlock_rc == 0).all() and (race.idle_unlock_ns > 0).all()
+    if any_rt.name == "host":   # the OS's share, labelled so (whether munlock returned mid-copy is up to the
+        assert race.mechanism.str.startswith("the operating system").all()   # scheduler on a loaded machine)
 
 
 def test_race_answer_reads_the_timestamps():

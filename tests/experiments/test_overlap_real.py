@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from pinpath.errors import NotAvailable
-from pinpath.experiments import real_runtime as rr
+from pinpath.experiments import offload_build as rr
 from pinpath.schema import OVERLAP_REAL, OVERLAP_STREAMS, check_frame
 
 ov = importlib.import_module("pinpath.experiments.overlap")   # the package's `overlap` is the function

@@ -20,7 +20,7 @@ import subprocess
 import pandas as pd
 
 from ..errors import BadParameter, NotAvailable
-from ..experiments.real_runtime import OFFLOAD_DIR, VARIANTS, app_binary, find_build, runtime_env, variant_env
+from ..experiments.offload_build import OFFLOAD_DIR, VARIANTS, app_binary, find_build, runtime_env, variant_env
 
 __all__ = ["probe_runtime", "probe_rounds", "check_construct", "CONSTRUCTS", "runtime_rows", "PROBE_COLUMNS", "RUNTIME_EVENT", "PROBE_BUDGET_NBYTES"]
 

@@ -37,7 +37,9 @@ def race_answer(*, premise: bool, in_flight: bool, failed: bool, verified, unloc
     ``fails``: a call of the race failed; ``waits``: B's unlock returned after the copies ended
     although the same unlock with nothing in flight would have ended before they did;
     ``returns mid-copy``: it returned while they ran; ``undecided``: it ended after them, but an
-    idle unlock would have too (the copies were too short to tell)."""
+    idle unlock would have too (the copies were too short to tell). On a machine with fewer free
+    cores than the race's three threads, a descheduled unlock can read as a wait: the timestamps
+    stay in the row."""
     if not premise:
         return "no premise"
     if verified is False:

@@ -138,7 +138,7 @@ def call_log_shim(dest: Path | str) -> Path | None:
     """A directory holding ``libcuda.so``: cudalog.c built against this machine's libcuda.so.1 (its
     DT_NEEDED), to put first on LD_LIBRARY_PATH; None where there is no NVIDIA driver."""
     from ..nativelib import compiler
-    from .real_runtime import find_libcuda
+    from .offload_build import find_libcuda
     driver = find_libcuda()
     if not driver:
         return None
@@ -156,7 +156,7 @@ def call_log_shim(dest: Path | str) -> Path | None:
 
 def _run_app(binary: Path, env: dict, *, variant: str, chains: int, nbytes: int, rounds: int, markers: bool,
              timeout_s: int) -> subprocess.CompletedProcess:
-    from .real_runtime import variant_env
+    from .offload_build import variant_env
     cmd = [str(binary), "--variant", variant, "--chains", str(chains), "--nbytes", str(nbytes),
            "--rounds", str(rounds)] + (["--markers"] if markers else [])
     try:
@@ -182,10 +182,10 @@ def real_overlap(*, variants=("plain", "app_pinned"), chains: int = 8, nbytes: i
     on NVIDIA, cudalog first on LD_LIBRARY_PATH (the streams the CUDA plugin used per round).
     Returns (OVERLAP_REAL rows, OVERLAP_STREAMS rows). NotAvailable (one sentence) where it cannot run."""
     from ..nativelib import cache_dir
-    from .real_runtime import OFFLOAD_DIR, _device_reason, app_binary, find_build, runtime_env
+    from .offload_build import OFFLOAD_DIR, app_binary, device_reason, find_build, runtime_env
     build = build or find_build(offload_dir or OFFLOAD_DIR)
     binary = app_binary(build, "overlap")
-    why = _device_reason(build)
+    why = device_reason(build)
     if why:
         raise NotAvailable(why)
     env = runtime_env(build)

@@ -152,6 +152,7 @@ def c12_table(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     thread = {"1_lock_copy": "slowest 'by several orders of magnitude' than 2 and 3",
               "2_prelocked_copy": "the reference", "3_relock_copy": "'2 and 3 perform similarly'",
+              "3_relock_counted_copy": "case 3 with the re-lock counted by pinpath (ROCT's count's analogue)",
               "pageable_copy": "(not in the thread: the pageable copy for reference)"}
     for src, s in df.groupby("source", sort=False):
         ref = s[s.case == "2_prelocked_copy"]

@@ -184,7 +184,7 @@ def test_index_reads_claims_fidelity_and_links_only_existing_pages(tmp_path):
         assert f">{word}</span>" in page, word
     assert "12.3x (95 % CI 11.1\u201313.6)" in text and "35.1 us (95 % CI 31.6\u201338.6 us)" in text
     assert "holds if \u2265 10.0x" in text
-    local = [r for r in p.refs if not r.startswith(("#", "data:"))]
+    local = [r for r in p.refs if not r.startswith(("#", "data:", H.THREAD_URL))]
     assert local and all((run_dir / "report" / r).is_file() for r in local), local
     assert "href='03_c6_c7_c9_lock_cost.html'" in page and "99_missing_page.html" not in page
     assert "href='00_nb_ok.html'" in page and "href='01_nb_failed.html'" not in page

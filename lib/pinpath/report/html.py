@@ -26,7 +26,7 @@ from markupsafe import Markup
 from ..paths import OUTPUTS_DIR, PROJECT_ROOT
 from ..units import fmt_ns
 from ..atomic import write_text_atomic
-from . import pays, regress
+from . import pays, regress, strip
 from .fmt import READINGS, _exact_binary, _isnum, binary_size, format_measured, format_threshold, verdict_groups
 
 __all__ = ["render_notebook", "render_index", "restate_conclusions", "external_scripts", "claims_section", "figures_section",
@@ -217,6 +217,7 @@ def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None,
             "notebook": nb, "nb_href": f"{nb}.html" if nb and (link is None or nb in link) else "",
             "platform": _text(g("platform")),
             "ref": _ref_cell((reference or {}).get(_text(g("id")))) if verdict not in JUDGED else None,
+            "strip": strip.svg(rec) if verdict in JUDGED else "",
         })
     return [scrub.tree(r) for r in rows]
 

@@ -387,3 +387,23 @@ def test_each_verdict_figure_shows_its_claims_csv_value_and_threshold(frame):
         back = lo * (hi / lo) ** f if log else lo + f * (hi - lo)
         assert back == pytest.approx(r["measured"], rel=0.02 if log else 0, abs=0 if log else 0.01 * (hi - lo)), r["id"]
         assert "<line class='threshold'" in svg and "<rect class='holds'" in svg
+
+
+def test_bars_start_at_zero_unless_the_values_span_decades():
+    near = pd.DataFrame({"case": ["a"] * 5 + ["b"] * 5, "ns": [3800.0] * 5 + [5200.0] * 5})
+    ax = figures.case_bars(near, "case", "ns", title="near").figure.axes[0]
+    assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0       # 3.8 against 5.2 us reads as 1.4x
+    far = pd.DataFrame({"case": ["a"] * 5 + ["b"] * 5, "ns": [1e3] * 5 + [1e6] * 5})
+    assert figures.case_bars(far, "case", "ns", title="far").figure.axes[0].get_yscale() == "log"
+    plt.close("all")
+
+
+def test_size_ticks_keep_apart_on_a_narrow_axis():
+    df = pd.DataFrame([{"nbytes": 4096 << k, "ns": 1e3 * (k + 1), "policy": "p"} for k in range(15) for _ in range(3)])
+    fig = figures.vs_size(df, "ns", hue="policy", title="narrow")
+    fig.set_size_inches(3.2, 3)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    boxes = sorted((t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()), key=lambda b: b.x0)
+    assert len(boxes) >= 2 and all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:])), [t.get_text() for t in ax.get_xticklabels()]
+    plt.close(fig)

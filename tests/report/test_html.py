@@ -264,6 +264,25 @@ def test_render_notebook_is_offline(tmp_path):
     no_machine_paths(page, tmp_path)
 
 
+def test_notebook_page_is_titled_leads_back_and_says_the_runners_check(tmp_path):
+    import nbformat
+    nb = nbformat.read(FIXTURES / "00_ok.ipynb", as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell("# 03 · C6, C7, C9: what a lock costs\n\nwords"))
+    check = nbformat.v4.new_code_cell("pinpath.session.finish(RUN_DIR, NOTEBOOK)", metadata={"tags": ["pinpath-injected"]})
+    check.outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": "{'vmlck_before_nbytes': 0,\n "
+                     "'vmlck_after_nbytes': 8192, 'mmap_threshold_nbytes': 131072, 'unreleased': {}}"}, execution_count=3)]
+    nb.cells.append(check)
+    src = tmp_path / "03_x.ipynb"
+    nbformat.write(nb, src)
+    html_path = tmp_path / "run" / "report" / "03_x.html"
+    H.render_notebook(src, html_path)
+    page = html_path.read_text()
+    assert "<title>03 \u00b7 C6, C7, C9: what a lock costs \u2014 pinpath</title>" in page
+    assert "<a href='index.html'>" in page
+    assert "vmlck_before_nbytes" not in page and "{&#39;" not in page        # no raw dict
+    assert "locked memory 0 B before, 8 KiB after; nothing left unreleased." in page
+
+
 CHROMIUM = next((c for c in ("chromium", "chromium-browser", "google-chrome") if shutil.which(c)), None)
 
 

@@ -93,8 +93,11 @@ def _label(col: str) -> str:
 
 # -- axes ------------------------------------------------------------------------------------
 class _Pow2Locator(mticker.Locator):
-    """Ticks at powers of two whose exponent is a multiple of 1, 2, 4, 10 or 20 (4 KiB, 64 KiB,
-    1 MiB, 16 MiB ...), the finest spacing that keeps at most ``most`` ticks."""
+    """Ticks at powers of two whose exponent is a multiple of 1, 2, 3, 4, 5, 6, 8, 10 or 20 (4 KiB, 64 KiB,
+    1 MiB, 16 MiB ...), the finest spacing that keeps at most ``most`` ticks, and no more than
+    one per ``TICK_PX`` of the axis' length (labels such as "256 KiB" never touch)."""
+
+    TICK_PX = 64
 
     def __init__(self, most: int = 8) -> None:
         self.most = most
@@ -103,13 +106,26 @@ class _Pow2Locator(mticker.Locator):
         lo, hi = self.axis.get_view_interval()
         return self.tick_values(lo, hi)
 
+    def _room(self) -> int:
+        axes = getattr(self.axis, "axes", None)
+        if axes is None:
+            return self.most
+        box = axes.get_window_extent()
+        length = box.width if self.axis is axes.xaxis else box.height
+        return max(2, min(self.most, int(length // self.TICK_PX)))
+
     def tick_values(self, vmin, vmax):
         vmin, vmax = max(min(vmin, vmax), 1e-9), max(vmin, vmax, 2e-9)
         a, b = math.ceil(math.log2(vmin) - 1e-9), math.floor(math.log2(vmax) + 1e-9)
-        for step in (1, 2, 4, 10, 20):
+        most = self._room() if getattr(self, "axis", None) is not None else self.most
+        previous: list[float] = []
+        for step in (1, 2, 3, 4, 5, 6, 8, 10, 20):
             ticks = [2.0 ** e for e in range(a, b + 1) if e % step == 0]
-            if len(ticks) <= self.most:
+            if len(ticks) < 2 and len(previous) >= 2 and len(previous) <= most + 1:
+                return previous            # two ticks a little crowded read better than one
+            if len(ticks) <= most:
                 return ticks or [2.0 ** a]
+            previous = ticks
         return ticks
 
 
@@ -319,10 +335,11 @@ def phase_bars(df: pd.DataFrame, phases: list[str], *, row: str, col: str | None
 
 
 def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, col: str | None = None,
-              title: str = "", logy: bool | None = True, ylabel: str = "", xlabel: str = "",
+              title: str = "", logy: bool | None = None, ylabel: str = "", xlabel: str = "",
               reference: Reference = None):
     """Median of ``y`` (a time in ns) per ``x`` (and ``hue``, one panel per ``col``) with a 5-95 %
-    interval: seaborn's catplot, the legend titled in words beside the panels."""
+    interval: seaborn's catplot, the legend titled in words beside the panels. The bars start at
+    zero (a bar's length is its value) unless the values span 20x or more, or ``logy``."""
     words = _label(hue) if hue else None
     d = df.rename(columns={hue: words}) if hue else df
     g = sns.catplot(data=d, x=x, y=y, hue=words, col=col, kind="bar", estimator="median", errorbar=("pi", 90),
@@ -331,6 +348,8 @@ def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, col: 
     refs = _references(reference)
     for i, ax in enumerate(g.axes.flat):
         _ns_axis(ax, log)
+        if not log:
+            ax.set_ylim(bottom=0)
         ax.set_ylabel((ylabel or _label(y)) if i == 0 else "")
         ax.set_xlabel(xlabel or _label(x))
         if max((len(t.get_text()) for t in ax.get_xticklabels()), default=0) > 6:

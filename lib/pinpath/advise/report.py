@@ -123,22 +123,44 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
                              md_cell(r.verdict)] for r in be.itertuples()], right=(3, 4)), ""]
         if fig:
             md += ["![cost per policy by size class](cost_by_size.png)", ""]
-    md += ["### Advice", "", *[f"- {a}" for a in advice], ""]
-    text = "\n".join(md)
+    advice_md = ["### Advice", "", *[f"- {a}" for a in advice], ""]
+    if pred is not None and len(pred.break_even) and (pred.break_even.one_off_ns < 0).any():
+        advice_md += ["*A negative one-off cost: the variant's once-per-buffer events (map, unmap, and its "
+                      "register and unregister where it pins) cost less than the baseline's, so it has nothing "
+                      "to pay back: it saves from the first transfer.*", ""]
+    head, rest = md[:3], md[3:]
+    text = "\n".join(md + advice_md)
     (out / "summary.md").write_text(text)
     import mistune   # nbconvert's Markdown renderer, a dependency already; escapes raw HTML
-    body = mistune.create_markdown(escape=True, plugins=["table"])(text)
+    render = mistune.create_markdown(escape=True, plugins=["table"])
+    body = render("\n".join(head + advice_md + rest))          # the advice first: what a reader came for
+    (out / "advice.html").write_text(_page(body, pred))
+    return {"summary": out / "summary.md", "html": out / "advice.html", "figure": fig}
+
+
+#: the page's style: tables wrap their words and, where still too wide, scroll inside the page
+_STYLE = ("body{font-family:system-ui,sans-serif;font-size:15px;line-height:1.45;max-width:70em;margin:1.2em auto;"
+          "padding:0 1em}table{border-collapse:collapse;font-size:90%;margin:.5em 0}td,th{border:1px solid #ccc;"
+          "padding:2px 6px;vertical-align:top;overflow-wrap:break-word}.wide{overflow-x:auto;max-width:100%}"
+          "img{max-width:100%;height:auto}code{overflow-wrap:anywhere}")
+
+
+def _page(body: str, pred: Prediction | None) -> str:
+    """advice.html: the advice's Markdown as HTML, then every figure of the prediction as tables
+    whose cells read as words (``tables.cell_words``: units, no NaN / inf / e-notation, yes / no)."""
+    from ..report.tables import table_html
     tables = []
     if pred is not None:
         for name, df in (("ranking", pred.totals), ("per region", pred.regions), ("per step", pred.steps),
                          ("break-evens", pred.break_even), ("arrays", pred.arrays), ("by class", pred.by_class)):
             if len(df):
-                tables.append(f"<h3>{html.escape(name)}</h3>" + df.to_html(index=False, float_format=lambda x: f"{x:.4g}"))
-    (out / "advice.html").write_text(
-        "<!doctype html><meta charset='utf-8'><title>pinpath advise</title>"
-        "<style>body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:collapse;font-size:90%}"
-        "td,th{border:1px solid #ccc;padding:2px 6px}</style>"
-        f"{body}<h2>All figures</h2>{''.join(tables)}")
+                tables.append(f"<h3>{html.escape(name)}</h3><div class='wide'>{table_html(df)}</div>")
+    body = body.replace("<table>", "<div class='wide'><table>").replace("</table>", "</table></div>")
+    return ("<!doctype html><meta charset='utf-8'><meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>pinpath advise</title><style>{_STYLE}</style>"
+            f"{body}<h2>All figures</h2>{''.join(tables)}")
+
+
     return {"summary": out / "summary.md", "html": out / "advice.html", "figure": fig}
 
 

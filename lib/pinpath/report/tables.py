@@ -3,6 +3,8 @@ the thread are quoted from it; measured ones come from the frames given, never t
 
 from __future__ import annotations
 
+import math
+
 import re
 from html import escape
 
@@ -46,10 +48,14 @@ def setup_display(run_dir=None, stem: str = "") -> None:
         ip.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
 
 
+#: columns whose infinite value means "never" (uses before a one-off cost is paid back, its interval)
+_NEVER_COLUMNS = ("uses", "low", "high", "break_even")
+
+
 def cell_words(column: str, value) -> str:
     """One cell as a reader reads it, its unit taken from the column's name: ``*_ns`` / ``ns``
     a time, ``*nbytes`` a binary size, floats with about three significant digits and never in
-    scientific notation, a dash for a missing value, yes / no."""
+    scientific notation, a dash for a missing value, yes / no, "never" (or ∞) for an infinity."""
     try:
         if value is None or value is pd.NA or (np.ndim(value) == 0 and pd.isna(value)):
             return "\u2014"
@@ -60,6 +66,8 @@ def cell_words(column: str, value) -> str:
     col = str(column)
     if isinstance(value, (int, float, np.integer, np.floating)):
         v = float(value)
+        if math.isinf(v):      # a break-even that is never reached, a ratio over nothing
+            return ("never" if col in _NEVER_COLUMNS else "\u221e") if v > 0 else "\u2212\u221e"
         if col == "ns" or col.endswith("_ns"):
             return fmt_ns(v)
         if col.endswith("nbytes") and v >= 0:

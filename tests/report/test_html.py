@@ -406,3 +406,17 @@ def test_each_notebook_opens_with_what_it_measures_and_why():
         title, first = src.split("\n\n")[:2]
         assert title.startswith("# ") and first.startswith("This notebook "), nb.name
         assert 2 <= len(re.findall(r"[.:](\s|$)", first)) <= 3 and len(first) < 500, (nb.name, first)
+
+
+def test_conclusion_says_a_verdict_word_once():
+    from pinpath.report import tables
+    df = pd.DataFrame([{"id": "C6", "verdict": "not applicable", "reading": "not applicable", "platform": "host",
+                        "why": "not applicable on host: the claim is about NVIDIA's runtime", "thread": "t",
+                        "metric": "register / query", "measured": math.nan, "low": math.nan, "high": math.nan, "unit": "x"},
+                       {"id": "C7", "verdict": "holds", "reading": "analogue", "platform": "cuda", "why": "it meets 2x",
+                        "thread": "t", "metric": "m", "measured": 1.5, "low": 1.2, "high": 1.8, "unit": "x", "who": "w"}])
+    md = tables.conclusion(df, final=True)
+    assert md.count("not applicable") == 1 and "**C6** not applicable on host: the claim is about NVIDIA" in md
+    assert "**C7 holds** (by an analogue) on cuda: m = 1.50x (95 % CI 1.20\u20131.80). it meets 2x." in md
+    df["who"] = "w"
+    assert list(tables.beside(df).measured) == ["\u2014", "1.50x (95 % CI 1.20\u20131.80)"]   # no verdict word here

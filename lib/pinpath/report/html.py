@@ -137,6 +137,13 @@ def verdict_word(v) -> str:
     return _OLD_VERDICTS.get(text, text) or "not measured"
 
 
+def device_words(device) -> str:
+    """The runtime's device for a reader: the host runtime's "none: host platform (...)" reads
+    "no GPU: host platform (...)"."""
+    text = _text(device)
+    return "no GPU: " + text.split(":", 1)[1].strip() if text.lower().startswith("none:") else text
+
+
 # -- page parts ---------------------------------------------------------------------------------
 def external_scripts(text: str) -> list[str]:
     """Script blocks and stylesheet links of a page that would fetch something from the network."""
@@ -262,7 +269,7 @@ def pays_section(run_dir: Path, manifest: Mapping) -> Markup:
     df = next((data.get(n) for n in pays.SOURCES if data.get(n) is not None), None)
     picks = pays.cheapest(df)
     runtime = manifest.get("runtime") or {}
-    ctx = {"platform": _text(manifest.get("platform")), "device": _text(runtime.get("device")),
+    ctx = {"platform": _text(manifest.get("platform")), "device": device_words(runtime.get("device")),
            "rows": [p.words() for p in picks],
            "evens": [{"direction": d, "below": a, "above": b, "size": binary_size(round(n))}
                      for d, a, b, n in pays.break_evens(df, [p for p in picks if p.sure])],
@@ -486,7 +493,7 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[s
         "run_id": _text(manifest.get("run_id")), "preset": _text(manifest.get("preset")),
         "platform": _text(manifest.get("platform")), "status": _text(manifest.get("status")),
         "status_cls": STATUSES.get(_text(manifest.get("status")), ("s-other", ""))[0],
-        "device": _text(runtime.get("device")), "driver": _text(runtime.get("nvidia_driver") or runtime.get("driver_version")),
+        "device": device_words(runtime.get("device")), "driver": _text(runtime.get("nvidia_driver") or runtime.get("driver_version")),
         "commit": _text(git.get("commit"))[:12], "dirty": git.get("dirty"),
         "sections": [{"title": t, "anchor": re.sub(r"[^a-z0-9]+", "-", t.lower()).strip("-"), "body": b}
                      for t, b in ordered],

@@ -31,7 +31,7 @@ from ..errors import BadParameter
 from ..atomic import replacing, write_bytes_atomic, write_text_atomic
 from . import regress
 from .fmt import binary_size, cut_words, verdict_sentence
-from .html import JUDGED, Scrubber, compare_rows, format_measured, reference_verdicts, verdict_word
+from .html import JUDGED, Scrubber, compare_rows, device_words, format_measured, reference_verdicts, verdict_word
 from .rundata import RunData
 
 __all__ = ["share_run", "summary_markdown", "render_compare_markdown", "zip_run", "resize_figures",
@@ -145,7 +145,7 @@ def pays_markdown(run_dir: Path, man: dict) -> list[str]:
         return []
     platform = str(man.get("platform", "?"))
     where = ("on the host platform (no GPU: the operating system's share only)" if platform == "host" else
-             f"on {md_code(platform)} ({md_cell((man.get('runtime') or {}).get('device') or 'an unnamed device')})")
+             f"on {md_code(platform)} ({md_cell(device_words((man.get('runtime') or {}).get('device')) or 'an unnamed device')})")
     out = [f"**Which policy pays** {where}: the cheapest policy for pageable memory per copy, its time per "
            "transfer (95 % interval); \"tie\": the next one's interval overlaps.", ""]
     for d in sorted({p.direction for p in picks}):
@@ -273,7 +273,7 @@ def _summary(run_dir: Path, paths: Sequence[Path], inline_width: int | None) -> 
     host = (man.get("runner") or {}).get("host") or (man.get("machine") or {}).get("hostname")
     driver = rt.get("nvidia_driver") or rt.get("driver_version")
     out = [f"### pinpath run {md_code(man.get('run_id') or run_dir.name)}", "",
-           f"Platform {md_code(platform)} on {md_cell(rt.get('device') or 'an unnamed device')}"
+           f"Platform {md_code(platform)} on {md_cell(device_words(rt.get('device')) or 'an unnamed device')}"
            + (f", driver {md_cell(driver)}" if driver else "") + (f", host {md_code(host)}" if host else "")
            + f"; preset {md_code(preset)}; run status {md_code(man.get('status', '?'))}.", ""]
     claims, why_not = _claims(run_dir)

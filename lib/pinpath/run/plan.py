@@ -92,6 +92,8 @@ def plan(preset: str, platform: str, *, only: list[str] | None = None, overrides
         parameters[stem] = {k: v for k, v in fitted.items() if k in values or v != merged[k]}
         notices += told
     stems = only or list(found)
+    if passed := [f"{name} ({why})" for name, why in selection if why != "started"]:   # say a fallback
+        notices.insert(0, f"running on platform {rt_name}, because " + "; ".join(passed) + " did not start")
     return Plan(preset, rt_name, [found[s] for s in stems], {s: parameters[s] for s in stems},
                 info, selection, harness, notices)
 

@@ -107,7 +107,7 @@ async def _look(url: str, shot: Path, profile: Path, width: int = WIDTH_PX, heig
                    && getComputedStyle(e).display !== 'none').slice(0, 5).map(e => e.tagName + '.' + e.className),
             height: document.documentElement.scrollHeight,
             links: [...document.querySelectorAll('a[href]')].map(a => a.href),
-            clipped: [...document.querySelectorAll('td, th, p, li, dd, span, code')].filter(e => e.scrollWidth > e.clientWidth + 1
+            clipped: [...document.querySelectorAll('td, th, p, li, dd, span, code, table, div')].filter(e => e.scrollWidth > e.clientWidth + 1
                       && e.clientWidth > 0 && getComputedStyle(e).overflowX !== 'visible').slice(0, 5).map(e => e.tagName + ': ' + e.innerText.slice(0, 60)),
             first_screen: document.elementFromPoint(10, window.innerHeight - 5) ? [...document.querySelectorAll('#at-a-glance li')]
                           .filter(e => e.getBoundingClientRect().bottom <= window.innerHeight).length : 0,

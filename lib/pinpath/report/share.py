@@ -119,7 +119,7 @@ def _claims_rows(claims: pd.DataFrame, scrub: Scrubber, reference: dict | None =
         if ref is not None and verdict_word(ref.get("verdict")) in JUDGED:
             vcell += f"; reference: {md_cell(verdict_word(ref.get('verdict')))}"
         rows.append([f"**{md_cell(r.get('id'))}**", md_cell(scrub(_str(r, "short") or _str(r, "claim"))),
-                     md_cell(scrub(measured)), vcell])
+                     md_cell(scrub(measured.replace("(95 % CI ", "("))), vcell])     # the header says 95 % CI
     return rows
 
 

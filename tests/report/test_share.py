@@ -131,7 +131,7 @@ def test_summary_reads_as_gfm(run, tmp_path):
     assert "\u2026" not in text                    # nothing here is long enough to be cut
     images = _images(tokens)
     assert 1 <= len(images) <= 2 and all(not Path(i).is_absolute() and (share / i).is_file() for i in images)
-    assert images[0] == "figures/03_c6_c7_c9_lock_cost-calls.png"     # the lock cost leads
+    assert images == ["figures/verdicts.png", "figures/03_c6_c7_c9_lock_cost-calls.png"]   # the verdicts lead
     assert "attach them" in text
     assert "make reproduce PRESET=smoke PLATFORM=cuda" in text and "b4d2cc396755e509494d52d5d643d9efd0301925" in text
     assert "judged by" not in text                # measured and judged by the same commit
@@ -183,7 +183,7 @@ def test_inline_summary_fits_a_comment_or_is_refused(run, monkeypatch):
     plain = run_dir / "figures" / "00_platform-bandwidth.png"
     text = S.summary_markdown(run_dir, [plain, plain], inline=True)
     assert len(text) <= S.COMMENT_CHARS and len(_images(_md().parse(text))) == 2
-    with pytest.raises(BadParameter, match="65,536 a tracker comment holds"):
+    with pytest.raises(BadParameter, match="even one figure inline .* 65,536 a tracker comment holds"):
         S.summary_markdown(run_dir, [noisy, noisy], inline=True)
 
 
@@ -234,10 +234,11 @@ def test_figures_resized(run):
     (run_dir / "figures" / "04_broken-x.png").write_bytes(b"not a png")
     share = S.share_run(run_dir)
     figs = sorted((share / "figures").glob("*.png"))
-    assert [p.name for p in figs] == ["00_platform-bandwidth.png", "03_c6_c7_c9_lock_cost-calls.png"]
+    # every verdict's figure first, then the lock cost's headline figure
+    assert [p.name for p in figs] == ["03_c6_c7_c9_lock_cost-calls.png", S.VERDICTS_PNG]
     for p in figs:
         with Image.open(p) as im:
-            assert im.size == (900, 300)
+            assert im.size[0] == 900 and (p.name == S.VERDICTS_PNG or im.size == (900, 300))
 
 
 def test_zip_holds_only_final_files_with_slash_names(run):

@@ -5,7 +5,8 @@ width that reads well there, and the whole run folder as one zip that opens offl
 
     share/summary.md        platform line, the verdicts counted, one claims table, what data is
                             missing, two figures, how to reproduce (about 40 lines)
-    share/figures/*.png     those figures, about 900 px wide (to attach to the comment)
+    share/figures/*.png     those figures, about 900 px wide (to attach to the comment): every
+                            verdict's figure (verdicts.png) and the first headline figure
     share/<run-id>.zip      <run-id>/ with report/, notebooks/, data/, figures/, manifest.json
                             (not share/); <run-id>/index.html leads to report/index.html
 
@@ -244,19 +245,20 @@ def summary_markdown(run_dir: Path, figures: Sequence[str | Path] | None = None,
     ``MAX_LINES`` lines; which policy pays; one narrow table of id, claim, measured, verdict;
     each claim's why whole in a list below it; at most ``MAX_FIGURES`` figures). ``figures``:
     names in ``share/figures/`` or paths; ``inline``: the figures as data URIs instead of files
-    to attach, made smaller until the whole fits ``COMMENT_CHARS`` (refused, with
-    ``BadParameter``, where it cannot). Every name taken from the run is escaped; run id,
+    to attach, made smaller (then fewer, the first kept) until the whole fits ``COMMENT_CHARS``
+    (refused, with ``BadParameter``, where even one does not). Every name taken from the run is escaped; run id,
     preset, platform and host are code spans that nothing in them can end."""
     run_dir = Path(run_dir)
     paths = [Path(f) if isinstance(f, Path) else run_dir / "share" / "figures" / str(f)
              for f in (figures if figures is not None else headline_figures(run_dir))][:MAX_FIGURES]
     if not inline:
         return _summary(run_dir, paths, None)
-    for width in INLINE_WIDTHS:
-        text = _summary(run_dir, paths, width)
-        if len(text) <= COMMENT_CHARS:
-            return text
-    raise BadParameter(f"summary.md with its figures inline is {len(text):,} characters even at "
+    for n in range(len(paths), 0, -1):          # every figure, smaller; then fewer, the first kept
+        for width in INLINE_WIDTHS:
+            text = _summary(run_dir, paths[:n], width)
+            if len(text) <= COMMENT_CHARS:
+                return text
+    raise BadParameter(f"summary.md with even one figure inline is {len(text):,} characters at "
                        f"{INLINE_WIDTHS[-1]} px, more than the {COMMENT_CHARS:,} a tracker comment holds: "
                        "write it without --inline and attach the figures (share/figures/)")
 
@@ -377,6 +379,29 @@ def _readable_images(paths: Sequence[Path]) -> list[Path]:
     return good
 
 
+#: the figure of every verdict (``figures.verdicts``), first in the summary
+VERDICTS_PNG = "verdicts.png"
+
+
+def verdicts_figure(run_dir: Path, out: Path, width: int = 900) -> Path | None:
+    """Every judged claim's figure (value, interval, threshold: what its verdict judges) from
+    report/claims.csv as ``out``, ``width`` px wide; None where no claim has a figure."""
+    claims, _ = _claims(Path(run_dir))
+    if claims is None or not len(claims):
+        return None
+    import matplotlib.pyplot as plt
+    from . import figures
+    figures.theme()
+    fig = figures.verdicts(claims, title="each verdict's figure: the measured value (dot) and its 95 % interval "
+                                         "(bar) against the claim's threshold (dashed); green: where the claim holds")
+    if fig is None:
+        return None
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=width / fig.get_figwidth())
+    plt.close(fig)
+    return write_bytes_atomic(out, buf.getvalue())
+
+
 def share_run(run_dir: Path, *, width: int = 900, limit: int = MAX_FIGURES, inline: bool = False) -> Path:
     """Write ``share/summary.md``, ``share/figures/`` and ``share/<run-id>.zip`` inside the run
     folder; return the ``share`` folder. ``inline``: the summary's figures as data URIs."""
@@ -385,9 +410,11 @@ def share_run(run_dir: Path, *, width: int = 900, limit: int = MAX_FIGURES, inli
         raise BadParameter(f"{run_dir.name}: not a pinpath run (no manifest.json)")
     share = run_dir / "share"
     source = run_dir / "figures" if (run_dir / "figures").is_dir() else share / "figures"   # a kept reference: its shared ones
-    pngs = sorted(source.glob("*.png"))
+    pngs = sorted(p for p in source.glob("*.png") if p.name != VERDICTS_PNG)
     heads = _readable_images([p for p in pngs if p in headline_figures(run_dir, 99, paths=pngs)])
-    figs = resize_figures(headline_figures(run_dir, limit, paths=heads), share / "figures", width)
+    verdicts = verdicts_figure(run_dir, share / "figures" / VERDICTS_PNG, width)
+    figs = ([verdicts] if verdicts else []) + resize_figures(
+        headline_figures(run_dir, limit - bool(verdicts), paths=heads), share / "figures", width)
     for old in (share / "figures").glob("*.png"):
         if old not in figs:
             old.unlink()                  # figures of an earlier share that the summary no longer shows

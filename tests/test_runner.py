@@ -815,4 +815,10 @@ def test_plan_says_when_it_falls_back_to_another_platform(project, monkeypatch):
     monkeypatch.setattr(planning, "open_runtime", fallback)
     p = planning.plan("smoke", "auto")
     assert p.platform == "host"
-    assert p.notices[0] == "running on platform host, because cuda (cuda runtime unavailable: no device) did not start"
+    assert p.fallback == "running on platform host, because cuda (cuda runtime unavailable: no device) did not start"
+    said = []
+    monkeypatch.setattr(local, "init_run", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "full")))
+    monkeypatch.setattr(local, "plan", lambda *a, **k: p)
+    with pytest.raises(Exception):
+        local.run("smoke", "auto", progress=said.append)
+    assert said[0] == "notice: " + p.fallback                  # the terminal says it first

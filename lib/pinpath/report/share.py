@@ -250,8 +250,9 @@ def summary_markdown(run_dir: Path, figures: Sequence[str | Path] | None = None,
     preset, platform and host are code spans that nothing in them can end."""
     run_dir = Path(run_dir)
     paths = [Path(f) if isinstance(f, Path) else run_dir / "share" / "figures" / str(f)
-             for f in (figures if figures is not None else headline_figures(run_dir))][:MAX_FIGURES]
-    if not inline:
+             for f in (figures if figures is not None else headline_figures(run_dir, paths=_figure_files(run_dir)))]
+    paths = paths[:MAX_FIGURES]
+    if not inline or not paths:
         return _summary(run_dir, paths, None)
     for n in range(len(paths), 0, -1):          # every figure, smaller; then fewer, the first kept
         for width in INLINE_WIDTHS:
@@ -274,8 +275,10 @@ def _summary(run_dir: Path, paths: Sequence[Path], inline_width: int | None) -> 
     platform, preset = str(man.get("platform", "?")), str(man.get("preset", "?"))
     host = (man.get("runner") or {}).get("host") or (man.get("machine") or {}).get("hostname")
     driver = rt.get("nvidia_driver") or rt.get("driver_version")
+    device = device_words(rt.get("device"))
     out = [f"### pinpath run {md_code(man.get('run_id') or run_dir.name)}", "",
-           f"Platform {md_code(platform)} on {md_cell(device_words(rt.get('device')) or 'an unnamed device')}"
+           f"Platform {md_code(platform)}" + (f" ({md_cell(device)})" if device.startswith("no GPU")
+                                               else f" on {md_cell(device or 'an unnamed device')}")
            + (f", driver {md_cell(driver)}" if driver else "") + (f", host {md_code(host)}" if host else "")
            + f"; preset {md_code(preset)}; run status {md_code(man.get('status', '?'))}.", ""]
     claims, why_not = _claims(run_dir)
@@ -379,6 +382,12 @@ def _readable_images(paths: Sequence[Path]) -> list[Path]:
     return good
 
 
+def _figure_files(run_dir: Path) -> list[Path]:
+    """The run's figures; a kept reference's shared ones where it keeps no ``figures/``."""
+    source = run_dir / "figures" if (run_dir / "figures").is_dir() else run_dir / "share" / "figures"
+    return sorted(p for p in source.glob("*.png") if p.name != VERDICTS_PNG)
+
+
 #: the figure of every verdict (``figures.verdicts``), first in the summary
 VERDICTS_PNG = "verdicts.png"
 
@@ -409,8 +418,7 @@ def share_run(run_dir: Path, *, width: int = 900, limit: int = MAX_FIGURES, inli
     if not (run_dir / "manifest.json").is_file():
         raise BadParameter(f"{run_dir.name}: not a pinpath run (no manifest.json)")
     share = run_dir / "share"
-    source = run_dir / "figures" if (run_dir / "figures").is_dir() else share / "figures"   # a kept reference: its shared ones
-    pngs = sorted(p for p in source.glob("*.png") if p.name != VERDICTS_PNG)
+    pngs = _figure_files(run_dir)
     heads = _readable_images([p for p in pngs if p in headline_figures(run_dir, 99, paths=pngs)])
     verdicts = verdicts_figure(run_dir, share / "figures" / VERDICTS_PNG, width)
     figs = ([verdicts] if verdicts else []) + resize_figures(

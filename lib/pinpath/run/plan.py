@@ -31,6 +31,12 @@ class Plan:
         self.harness: dict[str, float] = harness   #: the recorder's own cost, clock, null call
         self.notices: list[str] = list(notices)     #: what validation changed, e.g. sizes left out
 
+    @property
+    def fallback(self) -> str:
+        """Which platform runs and why the ones before it did not start ('' when the first did)."""
+        passed = [f"{name} ({why})" for name, why in self.selection if why != "started"]
+        return f"running on platform {self.platform}, because " + "; ".join(passed) + " did not start" if passed else ""
+
 
 def available_notebooks(nb_dir: Path | None = None) -> list[Path]:
     return sorted(p for p in Path(nb_dir or paths.NOTEBOOKS_DIR).glob("[0-9][0-9]_*.ipynb"))
@@ -92,8 +98,6 @@ def plan(preset: str, platform: str, *, only: list[str] | None = None, overrides
         parameters[stem] = {k: v for k, v in fitted.items() if k in values or v != merged[k]}
         notices += told
     stems = only or list(found)
-    if passed := [f"{name} ({why})" for name, why in selection if why != "started"]:   # say a fallback
-        notices.insert(0, f"running on platform {rt_name}, because " + "; ".join(passed) + " did not start")
     return Plan(preset, rt_name, [found[s] for s in stems], {s: parameters[s] for s in stems},
                 info, selection, harness, notices)
 

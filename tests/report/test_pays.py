@@ -91,7 +91,8 @@ def test_index_opens_with_every_claim_and_which_policy_pays(tmp_path):
     glossary = page.split("id='glossary'", 1)[1].split("</section>", 1)[0]
     for word in ("d2h, h2d", "as meant", "by an analogue", "re-lock path", "braces", "grant", *pays.POLICY_WORDS):
         assert word in glossary, word
-    assert H.THREAD_URL in glossary
+    assert H.THREAD_URL in glossary and "href='CLAIMS.md'" in glossary       # the copy the report keeps
+    assert (run_dir / "report" / "CLAIMS.md").read_text().startswith("#")
 
 
 def test_index_says_what_a_kept_reference_left_out(tmp_path):

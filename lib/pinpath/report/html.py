@@ -299,16 +299,22 @@ GLOSSARY = (
 )
 
 
-def glossary_section(run_dir: Path) -> Markup:
-    """The glossary: the report's words and the nine policies, with links to CLAIMS.md (where
-    the run folder sits inside the checkout) and to the thread."""
-    claims_md = Path(PROJECT_ROOT) / "CLAIMS.md"
-    report = Path(run_dir).resolve() / "report"
-    href = ""
-    if claims_md.is_file() and report.is_relative_to(Path(PROJECT_ROOT).resolve()):
-        href = Path(os.path.relpath(claims_md.resolve(), report)).as_posix()
+def glossary_section(claims_href: str = "") -> Markup:
+    """The glossary: the report's words and the nine policies, with links to CLAIMS.md
+    (``claims_href``, where the report keeps a copy) and to the thread."""
     return Markup(_ENV.get_template("_glossary.html").render(
-        terms=GLOSSARY, policies=list(pays.POLICY_WORDS.items()), claims_href=href, thread_href=THREAD_URL))
+        terms=GLOSSARY, policies=list(pays.POLICY_WORDS.items()), claims_href=claims_href, thread_href=THREAD_URL))
+
+
+def keep_claims_md(report: Path) -> str:
+    """A copy of the checkout's CLAIMS.md in ``report/`` (what the claims and rules were when the
+    run was judged; it travels with the zip); its link from the index, '' where there is none."""
+    source = Path(PROJECT_ROOT) / "CLAIMS.md"
+    target = Path(report) / "CLAIMS.md"
+    if not source.is_file() or target.is_symlink():
+        return ""
+    write_text_atomic(target, source.read_text())
+    return "CLAIMS.md"
 
 
 #: the public thread the claims come from
@@ -474,7 +480,7 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[s
             sections[title] = _section_body(body)
         else:
             extras.append((str(title), _section_body(body)))
-    ordered = [(t, b) for t, b in sections.items()] + extras + [("Glossary", glossary_section(run_dir))]
+    ordered = [(t, b) for t, b in sections.items()] + extras + [("Glossary", glossary_section(keep_claims_md(report)))]
 
     notebooks = []
     for stem, v in nbs.items():

@@ -420,3 +420,14 @@ def test_conclusion_says_a_verdict_word_once():
     assert "**C7 holds** (by an analogue) on cuda: m = 1.50x (95 % CI 1.20\u20131.80). it meets 2x." in md
     df["who"] = "w"
     assert list(tables.beside(df).measured) == ["\u2014", "1.50x (95 % CI 1.20\u20131.80)"]   # no verdict word here
+
+
+def test_a_claim_not_judged_here_shows_what_was_measured_anyway():
+    detail = ("measured here for information: register / query of pageable memory: 0.0144x (95 % CI 0.0139\u20130.0166) "
+              "[4 KiB] -> inconclusive (only 3 independent repeats)")
+    assert H._for_information(detail) == "register / query of pageable memory: 0.0144x (95 % CI 0.0139\u20130.0166) [4 KiB]"
+    assert H._for_information("measured here for information: a / b: not measured (no staging data in this run); "
+                              "c: not measured (no x data)") == ""
+    df = pd.DataFrame([{"id": "C6", "verdict": "not applicable", "platform": "host", "detail": detail, "why": "w"}])
+    body = str(H.claims_section(df))
+    assert "the operating system&#39;s share: register / query of pageable memory: 0.0144x" in body

@@ -801,3 +801,24 @@ def test_one_check_of_the_cell_timeout(given, seconds):
 def test_a_bad_cell_timeout_is_one_sentence(given, said):
     with pytest.raises(BadParameter, match=f"^{re.escape(said)}$"):
         planning.cell_timeout_s(given)
+
+
+def test_plan_says_when_it_falls_back_to_another_platform(project, monkeypatch):
+    from pinpath.runtimes import open_runtime
+
+    def fallback(name):
+        rt = open_runtime("host")
+        rt.selection = [("cuda", "cuda runtime unavailable: no device"), ("host", "started")]
+        return rt
+    _sizes_project(project, "")
+    _params(project, "00_ok: {}\n")
+    monkeypatch.setattr(planning, "open_runtime", fallback)
+    p = planning.plan("smoke", "auto")
+    assert p.platform == "host"
+    assert p.fallback == "running on platform host, because cuda (cuda runtime unavailable: no device) did not start"
+    said = []
+    monkeypatch.setattr(local, "init_run", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "full")))
+    monkeypatch.setattr(local, "plan", lambda *a, **k: p)
+    with pytest.raises(Exception):
+        local.run("smoke", "auto", progress=said.append)
+    assert said[0] == "notice: " + p.fallback                  # the terminal says it first

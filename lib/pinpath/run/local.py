@@ -130,7 +130,7 @@ def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: P
     """Validate, make the run folder, run every notebook, finalize."""
     say = progress or say_stderr
     p = plan(preset, platform, only=only, overrides=overrides, nb_dir=nb_dir, params_dir=params_dir)
-    for notice in p.notices:
+    for notice in [p.fallback] * bool(p.fallback) + p.notices:
         say(f"notice: {notice}")
     try:
         run_dir = init_run(p, out_dir)

@@ -31,6 +31,12 @@ class Plan:
         self.harness: dict[str, float] = harness   #: the recorder's own cost, clock, null call
         self.notices: list[str] = list(notices)     #: what validation changed, e.g. sizes left out
 
+    @property
+    def fallback(self) -> str:
+        """Which platform runs and why the ones before it did not start ('' when the first did)."""
+        passed = [f"{name} ({why})" for name, why in self.selection if why != "started"]
+        return f"running on platform {self.platform}, because " + "; ".join(passed) + " did not start" if passed else ""
+
 
 def available_notebooks(nb_dir: Path | None = None) -> list[Path]:
     return sorted(p for p in Path(nb_dir or paths.NOTEBOOKS_DIR).glob("[0-9][0-9]_*.ipynb"))

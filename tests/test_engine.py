@@ -3,17 +3,20 @@ answers, the call log holds each op's calls, bad plans are refused in one senten
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from pinpath import engine
 from pinpath.errors import BadParameter, UnknownName
+from pinpath.toolchain import NativeUnavailable
 from pinpath.experiments.sweep import DeviceBuffers
 from pinpath.memkinds import host_buffer
-from pinpath.vocab import MemoryKind
+from pinpath.vocab import POLICY_STEPS, MemoryKind, Policy
 
-POLICIES = ["stage_per_copy", "lock_always", "query_then_lock", "nextgen", "nextgen_lock_mapped", "stage_pooled",
-            "prepinned", "driver_pageable"]
+#: every policy whose buffers a plan makes itself (the pinned allocator's come from its own plans: adopt)
+POLICIES = [str(p) for p, steps in POLICY_STEPS.items() if not steps.allocates]
 
 
 @pytest.fixture
@@ -84,6 +87,18 @@ def test_the_call_log_holds_each_ops_calls(any_rt, eng):
     phases = t[[c for c in rows.columns if c.endswith("_ns") and c not in ("start_ns", "end_ns", "total_ns",
                                                                            "dma_event_ns")]]
     assert int(phases.sum()) <= t.total_ns and t.alloc_ns > 0 and t.free_ns > 0
+
+
+def test_the_engine_loads_only_with_the_python_policies_table(host_rt, monkeypatch):
+    """engine.c's table POLICIES and vocab.POLICY_STEPS name the same policies with the same steps
+    (checked at every load); a row that differs (here query_then_lock without its query) keeps the
+    engine from loading, with both rows in the sentence."""
+    assert set(engine.load("host").policy_steps()) == {str(p) for p in POLICY_STEPS}
+    changed = dict(POLICY_STEPS)
+    changed[Policy.QUERY_THEN_LOCK] = replace(changed[Policy.QUERY_THEN_LOCK], query_first=False)
+    monkeypatch.setattr(engine, "POLICY_STEPS", changed)
+    with pytest.raises(NativeUnavailable, match=r"query_then_lock: C .*query_first=True.* against Python .*query_first=False"):
+        engine.Engine("host")
 
 
 def test_bad_plans_are_refused(host_rt):

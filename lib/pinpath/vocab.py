@@ -142,6 +142,7 @@ class Relock(StrEnum):
 class Capability(StrEnum):
     """What a runtime may or may not offer beyond the core interface; each answers
     "not available: <reason>" where it is missing."""
+    EVENTS = "events"          #: time a copy on the device (new_event, free_event, record_event, elapsed_ns)
     KERNELS = "kernels"        #: launch the replica kernel (prepare_kernels, launch_replica)
     LATCH = "latch"            #: hold a queue until released (new_latch, hold, release, free_latch)
     COPY_LOOP = "copy_loop"    #: a bare native async copy loop that bypasses pinpath (plain_copy_ns)

@@ -15,10 +15,10 @@ from ..closing import Closing
 from ..errors import LockFailed, PinpathError, RuntimeCallFailed
 from ..memkinds import HostBuffer, host_buffer
 from ..records import TransferRecord
-from ..runtimes.base import Backend
+from ..runtimes.base import Backend, has
 from ..trace import records
 from ..units import MiB
-from ..vocab import POLICY_STEPS, Direction, MapOutcome, PageableCopy, Phase, Policy, TransferPath
+from ..vocab import POLICY_STEPS, Capability, Direction, MapOutcome, PageableCopy, Phase, Policy, TransferPath
 
 __all__ = ["PolicyBase", "Phases", "StagingPool", "DEFAULT_THRESHOLD_NBYTES"]
 
@@ -140,7 +140,7 @@ class PolicyBase(Closing):
         self._events = None
         self.pool = None if self.steps.pool == "none" else StagingPool(rt, exact=self.steps.pool == "exact")
         self._pending: set[int] = set()        # ids of queues holding work not waited for yet
-        if events and rt.has_events:
+        if events and has(rt, Capability.EVENTS):
             self._events = (rt.new_event(), rt.new_event())
 
     def _new_queue(self) -> Any:

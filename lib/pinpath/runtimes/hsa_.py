@@ -139,7 +139,6 @@ class HsaRuntime(RuntimeBase):
     with completion signals, on GPU agent number ``device``."""
 
     name = "hsa"
-    has_events = True      # through copy profiling; see new_event
     needs_grant = True     # pool memory is reachable only by agents given access
     pageable_copy = PageableCopy.UNSUPPORTED
     relock = Relock.COUNTED   # ROCT counts registrations (fmm_register_memory / fmm_deregister_memory)
@@ -284,8 +283,10 @@ class HsaRuntime(RuntimeBase):
         self._do("hsa_system_get_info", _K.HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, ctypes.byref(freq))
         self.timestamp_hz = freq.value
         self._now_ticks = ctypes.c_uint64()   # the null call's out-parameter, made once
-        self.has_events = self._f.hsa_amd_profiling_get_async_copy_time is not None and \
-            self._f.hsa_amd_profiling_async_copy_enable is not None and self.timestamp_hz > 0
+        if self._f.hsa_amd_profiling_get_async_copy_time is None or \
+                self._f.hsa_amd_profiling_async_copy_enable is None or self.timestamp_hz <= 0:   # events: see new_event
+            self.unavailable = {**self.unavailable, Capability.EVENTS: "this ROCr has no async-copy profiling "
+                                "(hsa_amd_profiling_async_copy_enable, hsa_amd_profiling_get_async_copy_time)"}
 
     def describe(self) -> dict:
         major, minor = ctypes.c_uint16(), ctypes.c_uint16()
@@ -426,9 +427,6 @@ class HsaRuntime(RuntimeBase):
             raise RuntimeCallFailed("hsa", "hsa_amd_memory_async_copy", int(failed),
                                     "a negative completion signal (the copy failed)")
 
-    def host_copy(self, dst: int, src: int, nbytes: int) -> None:
-        self.recorder.call("memcpy", ctypes.memmove, dst, src, nbytes)
-
     # -- kernels and latches -----------------------------------------------------------
     def prepare_kernels(self) -> None:
         """Refused with the declared reason (NotAvailable): kernels are not a capability here."""
@@ -528,12 +526,6 @@ class HsaRuntime(RuntimeBase):
             body(out.value)
         finally:
             self._f.hsa_amd_memory_pool_free(out.value)
-
-    def fill_device(self, ptr: int, byte: int, nbytes: int) -> None:
-        def body(stage):
-            ctypes.memset(stage, byte, nbytes)
-            self._sync_copy(ptr, stage, nbytes, Direction.H2D)
-        self._staged(nbytes, body)
 
     def read_device(self, ptr: int, nbytes: int) -> np.ndarray:
         out = np.empty(nbytes, dtype=np.uint8)

@@ -5,7 +5,6 @@ queries, pinned allocation, kernels."""
 
 from __future__ import annotations
 
-import ctypes
 import time
 
 import numpy as np

@@ -545,34 +545,18 @@ static int query_first(ctx_t *x, void *h, void *d, size_t n, int dir) {
     if (rc) { x->o->error = rc; return P_COPY_FAILED; }
     return P_ALREADY_LOCKED;
 }
-/* the transfer steps: (ctx, buffer, host side, device side, bytes, direction) -> path */
-static int step_stage_fresh(ctx_t *x, int b, void *h, void *d, size_t n, int dir) {
-    (void)b;
+/* the transfer steps: (ctx, host side, device side, bytes, direction) -> path; besides these,
+ * stage_pooled, lock_copy_unlock, pageable and nextgen_transfer above */
+static int stage_fresh_path(ctx_t *x, void *h, void *d, size_t n, int dir) {
     int rc = stage_fresh(x, h, d, n, dir);
     if (rc) { x->o->error = rc; return P_COPY_FAILED; }
     return P_STAGED_FRESH;
 }
-static int step_stage_pooled(ctx_t *x, int b, void *h, void *d, size_t n, int dir) {
-    (void)b;
-    return stage_pooled(x, h, d, n, dir);
-}
-static int step_lock_copy_unlock(ctx_t *x, int b, void *h, void *d, size_t n, int dir) {
-    (void)b;
-    return lock_copy_unlock(x, h, d, n, dir);
-}
-static int step_pinned_or_pageable(ctx_t *x, int b, void *h, void *d, size_t n, int dir) {
-    if (!x->th->e->pinned[b]) return pageable(x, h, d, n, dir);
+static int pinned_or_pageable(ctx_t *x, void *h, void *d, size_t n, int dir) {
+    if (!x->th->e->pinned[x->th->ops[x->i].buf]) return pageable(x, h, d, n, dir);
     int rc = dma(x, h, d, n, dir, 0);
     if (rc) { x->o->error = rc; return P_COPY_FAILED; }
     return P_PINNED_DIRECT;
-}
-static int step_pageable(ctx_t *x, int b, void *h, void *d, size_t n, int dir) {
-    (void)b;
-    return pageable(x, h, d, n, dir);
-}
-static int step_nextgen(ctx_t *x, int b, void *h, void *d, size_t n, int dir) {
-    (void)b;
-    return nextgen_transfer(x, h, d, n, dir);
 }
 /* the map steps: (ctx, buffer) -> path; nextgen's run under the policy's mutex */
 static int nextgen_map_op(ctx_t *x, int b) {
@@ -591,26 +575,25 @@ typedef struct policy_s {
     const char *name;
     int query_first;
     const char *transfer_name;
-    int (*transfer)(ctx_t *x, int b, void *h, void *d, size_t n, int dir);
+    int (*transfer)(ctx_t *x, void *h, void *d, size_t n, int dir);
     const char *maps_name;
     int (*map)(ctx_t *x, int b), (*unmap)(ctx_t *x, int b);   /* NULL: no state for mapped buffers */
     int pool, asynchronous, lock_mapped;
 } policy_t;
-#define STEP(s) #s, step_##s
 #define MAPS_NONE "none", NULL, NULL
 #define MAPS_PREPINNED "prepinned", prepinned_map, prepinned_unmap
 #define MAPS_NEXTGEN "nextgen", nextgen_map_op, nextgen_unmap_op
 static const policy_t POLICIES[] = {
-    /* name                 query first  transfer step               maps            pool          async lock_mapped */
-    {"stage_per_copy",      0,           STEP(stage_fresh),          MAPS_NONE,      POOL_NONE,    0,    0},
-    {"lock_always",         0,           STEP(lock_copy_unlock),     MAPS_NONE,      POOL_NONE,    0,    0},
-    {"query_then_lock",     1,           STEP(lock_copy_unlock),     MAPS_NONE,      POOL_NONE,    0,    0},
-    {"nextgen",             0,           STEP(nextgen),              MAPS_NEXTGEN,   POOL_EXACT,   1,    0},
-    {"nextgen_lock_mapped", 0,           STEP(nextgen),              MAPS_NEXTGEN,   POOL_EXACT,   1,    1},
-    {"stage_pooled",        0,           STEP(stage_pooled),         MAPS_NONE,      POOL_CLASSES, 0,    0},
-    {"prepinned",           0,           STEP(pinned_or_pageable),   MAPS_PREPINNED, POOL_NONE,    1,    0},
-    {"driver_pageable",     0,           STEP(pageable),             MAPS_NONE,      POOL_NONE,    1,    0},
-    {"pinned_allocator",    0,           STEP(nextgen),              MAPS_NEXTGEN,   POOL_EXACT,   1,    0},
+    /* name                 query first  transfer step                               maps            pool          async lock_mapped */
+    {"stage_per_copy",      0,           "stage_fresh", stage_fresh_path,            MAPS_NONE,      POOL_NONE,    0,    0},
+    {"lock_always",         0,           "lock_copy_unlock", lock_copy_unlock,       MAPS_NONE,      POOL_NONE,    0,    0},
+    {"query_then_lock",     1,           "lock_copy_unlock", lock_copy_unlock,       MAPS_NONE,      POOL_NONE,    0,    0},
+    {"nextgen",             0,           "nextgen", nextgen_transfer,                MAPS_NEXTGEN,   POOL_EXACT,   1,    0},
+    {"nextgen_lock_mapped", 0,           "nextgen", nextgen_transfer,                MAPS_NEXTGEN,   POOL_EXACT,   1,    1},
+    {"stage_pooled",        0,           "stage_pooled", stage_pooled,               MAPS_NONE,      POOL_CLASSES, 0,    0},
+    {"prepinned",           0,           "pinned_or_pageable", pinned_or_pageable,   MAPS_PREPINNED, POOL_NONE,    1,    0},
+    {"driver_pageable",     0,           "pageable", pageable,                       MAPS_NONE,      POOL_NONE,    1,    0},
+    {"pinned_allocator",    0,           "nextgen", nextgen_transfer,                MAPS_NEXTGEN,   POOL_EXACT,   1,    0},
 };
 #define POL_N ((int)(sizeof POLICIES / sizeof POLICIES[0]))
 
@@ -636,7 +619,7 @@ static int transfer(ctx_t *x, const pe_op *op) {
         int path = query_first(x, h, d, n, dir);
         if (path >= 0) return path;
     }
-    return pol->transfer(x, op->buf, h, d, n, dir);
+    return pol->transfer(x, h, d, n, dir);
 }
 static int run_op(ctx_t *x, const pe_op *op) {
     engine_t *e = x->th->e;

@@ -275,3 +275,45 @@ def test_runs_take_kept_queues_and_close_gives_them_up(any_rt, eng):
         run(1)
         assert eng.queues_made() == after + 1
         assert np.array_equal(any_rt.read_device(dptr, buf.nbytes), buf.array)
+
+
+def _as_one_alloc(calls: list[str]) -> list[str]:
+    """The host's staging allocation is one call in C (stage_alloc: mmap, then mlock inside it) and
+    two recorded calls in Python: read Python's mmap+mlock and munlock+munmap as C's one."""
+    out: list[str] = []
+    for c in calls:
+        if c == "mlock" and out[-1:] == ["mmap"]:
+            continue
+        if c == "munmap" and out[-1:] == ["munlock"]:
+            out.pop()
+        out.append(c)
+    return out
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_engine_and_the_python_policy_make_the_same_calls_in_the_same_order(host_rt, policy):
+    """Per policy, on heap and pinned memory below and above nextgen's threshold: map, H2D, D2H,
+    H2D, unmap; each op's runtime calls (names, in order) and path are the same in engine.c and in
+    the Python reference (a Python transfer's calls followed by its region's sync: the engine's op
+    waits inside itself)."""
+    from pinpath.policies import make_policy
+    eng = engine.load("host")
+    for kind in ("heap", "pinned"):
+        for n in (8192, 2 << 20):
+            with host_buffer(kind, n, rt=host_rt, seed=1) as buf, DeviceBuffers(host_rt) as dev:
+                d = dev.get(n)
+                p = engine.Plan()
+                b = p.buffer(buf.ptr, d, n)
+                p.map(b)
+                for direction in ("h2d", "d2h", "h2d"):
+                    p.transfer(b, direction)
+                p.unmap(b)
+                rows = eng.run(policy, p).transfers()
+                native = [(r.event, r.path, [c.split("=")[0] for c in r.calls.split()]) for r in rows.itertuples()]
+                with make_policy(policy, host_rt) as pol:
+                    ops = [(pol.map(buf), None)]
+                    ops += [(pol.transfer(buf, d, direction), pol.sync()) for direction in ("h2d", "d2h", "h2d")]
+                    ops.append((pol.unmap(buf), None))
+                python = [(r.event, r.path, _as_one_alloc([c.call for c in r.calls + (s.calls if s else ())]))
+                          for r, s in ops]
+                assert native == python, (kind, n)

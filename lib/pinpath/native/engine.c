@@ -22,7 +22,7 @@
 
 /* -- the vocabulary, exported by name so Python reads it from here ---------------------- */
 enum { PE_MAP, PE_TRANSFER, PE_SYNC, PE_UNMAP, PE_KERNEL, PE_ADOPT, PE_PIN, PE_UNPIN, PE_NOPS };
-/* the policies are one table, POLICIES, after their steps (below "one op") */
+/* the policies are one table, POLICIES, after their steps (just before "one op") */
 enum { PH_QUERY, PH_LOCK, PH_ALLOC, PH_GRANT, PH_COPY_IN, PH_DMA, PH_WAIT, PH_COPY_OUT, PH_UNLOCK, PH_FREE, PH_N,
        PH_NONE = -1 };
 static const char *const PHASE_NAMES[PH_N] = {"query", "lock", "alloc", "grant", "copy_in", "dma", "wait",

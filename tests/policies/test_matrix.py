@@ -82,3 +82,14 @@ def test_query_first_is_a_step_any_policy_can_take(host_rt):
             with host_buffer(kind, 8192, rt=host_rt) as buf:
                 r = transfer(pol, buf, dev, dev.get(8192), "h2d", verify=True)
                 assert r.path == path and [c.call for c in r.calls][:len(first)] == first, r
+
+
+def test_a_row_runs_only_on_the_class_of_its_maps(host_rt):
+    """A row's transfer step is a method of the class its maps name; built on another class it is
+    refused in one sentence, before any queue is made."""
+    from pinpath.errors import PinpathError
+    from pinpath.policies import MAPS, PolicyBase
+    from pinpath.vocab import POLICY_STEPS
+    assert {s.maps for s in POLICY_STEPS.values()} <= set(MAPS)
+    with pytest.raises(PinpathError, match="PolicyBase has no transfer step 'nextgen'"):
+        PolicyBase(host_rt, "nextgen")

@@ -26,7 +26,7 @@ def test_bandwidth(any_rt, engine):
     if engine == "auto" and not native_why_not(any_rt):   # the engine's rows and the loops': ROUNDS a repeat
         assert df.groupby(["case", "direction", "nbytes", "repeat"]).size().eq(ROUNDS).all() and ROUNDS >= 8
         assert policies.dma_event_ns.isna().all()
-    elif any_rt.has_events:
+    elif has(any_rt, "events"):
         assert policies.dma_event_ns.notna().all()
     assert {"pinned", "pageable", "plain_loop"} <= set(df.case) <= {"pinned", "pageable", "plain_loop", "sync_loop"}
     assert df[df.case != "plain_loop"].verified.all()
@@ -375,8 +375,8 @@ def test_the_fidelity_timing_thread_stays_on_the_gpus_node(monkeypatch):
 
     from pinpath import machine_state
     from pinpath.experiments import fidelity
-    assert fidelity.timing_cpu(SimpleNamespace(has_events=False)) is None   # host: copies run on worker threads
-    gpu = SimpleNamespace(has_events=True)
+    assert fidelity.timing_cpu(SimpleNamespace(reason=lambda cap: "no device")) is None   # host: worker threads
+    gpu = SimpleNamespace(reason=lambda cap: "")
     monkeypatch.setattr(machine_state, "cpus_by_node", lambda: {0: [0, 1], 1: [2, 3]})
     monkeypatch.setattr(machine_state, "gpu_node", lambda device=0: (1, "sysfs"))
     for now, pinned in ((0, 2), (3, 3), (-1, 2)):

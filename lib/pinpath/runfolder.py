@@ -8,6 +8,7 @@ parts into the manifest; ``state`` tells a manifest left behind by a killed runn
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -16,16 +17,35 @@ import secrets
 import shutil
 import socket
 from pathlib import Path
+from typing import Iterator
 
 from . import atomic
+from . import paths
 from .errors import BadParameter
+from .safeio import NUMBER, OPT_STR, check_fields, read_json
 
 __all__ = ["SUBDIRS", "new_run_id", "create", "find_run", "read_manifest", "write_manifest", "read_part",
            "write_part", "parts", "merge", "reopen", "state", "list_runs", "point_latest", "pid_alive",
-           "check_name", "inside", "outputs_of", "RunLock", "LOCK_NAME"]
+           "check_name", "inside", "outputs_of", "RunLock", "LOCK_NAME", "open_for_write", "is_reference",
+           "LOCK_ENV", "MANIFEST", "SHARE"]
 
+LOCK_NAME = "runner.lock"     #: the file of a run folder that says which process runs it
 SUBDIRS = ("notebooks", "data", "figures", "report", "status")
-#: notebook statuses a job leaves behind when it ends; "pending" and "running" are not final
+MANIFEST = "manifest.json"
+SHARE = "share"             #: what ``pinpath share`` writes: summary.md, figures/, <run-id>.zip
+REFERENCE = "reference"     #: outputs/reference/<name>: committed runs, read-only
+LOCK_ENV = "PINPATH_RUN_LOCK"   #: set by a runner for its jobs: "<pid>@<host>" of the lock it holds
+#: what a writing command refuses to find as a link (it would write or delete through it)
+_NO_LINKS = (*SUBDIRS, SHARE, f"{SHARE}/figures", LOCK_NAME, MANIFEST)
+#: the fields of a manifest and of a notebook's part that readers use, with their types
+_MANIFEST_FIELDS = {"run_id": str, "platform": str, "preset": str, "status": str, "start": OPT_STR,
+                    "end": OPT_STR, "runner": dict, "git": dict, "judged_by": dict, "duration_s": NUMBER,
+                    "notebooks": dict, "parameters": dict, "sources": dict, "runtime": dict, "machine": dict,
+                    "notices": list, "interrupted_at": str, "harness_ns": dict, "error": str}
+_RUNNER_FIELDS = {"pid": int, "host": str}
+_GIT_FIELDS = {"commit": str, "dirty": (bool, type(None)), "sources": str, "source": str}
+_PART_FIELDS = {"status": str, "pid": int, "host": str, "start": OPT_STR, "end": OPT_STR, "duration_s": NUMBER,
+                "error": str, "data": list, "SLURM_JOB_ID": (str, int), "slurm_state": (str, dict, type(None))}
 
 
 def _host() -> str:
@@ -33,7 +53,6 @@ def _host() -> str:
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,199}")
-LOCK_NAME = "runner.lock"     #: the file of a run folder that says which process runs it
 
 
 def check_name(name, what: str) -> str:
@@ -86,14 +105,14 @@ def create(out_dir: Path, manifest: dict, *, exact: bool = True) -> Path:
 
 
 def read_manifest(run_dir: Path) -> dict:
-    """The manifest of ``run_dir``; BadParameter in one sentence when it is missing or broken."""
-    path = Path(run_dir) / "manifest.json"
-    if not path.is_file():
-        raise BadParameter(f"{run_dir}: not a pinpath run (no manifest.json)")
+    """The manifest of ``run_dir``, its fields of the types their readers use (``_MANIFEST_FIELDS``,
+    each notebook's entry as a part); BadParameter in one sentence naming the file and the field
+    when it is missing, too large, too deep, not JSON or of the wrong shape."""
+    path = Path(run_dir) / MANIFEST
     try:
-        man = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise BadParameter(f"{path}: unreadable manifest ({type(e).__name__})") from None
+        man = read_json(path, what="manifest")
+    except FileNotFoundError:
+        raise BadParameter(f"{run_dir}: not a pinpath run (no {MANIFEST})") from None
     if not isinstance(man, dict):
         raise BadParameter(f"{path}: a manifest is a JSON object, this one is a {type(man).__name__}")
     for key in ("run_id", "platform", "preset"):
@@ -102,13 +121,22 @@ def read_manifest(run_dir: Path) -> dict:
     for key in ("notebooks", "parameters", "sources"):
         if not isinstance(man.get(key, {}), dict):
             raise BadParameter(f"{path}: the manifest's {key} entry is not an object")
+    check_fields(man, _MANIFEST_FIELDS, f"{path}")
+    check_fields(man.get("runner") or {}, _RUNNER_FIELDS, f"{path}: runner")
+    for key in ("git", "judged_by"):
+        check_fields(man.get(key) or {}, _GIT_FIELDS, f"{path}: {key}")
     try:
-        for sub in (*SUBDIRS, LOCK_NAME):      # a folder of the run that is a link out of it
+        for sub in _NO_LINKS:      # a folder of the run that is a link out of it
             if (Path(run_dir) / sub).is_symlink():
                 inside(run_dir, sub)
         for key in ("notebooks", "parameters", "sources"):
             for stem in man.get(key, {}):
                 check_name(stem, f"notebook in {key}")
+        for stem, part in man.get("notebooks", {}).items():
+            _check_part(part, f"notebooks.{stem}")
+        for stem, values in man.get("parameters", {}).items():
+            if not isinstance(values, dict):
+                raise BadParameter(f"the field 'parameters.{stem}' is a {type(values).__name__}, not a dict")
         for stem, src in man.get("sources", {}).items():
             if not isinstance(src, str) or not src.endswith(".ipynb") or Path(src).is_absolute() or ".." in Path(src).parts:
                 raise BadParameter(f"the source of {stem}, {src!r}, is not a notebook path inside the project")
@@ -117,17 +145,37 @@ def read_manifest(run_dir: Path) -> dict:
     return man
 
 
+def _check_part(part, where: str) -> dict:
+    """``part`` if it is a notebook's part whose fields have their readers' types."""
+    if not isinstance(part, dict):
+        raise BadParameter(f"the field {where!r} is a {type(part).__name__}, not an object")
+    check_fields(part, _PART_FIELDS, where)
+    if any(not isinstance(d, str) for d in part.get("data") or []):
+        raise BadParameter(f"{where}: the field 'data' lists something that is not a file name")
+    return part
+
+
 def write_manifest(run_dir: Path, manifest: dict) -> None:
-    atomic.write_json_atomic(Path(run_dir) / "manifest.json", manifest)
+    atomic.write_json_atomic(Path(run_dir) / MANIFEST, manifest)
+
+
+def part_path(run_dir: Path, stem: str) -> Path:
+    """``status/<stem>.json``: notebook ``stem``'s part, which only its job writes."""
+    return Path(run_dir) / f"status/{check_name(stem, 'notebook')}.json"
 
 
 def read_part(run_dir: Path, stem: str) -> dict | None:
-    path = Path(run_dir) / "status" / f"{check_name(stem, 'notebook')}.json"
+    """Notebook ``stem``'s part; None where its job has not written one; BadParameter naming the
+    file and the field for one that is not a part (``read_json``'s checks, the part's fields)."""
+    path = part_path(run_dir, stem)
     try:
-        part = json.loads(path.read_text())
-    except (OSError, ValueError):
+        part = read_json(path, what="status part")
+    except FileNotFoundError:
         return None
-    return part if isinstance(part, dict) else None
+    try:
+        return _check_part(part, "part")
+    except BadParameter as e:
+        raise BadParameter(f"{path}: {e}") from None
 
 
 def write_part(run_dir: Path, stem: str, part: dict) -> None:
@@ -277,11 +325,20 @@ class RunLock:
                    "start": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
 
     def holder(self) -> dict | None:
+        """The lock's holder; None where there is no lock, {} where it cannot be read (a FIFO,
+        a broken file: held by someone unknown)."""
         try:
-            held = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return None if not self.path.exists() else {}
-        return held if isinstance(held, dict) else {}
+            held = read_json(self.path, 4096, "lock")
+        except FileNotFoundError:
+            return None
+        except BadParameter:
+            return {}
+        if not isinstance(held, dict):
+            return {}
+        try:
+            return check_fields(held, {**_RUNNER_FIELDS, "pid_start": OPT_STR, "start": str}, "lock")
+        except BadParameter:
+            return {}
 
     def live(self, held: dict) -> bool | None:
         alive = pid_alive(held.get("pid"), held.get("host"))

@@ -71,6 +71,46 @@ def inside(run_dir: Path, rel: str) -> Path:
     return path
 
 
+def is_reference(run_dir: Path) -> bool:
+    """Whether ``run_dir`` is a committed reference: a folder of ``outputs/reference/`` (links
+    followed), or of any folder named ``reference``."""
+    real = Path(run_dir).resolve()
+    return real.parent.name == REFERENCE or real.is_relative_to((Path(paths.OUTPUTS_DIR) / REFERENCE).resolve())
+
+
+@contextlib.contextmanager
+def open_for_write(run_dir: Path, command: str, *, reference_ok: bool = False) -> Iterator[tuple[Path, dict, str]]:
+    """The one guard of every command that writes into a run folder (``run-notebook``, ``share``,
+    ``finalize``, a resume): the folder (links followed) and its manifest, checked, while the
+    run's lock is held. Refused in one sentence, before anything is written: a folder that is no
+    run, a committed reference (unless ``reference_ok``), a folder or file of the run that is a
+    link (a write or delete would go through it), a manifest ``read_manifest`` refuses, and a run
+    whose lock a live runner holds (not this process, nor the runner whose job this is). Yields
+    the folder, its manifest and the notice that a stale lock was taken over ("" if none)."""
+    run_dir = Path(run_dir)
+    if not (run_dir / MANIFEST).is_file():
+        raise BadParameter(f"{command} {run_dir}: not a pinpath run (no {MANIFEST})")
+    real = run_dir.resolve()
+    if is_reference(real) and not reference_ok:
+        raise BadParameter(f"{command} {run_dir}: a committed reference is read-only "
+                           f"(copy it to outputs/<new-id>/ and {command} the copy)")
+    man = read_manifest(real)       # names a link that leads out of the folder
+    for rel in _NO_LINKS:
+        if (real / rel).is_symlink():
+            raise BadParameter(f"{command} {run_dir}: {rel} is a link, which a write into the run could follow "
+                               "out of it; make it a plain folder or file")
+    lock = RunLock(real)
+    try:
+        notice, taken = lock.enter()
+    except OSError as e:
+        raise BadParameter(f"{e.filename or lock.path}: cannot be written ({e.strerror or e}); nothing was changed") from None
+    try:
+        yield real, man, notice
+    finally:
+        if taken:
+            lock.release()
+
+
 def new_run_id(platform: str) -> str:
     """The time, host and platform: ``create`` adds ``-2``, ``-3`` ... where the name is taken."""
     host = re.sub(r"[^A-Za-z0-9.-]+", "-", _host())[:40].strip(".-") or "host"
@@ -313,6 +353,9 @@ def _proc_start(pid: int) -> str | None:
         return None
 
 
+_HELD: set[Path] = set()       #: the locks this process holds
+
+
 class RunLock:
     """``<run>/runner.lock``: the pid, host and start time of the process that runs the run.
     ``acquire`` refuses a run whose lock names a live process (or one on another host, which
@@ -346,6 +389,18 @@ class RunLock:
             return False        # the pid was reused by another process
         return alive
 
+    def ours(self, held: dict | None) -> bool:
+        """Whether ``held`` is a lock this process took (and holds) or that of the runner whose
+        job this process is (``LOCK_ENV``)."""
+        if not held:
+            return False
+        me = self.path.resolve() in _HELD and held.get("pid") == self.me["pid"] and held.get("host") == self.me["host"]
+        return me or os.environ.get(LOCK_ENV) == f"{held.get('pid')}@{held.get('host')}"
+
+    def token(self) -> str:
+        """``LOCK_ENV``'s value for the jobs of the runner that holds this lock."""
+        return f"{self.me['pid']}@{self.me['host']}"
+
     def acquire(self) -> str:
         """Take the lock; "" or the notice that a stale lock was taken over."""
         text = json.dumps(self.me) + "\n"
@@ -362,13 +417,23 @@ class RunLock:
             atomic.write_text_atomic(self.path, text)
             if (self.holder() or {}).get("pid_start") != self.me["pid_start"] or self.holder().get("pid") != self.me["pid"]:
                 raise BadParameter(f"{self.path.parent.name}: another runner took over its stale lock at the same time")
+            _HELD.add(self.path.resolve())
             return (f"{self.path.parent.name}: took over the lock of pid {held.get('pid', '?')} on "
                     f"{held.get('host', '?')} (started {held.get('start', '?')}), which no longer runs")
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        _HELD.add(self.path.resolve())
         return ""
+
+    def enter(self) -> tuple[str, bool]:
+        """``acquire`` unless this process or its runner holds the lock already: the notice and
+        whether this call took it (and so releases it)."""
+        if self.ours(self.holder()):
+            return "", False
+        return self.acquire(), True
 
     def release(self) -> None:
         held = self.holder()
         if held and held.get("pid") == self.me["pid"] and held.get("host") == self.me["host"]:
             self.path.unlink(missing_ok=True)
+        _HELD.discard(self.path.resolve())

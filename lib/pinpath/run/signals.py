@@ -12,11 +12,15 @@ __all__ = ["Interrupted", "on_signals", "threading_main"]
 
 
 class Interrupted(PinpathError):
-    """The runner was asked to stop (SIGINT, SIGTERM)."""
+    """The runner was asked to stop (SIGINT, SIGTERM); ``signum``: which (exit 128 + it)."""
+
+    def __init__(self, message: str = "", signum: int = signal.SIGINT):
+        super().__init__(message)
+        self.signum = int(signum)
 
 
 def raise_interrupted(signum, frame):
-    raise Interrupted(f"stopped by signal {signal.Signals(signum).name}")
+    raise Interrupted(f"stopped by signal {signal.Signals(signum).name}", signum=signum)
 
 
 @contextmanager

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import runfolder as rf
+from ..atomic import replacing_folder
 from ..errors import BadParameter
 from ..experiments.real_runtime import MODELS, VARIANTS
-from ..paths import OUTPUTS_DIR
+from .. import paths
 from ..report.fmt import format_measured
 from ..runtimes import open_runtime
 from .advice import advice
@@ -122,6 +124,42 @@ def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construc
                    f"{time.perf_counter() - t0:.1f} s), less the replay's copy of the same class")
 
 
+MAX_REPEATS = 1000       #: replays of each class: 10 give the intervals, 1000 are minutes already
+_OURS = ("advice.html", "summary.md")     #: what tells an earlier advise's folder
+
+
+def _new_out() -> Path:
+    """``outputs/advise-<time>``, made here without exist-ok so that two advises never share one
+    (``-2``, ``-3`` ... where taken)."""
+    base = Path(paths.OUTPUTS_DIR) / f"advise-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"
+    base.parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        cand = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        try:
+            cand.mkdir()
+            return cand
+        except FileExistsError:
+            continue
+    raise BadParameter(f"{base}: 999 advise folders of that second exist already")
+
+
+def _check_out(out: Path) -> Path:
+    """``--out``, checked before anything runs: a new folder, an empty one or an earlier advise's
+    (replaced whole, ``atomic.replacing_folder``), not a link, not inside a committed reference."""
+    out = Path(out)
+    if out.is_symlink():
+        raise BadParameter(f"--out {out}: is a link; name a plain folder")
+    if out.exists():
+        if not out.is_dir():
+            raise BadParameter(f"--out {out}: is a file; name a folder")
+        if any(out.iterdir()) and not all((out / n).is_file() for n in _OURS):
+            raise BadParameter(f"--out {out}: holds files that are not an earlier advise's; name a new or empty folder")
+    for folder in (out.resolve(), *out.resolve().parents):
+        if rf.is_reference(folder) and (folder == out.resolve() or (folder / rf.MANIFEST).is_file()):
+            raise BadParameter(f"--out {out}: is inside the committed reference {folder}, which is read-only")
+    return out
+
+
 def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
            repeats: int = 10, real: Path | None = None, application: str | None = None,
            engine: str = "auto", runtime_term: bool = True, offload_dir: Path | None = None,
@@ -132,8 +170,9 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     check_construct(construct)
     if engine not in ENGINES:
         raise BadParameter(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    if repeats < 5:
-        raise BadParameter(f"--repeats must be at least 5 (intervals need them), got {repeats}")
+    if not 5 <= repeats <= MAX_REPEATS:
+        raise BadParameter(f"--repeats must be at least 5 (intervals need them) and at most {MAX_REPEATS}, got {repeats}")
+    out = _check_out(out) if out is not None else None
     real_df = None
     if real is not None:
         try:   # a CSV of variant, ns per step, or the offload binaries' stdout ('#' lines are facts)
@@ -171,8 +210,18 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
         probe, meta["runtime term"] = _runtime_term(p, pols, rep, vendor, runtime_term, offload_dir, construct)
         if len(probe):
             rep = pd.concat([rep, runtime_rows(probe, rep)], ignore_index=True)
-    out = Path(out) if out else OUTPUTS_DIR / f"advise-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"
-    out.mkdir(parents=True, exist_ok=True)
+    out = out or _new_out()
+    with replacing_folder(out) as tmp:
+        pages = _write(tmp, p, rep, probe, pols if rep is not None else None, trace, trace_path, application,
+                       real_df, meta, t0, vendor)
+    pages = {k: out / v.name if isinstance(v, Path) else v for k, v in pages.items()}
+    return {"out": out, **pages}
+
+
+def _write(out: Path, p, rep, probe, pols, trace, trace_path, application, real_df, meta, t0, vendor) -> dict:
+    """Every file of an advise into the folder ``out``; the pages, the facts, the advice lines
+    and the prediction."""
+    pred = None
     write_dataset(p, out)
     if rep is not None:
         rep.to_csv(out / "replay.csv", index=False)
@@ -189,5 +238,4 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     else:
         lines = _durations(trace.copies) + ["Nothing can be replayed from this trace: " + "; ".join(trace.lacks) + "."]
     meta["total"] = f"{time.perf_counter() - t0:.1f} s"
-    pages = write_pages(out, p, pred, lines, meta)
-    return {"out": out, **pages, "meta": meta, "advice": lines, "prediction": pred}
+    return {**write_pages(out, p, pred, lines, meta), "meta": meta, "advice": lines, "prediction": pred}

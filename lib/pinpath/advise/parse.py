@@ -89,7 +89,11 @@ def _numeric(fields) -> bool:
 
 def _libomptarget(path: str, text: str) -> Trace:
     rows, where, region, launches, marked = [], {"segment": "invocation", "step": -1}, 0, 0, False
-    for kind, ev in ompinfo.events(text):
+    try:
+        found = list(ompinfo.events(text))
+    except BadParameter as e:          # a number no int64 column holds (units.bounded_int)
+        raise BadParameter(f"{path}: {e}") from None
+    for kind, ev in found:
         if kind == "unreadable":
             raise BadParameter(f"{path}: line {ev['line']} is a libomptarget copy line that cannot be read "
                                f"({ev['text'][:80]!r})")

@@ -3,7 +3,6 @@ left behind, render it; its status is its own part of the manifest."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
@@ -16,6 +15,7 @@ from .. import paths
 from .. import progress as prog
 from .. import runfolder as rf
 from ..errors import BadParameter, UnknownName, printable
+from ..safeio import check_fields, read_json
 from .job import job_facts
 from .kernel import KERNEL_NAME, kernel_env, kernel_manager, with_session_cells
 from .signals import Interrupted
@@ -38,10 +38,11 @@ def _error_of(exc: BaseException) -> str:
 def _leak(run_dir: Path, stem: str) -> str:
     """What the kernel left behind, in one sentence; "" if nothing."""
     try:
-        k = json.loads((run_dir / "status" / f"{stem}.kernel.json").read_text())
-    except (OSError, ValueError):
+        k = read_json(run_dir / "status" / f"{stem}.kernel.json", what="kernel report")
+        check_fields(k, {"unreleased": dict, "vmlck_after_nbytes": int, "vmlck_before_nbytes": int}, "kernel report")
+    except (OSError, BadParameter):
         return "the kernel did not report its lock balance"
-    left = {n: c for n, c in k.get("unreleased", {}).items() if c > 0}   # an unlock of memory never locked
+    left = {n: c for n, c in k.get("unreleased", {}).items() if isinstance(c, int) and c > 0}   # an unlock of memory never locked
     # (C8's probe does that on purpose) is no leak; the kernel's report keeps it
     grew = k.get("vmlck_after_nbytes", 0) - k.get("vmlck_before_nbytes", 0)
     if not left and grew <= 0:
@@ -156,6 +157,8 @@ def _data_of(run_dir: Path, stem: str) -> list[str]:
     import pyarrow.parquet as pq
     mine = []
     for p in sorted(Path(run_dir, "data").glob("*.parquet")):
+        if p.is_symlink() or not p.is_file():     # a FIFO would block
+            continue
         try:
             meta = pq.read_schema(p).metadata or {}
         except Exception:    # unreadable: nobody's; the report names it
@@ -171,7 +174,10 @@ def missing_data(run_dir: Path, part: dict) -> list[str]:
     bad = []
     for name in part.get("data") or []:
         try:
-            pq.read_metadata(rf.inside(run_dir, f"data/{rf.check_name(name, 'data file')}"))
+            path = rf.inside(run_dir, f"data/{rf.check_name(name, 'data file')}")
+            if not path.is_file():      # a FIFO would block
+                raise ValueError(name)
+            pq.read_metadata(path)
         except BadParameter:
             raise
         except Exception:

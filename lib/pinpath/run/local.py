@@ -17,7 +17,7 @@ from .jobs import resolve_part
 from .notebook import run_notebook, say_stderr
 from .plan import init_run, plan
 from .resume import check_resume
-from .signals import Interrupted, on_signals
+from .signals import Interrupted, on_signals, raise_pending
 
 __all__ = ["run", "resume", "run_one", "redo_notebook"]
 
@@ -119,6 +119,7 @@ def _execute(run_dir: Path, stems: list[str], *, say, cell_timeout_s=None, out_d
                 durations.append(part["duration_s"])
                 say(f"[{i}/{len(stems)}] {stem}: {part['status']} in {part['duration_s']:.1f} s"
                     + (f" - {part['error']}" if part.get("error") else ""))
+                raise_pending()         # a signal whose raise was swallowed while the notebook ran
             current = None
     except (Interrupted, KeyboardInterrupt):
         say(f"interrupted while {current} ran: rendering what finished")

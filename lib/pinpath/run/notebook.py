@@ -17,7 +17,7 @@ from .. import runfolder as rf
 from ..errors import BadParameter, UnknownName, printable
 from ..safeio import check_fields, read_json
 from .job import job_facts
-from .kernel import KERNEL_NAME, kernel_env, kernel_manager, with_session_cells
+from .kernel import KERNEL_NAME, kernel_env, kernel_manager, relay_log, with_session_cells
 from .signals import Interrupted
 
 __all__ = ["run_notebook", "source_of", "missing_data", "say_stderr"]
@@ -121,6 +121,7 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
         finally:
             if partial.exists():
                 partial.replace(out_nb)
+            relay_log(kdir, say, interrupted is not None)
     part["duration_s"] = round(time.monotonic() - t0, 2)
     part["end"] = mf.utc_now()
     part["data"] = _data_of(run_dir, stem)
@@ -130,6 +131,9 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
             if part["status"] in ("dead_kernel", "interrupted"):
                 _note_in_notebook(out_nb, part["error"])
             render_notebook(out_nb, run_dir / "report" / f"{stem}.html")
+        except (KeyboardInterrupt, Interrupted) as e:      # a signal while the page was made
+            part.update(status="interrupted", error="the runner was interrupted while this notebook's page was made")
+            interrupted = e
         except Exception as e:   # the executed notebook is kept; say why its HTML is missing
             part["error"] = (part.get("error", "") + f"; HTML not rendered: {type(e).__name__}").lstrip("; ")
             if part["status"] == "ok":

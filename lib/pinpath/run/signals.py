@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from ..errors import PinpathError
 
-__all__ = ["Interrupted", "on_signals", "threading_main"]
+__all__ = ["Interrupted", "on_signals", "raise_pending", "threading_main"]
 
 
 class Interrupted(PinpathError):
@@ -19,14 +19,29 @@ class Interrupted(PinpathError):
         self.signum = int(signum)
 
 
+_RECEIVED: list[int] = []      #: signals raise_interrupted saw: a raise inside a finalizer or a
+                               # weakref callback is only printed ("Exception ignored"), so the runner asks
+
+
 def raise_interrupted(signum, frame):
+    _RECEIVED.append(signum)
     raise Interrupted(f"stopped by signal {signal.Signals(signum).name}", signum=signum)
+
+
+def raise_pending() -> None:
+    """Raise the Interrupted of a signal whose raise was swallowed where it landed (it is
+    recorded all the same); nothing where none came."""
+    if _RECEIVED:
+        signum = _RECEIVED[-1]
+        _RECEIVED.clear()
+        raise Interrupted(f"stopped by signal {signal.Signals(signum).name}", signum=signum)
 
 
 @contextmanager
 def on_signals(handler=raise_interrupted, signums=(signal.SIGINT, signal.SIGTERM)):
     """``signums`` go to ``handler`` in the main thread (by default: raise Interrupted)."""
     if threading_main():
+        _RECEIVED.clear()
         old = {s: signal.signal(s, handler) for s in signums}
         try:
             yield

@@ -109,12 +109,6 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _terminated(signum, frame):
-    """SIGTERM outside a run: as SIGINT, one line and exit 143 (a run marks itself interrupted)."""
-    from .run.signals import Interrupted
-    raise Interrupted(f"stopped by signal {signal.Signals(signum).name}", signum=signum)
-
-
 def _only(text: str) -> list[str] | None:
     """Comma-separated stems; None (all) for nothing; empty or repeated names are left in, for
     run.plan.plan to refuse."""
@@ -163,10 +157,15 @@ def _run(args, out_dir: Path):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from .run.signals import on_signals
+    with on_signals(signums=(signal.SIGTERM,)):    # SIGTERM as SIGINT: one line, exit 143 (130); then as it was
+        return _main(args)
+
+
+def _main(args) -> int:
     from . import compare, paths, runfolder
     from .run import finalize, plan
     from .run.signals import Interrupted, on_signals
-    signal.signal(signal.SIGTERM, _terminated)
     try:
         if args.cmd == "list":
             for nb in plan.available_notebooks():
@@ -212,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "finalize":
             with on_signals():
                 man = finalize.finalize(args.run_dir, reference_ok=args.reference)
-            print(printable(f"{man['status']}: {args.run_dir}; report: {Path(args.run_dir) / 'report' / 'index.html'}"))
+            print(printable(f"{man['status']}: {args.run_dir}; report: {runfolder.path(args.run_dir, 'index')}"))
             return 0 if man["status"] == "ok" else 1
         out_dir = args.outputs or paths.OUTPUTS_DIR
         if args.cmd in ("validate", "init"):
@@ -240,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pinpath: {printable(e.filename or 'a file')}: cannot be written or read ({e.strerror or e})",
               file=sys.stderr)
         return 1
-    print(f"{man['status']}: {run_dir} ({man['duration_s']} s); report: {run_dir / 'report' / 'index.html'}")
+    print(printable(f"{man['status']}: {run_dir} ({man['duration_s']} s); report: {runfolder.path(run_dir, 'index')}"))
     return {"ok": 0, "interrupted": 130}.get(man["status"], 1)
 
 

@@ -27,11 +27,11 @@ from .safeio import NUMBER, OPT_STR, check_fields, read_json
 __all__ = ["SUBDIRS", "new_run_id", "create", "find_run", "read_manifest", "write_manifest", "read_part",
            "write_part", "parts", "merge", "reopen", "state", "list_runs", "point_latest", "pid_alive",
            "check_name", "inside", "outputs_of", "RunLock", "LOCK_NAME", "open_for_write", "is_reference",
-           "LOCK_ENV", "MANIFEST", "SHARE"]
+           "LOCK_ENV", "MANIFEST", "SHARE", "LAYOUT", "rel", "path", "part_path"]
 
-LOCK_NAME = "runner.lock"     #: the file of a run folder that says which process runs it
+LOCK_NAME = "runner.lock"     #: the file of a run folder that says which process runs it (LAYOUT's lock)
 SUBDIRS = ("notebooks", "data", "figures", "report", "status")
-MANIFEST = "manifest.json"
+MANIFEST = "manifest.json"    #: LAYOUT's manifest
 SHARE = "share"             #: what ``pinpath share`` writes: summary.md, figures/, <run-id>.zip
 REFERENCE = "reference"     #: outputs/reference/<name>: committed runs, read-only
 LOCK_ENV = "PINPATH_RUN_LOCK"   #: set by a runner for its jobs: "<pid>@<host>" of the lock it holds
@@ -46,6 +46,28 @@ _RUNNER_FIELDS = {"pid": int, "host": str}
 _GIT_FIELDS = {"commit": str, "dirty": (bool, type(None)), "sources": str, "source": str}
 _PART_FIELDS = {"status": str, "pid": int, "host": str, "start": OPT_STR, "end": OPT_STR, "duration_s": NUMBER,
                 "error": str, "data": list, "SLURM_JOB_ID": (str, int), "slurm_state": (str, dict, type(None))}
+
+
+# -- the layout: every path of a run folder is spelled here, once -------------------------------
+LAYOUT = {
+    "manifest": MANIFEST, "lock": LOCK_NAME,
+    "part": "status/{stem}.json", "kernel": "status/{stem}.kernel.json", "figure_record": "status/{stem}.figures.json",
+    "notebook": "notebooks/{stem}.ipynb", "partial": "notebooks/.{stem}.partial.ipynb",
+    "page": "report/{stem}.html", "report": "report/{name}", "index": "report/index.html",
+    "harness": "data/harness.{stem}.parquet", "data": "data/{name}", "data_dir": "data", "aside": ".aside-{stem}",
+}
+
+
+def rel(what: str, stem: str = "", name: str = "") -> str:
+    """The path of ``what`` (a key of ``LAYOUT``) inside a run folder, ``/``-separated; ``stem``
+    and ``name`` are checked plain names."""
+    return LAYOUT[what].format(stem=check_name(stem, "notebook") if stem else "",
+                               name=check_name(name, "file name") if name else "")
+
+
+def path(run_dir: Path, what: str, stem: str = "", name: str = "") -> Path:
+    """``run_dir / rel(what, stem, name)``."""
+    return Path(run_dir) / rel(what, stem, name)
 
 
 def _host() -> str:
@@ -201,7 +223,7 @@ def write_manifest(run_dir: Path, manifest: dict) -> None:
 
 def part_path(run_dir: Path, stem: str) -> Path:
     """``status/<stem>.json``: notebook ``stem``'s part, which only its job writes."""
-    return Path(run_dir) / f"status/{check_name(stem, 'notebook')}.json"
+    return path(run_dir, "part", stem)
 
 
 def read_part(run_dir: Path, stem: str) -> dict | None:
@@ -219,7 +241,7 @@ def read_part(run_dir: Path, stem: str) -> dict | None:
 
 
 def write_part(run_dir: Path, stem: str, part: dict) -> None:
-    atomic.write_json_atomic(inside(run_dir, f"status/{check_name(stem, 'notebook')}.json"), part)
+    atomic.write_json_atomic(inside(run_dir, rel("part", stem)), part)
 
 
 def outputs_of(run_dir: Path, stem: str, part: dict | None = None) -> list[Path]:
@@ -228,10 +250,9 @@ def outputs_of(run_dir: Path, stem: str, part: dict | None = None) -> list[Path]
     its ``part`` lists."""
     run_dir, stem = Path(run_dir), check_name(stem, "notebook")
     data = (part or {}).get("data") or []
-    names = [f"notebooks/{stem}.ipynb", f"notebooks/.{stem}.partial.ipynb", f"report/{stem}.html",
-             f"status/{stem}.kernel.json", f"status/{stem}.figures.json", f"data/harness.{stem}.parquet",
-             *(f"data/{p.name}" for p in (run_dir / "data").glob(f"{stem}.table-*.csv")),
-             *(f"data/{check_name(d, 'data file')}" for d in (data if isinstance(data, list) else [])),
+    names = [*(rel(w, stem) for w in ("notebook", "partial", "page", "kernel", "figure_record", "harness")),
+             *(rel("data", name=p.name) for p in path(run_dir, "data_dir").glob(f"{stem}.table-*.csv")),
+             *(rel("data", name=check_name(d, "data file")) for d in (data if isinstance(data, list) else [])),
              *(f"figures/{p.name}" for p in (run_dir / "figures").glob(f"{stem}-*"))]
     return [inside(run_dir, n) for n in dict.fromkeys(names) if (run_dir / n).is_file()]
 
@@ -262,7 +283,7 @@ def find_run(run: str | os.PathLike | None, outputs: Path) -> Path:
         run = "latest"
     p = Path(run)
     cand = p if p.exists() else Path(outputs) / p
-    if not (cand / "manifest.json").is_file():
+    if not (cand / MANIFEST).is_file():
         raise BadParameter(f"{run}: not a pinpath run (no manifest.json in {cand.name or cand})")
     found, base = cand.resolve(), Path(outputs).resolve()
     if cand is not p and (not found.is_relative_to(base) or found == base):

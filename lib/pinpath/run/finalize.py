@@ -50,14 +50,14 @@ def _finalize(run_dir: Path, man: dict, interrupted_at: str | None, out_dir: Pat
     rf.write_manifest(run_dir, man)
     data, unreadable = claims.load_run(run_dir)          # every data set read once, for both uses
     judged = claims.judge(list(claims.CLAIMS), data, man["platform"], man["notebooks"])
-    atomic.write_text_atomic(run_dir / "report" / "claims.csv", judged.to_csv(index=False))
+    atomic.write_text_atomic(rf.path(run_dir, "report", name="claims.csv"), judged.to_csv(index=False))
     fid = _fidelity(data, man["platform"])
     if fid is not None:
-        atomic.write_text_atomic(run_dir / "report" / "fidelity.csv", fid.to_csv(index=False))
+        atomic.write_text_atomic(rf.path(run_dir, "report", name="fidelity.csv"), fid.to_csv(index=False))
     engine_fid = data.get("engine_fidelity")   # the native engine against plain C (notebook 00)
     if engine_fid is not None and len(engine_fid):
         cols = ["policy", "direction", "nbytes", "engine_ns", "plain_ns", "ratio", "low", "high"]
-        atomic.write_text_atomic(run_dir / "report" / "engine_fidelity.csv", engine_fid[cols].to_csv(index=False))
+        atomic.write_text_atomic(rf.path(run_dir, "report", name="engine_fidelity.csv"), engine_fid[cols].to_csv(index=False))
     if unreadable:
         man["unreadable_data"] = unreadable
         rf.write_manifest(run_dir, man)

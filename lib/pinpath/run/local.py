@@ -31,7 +31,7 @@ def _eta(done_s: list[float], left: int) -> str:
 def _aside(run_dir: Path, stem: str) -> Path | None:
     """Move the outputs of ``stem`` (and its part) into ``<run>/.aside-<stem>/``; None if it had
     none. An aside folder left by a resume that died holds the older outputs: they come back first."""
-    aside = rf.inside(run_dir, f".aside-{stem}")
+    aside = rf.inside(run_dir, rf.rel("aside", stem))
     if aside.is_symlink() or (aside.exists() and not aside.is_dir()):
         raise BadParameter(f"{aside}: is not a folder the runner made; move it away to redo {stem}")
     if aside.is_dir():

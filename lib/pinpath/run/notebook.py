@@ -38,7 +38,7 @@ def _error_of(exc: BaseException) -> str:
 def _leak(run_dir: Path, stem: str) -> str:
     """What the kernel left behind, in one sentence; "" if nothing."""
     try:
-        k = read_json(run_dir / "status" / f"{stem}.kernel.json", what="kernel report")
+        k = read_json(rf.path(run_dir, "kernel", stem), what="kernel report")
         check_fields(k, {"unreleased": dict, "vmlck_after_nbytes": int, "vmlck_before_nbytes": int}, "kernel report")
     except (OSError, BadParameter):
         return "the kernel did not report its lock balance"
@@ -88,7 +88,7 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
     if stem not in man.get("parameters", {}):
         raise UnknownName("notebook", stem, man.get("parameters", {}))
     src = source_of(man, stem)
-    out_nb = run_dir / "notebooks" / f"{stem}.ipynb"
+    out_nb = rf.path(run_dir, "notebook", stem)
     for stale in rf.outputs_of(run_dir, stem, rf.read_part(run_dir, stem)):
         stale.unlink(missing_ok=True)      # a resumed notebook starts clean
     part = {"status": "running", "pid": os.getpid(), "host": socket.gethostname(), "start": mf.utc_now(),
@@ -101,12 +101,12 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
     with kernel_env() as (kdir, progress_file):
         src_with_cells = Path(kdir) / f"{stem}.ipynb"
         with_session_cells(src, src_with_cells)
-        partial = run_dir / "notebooks" / f".{stem}.partial.ipynb"
+        partial = rf.path(run_dir, "partial", stem)
         try:
             with prog.Watcher(progress_file, say, prefix=f"      {stem}: "):
                 papermill.execute_notebook(
                     str(src_with_cells), str(partial), parameters=params, kernel_name=KERNEL_NAME,
-                    language="python", progress_bar=False, cwd=str(run_dir / "notebooks"),
+                    language="python", progress_bar=False, cwd=str(out_nb.parent),
                     execution_timeout=cell_timeout_s,
                     kernel_manager_class=kernel_manager(kdir))
             leak = _leak(run_dir, stem)
@@ -127,10 +127,10 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
     part["data"] = _data_of(run_dir, stem)
     if out_nb.exists():
         try:
-            _relative_paths(out_nb, man["sources"][stem], f"notebooks/{stem}.ipynb")
+            _relative_paths(out_nb, man["sources"][stem], rf.rel("notebook", stem))
             if part["status"] in ("dead_kernel", "interrupted"):
                 _note_in_notebook(out_nb, part["error"])
-            render_notebook(out_nb, run_dir / "report" / f"{stem}.html")
+            render_notebook(out_nb, rf.path(run_dir, "page", stem))
         except (KeyboardInterrupt, Interrupted) as e:      # a signal while the page was made
             part.update(status="interrupted", error="the runner was interrupted while this notebook's page was made")
             interrupted = e
@@ -160,7 +160,7 @@ def _data_of(run_dir: Path, stem: str) -> list[str]:
     """The data files of the run that notebook ``stem`` wrote (their ``pinpath.notebook``)."""
     import pyarrow.parquet as pq
     mine = []
-    for p in sorted(Path(run_dir, "data").glob("*.parquet")):
+    for p in sorted(rf.path(run_dir, "data_dir").glob("*.parquet")):
         if p.is_symlink() or not p.is_file():     # a FIFO would block
             continue
         try:
@@ -178,7 +178,7 @@ def missing_data(run_dir: Path, part: dict) -> list[str]:
     bad = []
     for name in part.get("data") or []:
         try:
-            path = rf.inside(run_dir, f"data/{rf.check_name(name, 'data file')}")
+            path = rf.inside(run_dir, rf.rel("data", name=rf.check_name(name, "data file")))
             if not path.is_file():      # a FIFO would block
                 raise ValueError(name)
             pq.read_metadata(path)

@@ -53,7 +53,7 @@ def _summary(run_dir: Path, wall_s: float) -> str:
         if e.get("error") and e.get("status") != "ok":
             bits.append(f"- {e['error']}")
         rows.append("  " + printable("  ".join(map(str, bits))))
-    head = f"{man.get('status', 'unknown')}: {run_dir} ({wall_s:.0f} s wall); report: {run_dir / 'report' / 'index.html'}"
+    head = f"{man.get('status', 'unknown')}: {run_dir} ({wall_s:.0f} s wall); report: {rf.path(run_dir, 'index')}"
     return "\n".join([head, *rows])
 
 

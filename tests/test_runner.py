@@ -49,16 +49,6 @@ def _notebook(path: Path, body: str, params: str = "") -> Path:
     return path
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """A project folder of its own (notebooks/, params/, outputs/), where the runner looks."""
-    for name, sub in (("PROJECT_ROOT", ""), ("NOTEBOOKS_DIR", "notebooks"), ("PARAMS_DIR", "params"),
-                      ("OUTPUTS_DIR", "outputs")):
-        monkeypatch.setattr(paths, name, tmp_path / sub if sub else tmp_path)
-    (tmp_path / "params").mkdir()
-    return tmp_path
-
-
 def _params(root: Path, text: str, preset: str = "smoke") -> Path:
     (root / "params").mkdir(exist_ok=True)
     (root / "params" / f"{preset}.yaml").write_text(text)

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pinpath import __main__ as cli
-from pinpath import paths
 from pinpath import runfolder as rf
 from pinpath.errors import BadParameter
 from pinpath.run import finalize as fin, local
@@ -27,13 +26,11 @@ FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(Healt
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    for name, sub in (("PROJECT_ROOT", ""), ("NOTEBOOKS_DIR", "notebooks"), ("PARAMS_DIR", "params"),
-                      ("OUTPUTS_DIR", "outputs")):
-        monkeypatch.setattr(paths, name, tmp_path / sub if sub else tmp_path)
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "notebooks" / "00_ok.ipynb").write_text("{}")
-    return tmp_path
+def project(project):
+    """conftest's project, with a notebook 00_ok for the runs below to name."""
+    (project / "notebooks").mkdir()
+    (project / "notebooks" / "00_ok.ipynb").write_text("{}")
+    return project
 
 
 def _manifest(rid: str = "r1", **over) -> dict:
@@ -422,3 +419,13 @@ def test_fuzz_trace(tmp_path_factory, lines):
         read_trace(path)
     except BadParameter as e:
         assert str(path) in str(e) and "\n" not in str(e)
+
+
+def test_an_advised_array_name_stays_one_code_span():
+    import types
+    import pandas as pd
+    from pinpath.advise.advice import _pin_list
+    arrays = pd.DataFrame({"variant": ["app_pinned"], "transfers": [100], "pays": [True], "array": [0],
+                           "name": ["a` <img src=x onerror=alert(1)> `"], "nbytes": [4096], "uses": [2.0], "high": [3.0]})
+    line = _pin_list(None, types.SimpleNamespace(arrays=arrays))[0]
+    assert "`` a` <img src=x onerror=alert(1)> ` ``" in line

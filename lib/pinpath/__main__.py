@@ -175,8 +175,8 @@ def _main(args) -> int:
         if args.cmd == "compare":
             from .report import regress
             path, checked = compare.compare(args.runs, args.out)
-            print(path)
-            print("\n".join(regress.lines(checked)))
+            print(printable(path))
+            print(printable("\n".join(regress.lines(checked)), keep="\n"))
             return 1 if args.strict and len(regress.regressions(checked)) else 0
         if args.cmd == "runs":
             for rid, man, status in runfolder.list_runs(args.outputs or paths.OUTPUTS_DIR):

@@ -674,7 +674,11 @@ def test_latest_only_for_a_run_of_the_folder_of_runs(project, monkeypatch):
     _one_notebook(project)
     monkeypatch.setattr(local, "run_notebook", _fake_notebook)
     p = planning.plan("smoke", "host")
-    ref = planning.init_run(p, project / "outputs" / "reference", "h200")
+    with pytest.raises(BadParameter, match="committed references are read-only"):
+        planning.init_run(p, project / "outputs" / "reference", "h200")
+    ref = project / "outputs" / "reference" / "h200"        # a reference is made elsewhere, then committed
+    ref.parent.mkdir(parents=True)
+    planning.init_run(p, project / "made", "h200").rename(ref)
     with pytest.raises(BadParameter, match="a committed reference is read-only"):
         local._execute(ref, ["00_ok"], say=lambda s: None)
     finalizing.finalize(ref, reference_ok=True)       # pinpath finalize --reference

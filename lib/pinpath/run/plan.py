@@ -101,6 +101,8 @@ def init_run(p: Plan, out_dir: Path | None = None, run_id: str | None = None) ->
     out_dir = Path(out_dir or paths.OUTPUTS_DIR)
     if out_dir.exists() and not out_dir.is_dir():
         raise BadParameter(f"{out_dir}: the folder of runs is not a folder")
+    if rf.is_reference(out_dir / "new"):
+        raise BadParameter(f"{out_dir}: the committed references are read-only; make runs elsewhere (outputs/)")
     out_dir.mkdir(parents=True, exist_ok=True)
     rid = run_id or rf.new_run_id(p.platform)
     man = {

@@ -5,10 +5,22 @@ Every refusal is one sentence on stderr and exit code 2, with nothing written.""
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
-from pathlib import Path
+
+
+def _stopped_early(signum, frame):
+    """A signal while the command line is still being imported: one line, no traceback."""
+    print(f"pinpath: stopped by signal {signal.Signals(signum).name}", file=sys.stderr)
+    raise SystemExit(128 + signum)
+
+
+if __name__ == "__main__":
+    for _s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_s, _stopped_early)
+
+import argparse  # noqa: E402 - after the early handlers
+from pathlib import Path  # noqa: E402
 
 from .errors import BadParameter, PinpathError, printable
 from .params import PRESETS
@@ -157,7 +169,9 @@ def _run(args, out_dir: Path):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from .run.signals import on_signals
+    from .run.signals import on_signals, threading_main
+    if threading_main():
+        signal.signal(signal.SIGINT, signal.default_int_handler)     # KeyboardInterrupt again, for the runner
     with on_signals(signums=(signal.SIGTERM,)):    # SIGTERM as SIGINT: one line, exit 143 (130); then as it was
         return _main(args)
 

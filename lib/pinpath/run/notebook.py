@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from .. import atomic
 from .. import manifest as mf
 from .. import paths
 from .. import progress as prog
@@ -57,7 +58,8 @@ def _note_in_notebook(nb_path: Path, text: str) -> None:
     import nbformat
     nb = nbformat.read(nb_path, as_version=4)
     nb.cells.append(nbformat.v4.new_markdown_cell(f"**pinpath runner:** {text}"))
-    nbformat.write(nb, nb_path)
+    with atomic.replacing(nb_path) as tmp:
+        nbformat.write(nb, tmp)
 
 
 def _relative_paths(out_nb: Path, source: str, output: str) -> None:
@@ -67,7 +69,8 @@ def _relative_paths(out_nb: Path, source: str, output: str) -> None:
     nb = nbformat.read(out_nb, as_version=4)
     meta = nb.metadata.get("papermill", {})
     meta["input_path"], meta["output_path"] = source, output
-    nbformat.write(nb, out_nb)
+    with atomic.replacing(out_nb) as tmp:
+        nbformat.write(nb, tmp)
 
 
 def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,

@@ -99,11 +99,11 @@ def run_one(run_dir: Path, stem: str, *, cell_timeout_s=None, say=None) -> dict:
 
 
 def _execute(run_dir: Path, stems: list[str], *, say, cell_timeout_s=None, out_dir=None,
-             todo: dict[str, str] | None = None) -> tuple[Path, dict]:
+             todo: dict[str, str] | None = None, man: dict | None = None) -> tuple[Path, dict]:
     """Run ``stems`` into ``run_dir`` one after the other, then finalize; a signal stops the run
     after recording the notebook that was running. ``todo``: stems run again by a resume (their
     old outputs are kept until they end ok) and why."""
-    man = rf.read_manifest(run_dir)
+    man = man or rf.read_manifest(run_dir)     # the guard's, where the caller holds it
     t_run, durations = time.monotonic(), []
     current = None
     try:
@@ -160,9 +160,9 @@ def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: P
         run_dir = init_run(p, out_dir)
     except OSError as e:
         raise RunFailed(f"{e.filename or out_dir}: the run folder cannot be made ({e.strerror or e})") from None
-    with rf.open_for_write(run_dir, "run"):
+    with rf.open_for_write(run_dir, "run") as (_, man, _):
         return _execute(run_dir, [nb.stem for nb in p.notebooks], say=say, cell_timeout_s=cell_timeout_s,
-                        out_dir=out_dir)
+                        out_dir=out_dir, man=man)
 
 
 def resume(run: str | Path, *, out_dir: Path | None = None, progress=None, cell_timeout_s: int | None = None,

@@ -429,3 +429,15 @@ def test_an_advised_array_name_stays_one_code_span():
                            "name": ["a` <img src=x onerror=alert(1)> `"], "nbytes": [4096], "uses": [2.0], "high": [3.0]})
     line = _pin_list(None, types.SimpleNamespace(arrays=arrays))[0]
     assert "`` a` <img src=x onerror=alert(1)> ` ``" in line
+
+
+@pytest.mark.parametrize("fn, value, said", [
+    ("cell_timeout", "9" * 30, "at most 2592000 seconds"), ("minutes", "9" * 30, "more than a year"),
+    ("mem", "9" * 30 + "G", "more than the"), ("gpus", "9" * 30, "up to 100000")])
+def test_numeric_options_are_bounded(fn, value, said):
+    from pinpath.errors import PinpathError
+    from pinpath.run import plan, profile, slurm
+    call = {"cell_timeout": plan.cell_timeout_s, "minutes": slurm.parse_minutes, "mem": slurm.parse_mem_mb,
+            "gpus": lambda v: profile.options({"gpus": v})}[fn]
+    with pytest.raises(PinpathError, match=said):
+        call(value)

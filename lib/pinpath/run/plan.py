@@ -117,6 +117,9 @@ def init_run(p: Plan, out_dir: Path | None = None, run_id: str | None = None) ->
     return rf.create(out_dir, man, exact=run_id is not None)
 
 
+MAX_CELL_TIMEOUT_S = 30 * 24 * 3600
+
+
 def cell_timeout_s(value) -> int | None:
     """Seconds a cell may run, as every command line takes it (``run``, ``run-notebook``, each
     executor): None for nothing (no limit), else a positive whole number; BadParameter otherwise."""
@@ -128,4 +131,6 @@ def cell_timeout_s(value) -> int | None:
         raise BadParameter(f"{value!r} is not a whole number of seconds") from None
     if seconds <= 0:
         raise BadParameter(f"must be a positive number of seconds, got {seconds}")
+    if seconds > MAX_CELL_TIMEOUT_S:
+        raise BadParameter(f"must be at most {MAX_CELL_TIMEOUT_S} seconds (30 days), got {seconds}")
     return seconds

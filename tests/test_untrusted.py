@@ -441,3 +441,14 @@ def test_numeric_options_are_bounded(fn, value, said):
             "gpus": lambda v: profile.options({"gpus": v})}[fn]
     with pytest.raises(PinpathError, match=said):
         call(value)
+
+
+def test_a_trace_past_its_cap_or_a_fifo_is_one_sentence(tmp_path, monkeypatch):
+    from pinpath.advise import parse
+    (tmp_path / "t.info").write_text("x" * 2000)
+    monkeypatch.setattr(parse, "MAX_TRACE_NBYTES", 1000)
+    with pytest.raises(BadParameter, match=r"t\.info: is larger than the 1000 bytes"):
+        parse.read_trace(tmp_path / "t.info")
+    os.mkfifo(tmp_path / "f.info")
+    with pytest.raises(BadParameter, match="no such trace file"):     # not a regular file: never opened
+        parse.read_trace(tmp_path / "f.info")

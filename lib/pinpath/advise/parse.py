@@ -22,6 +22,7 @@ import pandas as pd
 
 from .. import ompinfo
 from ..errors import BadParameter
+from ..safeio import read_text
 from ..report.rocprof import V1_HEADER, read_stats
 from ..schema import frame
 
@@ -61,13 +62,16 @@ class Trace:
         return bool(len(self.copies)) and not self.copies.nbytes.isna().any()
 
 
+MAX_TRACE_NBYTES = 1 << 30     #: a trace of 100,000 copies is 15 MB
+
+
 def read_trace(path: str | Path) -> Trace:
     """The trace in ``path``, its format recognised from its content; BadParameter (one
     sentence naming the file) for a missing, empty, unknown or malformed file."""
     p = Path(path)
     if not p.is_file():
         raise BadParameter(f"{path}: no such trace file")
-    text = p.read_text(encoding="utf-8-sig", errors="replace")
+    text = read_text(p, MAX_TRACE_NBYTES, errors="replace")     # a regular file, not past the cap
     first = next((l.strip() for l in text.splitlines() if l.strip()), "")
     if not first:
         raise BadParameter(f"{path}: the trace file is empty")

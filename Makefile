@@ -141,7 +141,8 @@ wheelhouse:  ## download wheels for an offline node into wheelhouse/ (PYVER=3.12
 	mkdir -p "$$WHEELHOUSE"
 	$(if $(findstring cluster,$(EXTRAS)),$(PYTHON) -m pip wheel -q --no-deps -w "$$WHEELHOUSE" $(SDIST_ONLY),)
 	$(PYTHON) -m pip download -q -d "$$WHEELHOUSE" --find-links "$$WHEELHOUSE" --only-binary=:all: --python-version "$$PYVER" \
-	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_25_x86_64 \
+	  --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 \
 	  --platform manylinux2014_x86_64 --platform any setuptools $$(tools/requirements.py "$$EXTRAS")
 	@for p in $$SKIP; do n=$$(echo $$p | tr '-' '_'); rm -fv "$$WHEELHOUSE"/$$n-[0-9]*.whl "$$WHEELHOUSE"/$$p-[0-9]*.whl; done
 	@du -sh "$$WHEELHOUSE"

@@ -1,5 +1,7 @@
-"""ARCHITECTURE.md stays true: every file or folder it names in backticks exists."""
+"""ARCHITECTURE.md stays true: every file or folder it names in backticks exists, and no module of
+lib/pinpath imports one that imports it back (lazy imports inside functions included)."""
 
+import ast
 import re
 from pathlib import Path
 
@@ -48,3 +50,38 @@ def test_the_run_modules_import_only_those_listed_before_them():
         used = set(re.findall(r"^\s*from \.(\w+) import", text, re.M))
         used |= {n for names in re.findall(r"^\s*from \. import ([\w, ]+)", text, re.M) for n in names.replace(" ", "").split(",")}
         assert used <= set(order[:i]), f"run/{mod}.py imports {sorted(used - set(order[:i]))}, listed after it"
+
+
+def _imports() -> dict[str, set[str]]:
+    """Module -> the pinpath modules it imports (anywhere in its text), by dotted name."""
+    lib = ROOT / "lib"
+    mods = {".".join(p.relative_to(lib).with_suffix("").parts).removesuffix(".__init__"): p
+            for p in (lib / "pinpath").rglob("*.py")}
+    out = {}
+    for m, p in mods.items():
+        pkg = m if p.name == "__init__.py" else m.rpartition(".")[0]
+        found = set()
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.ImportFrom):
+                base = ".".join(pkg.split(".")[:len(pkg.split(".")) - n.level + 1] + [n.module or ""]).strip(".") \
+                    if n.level else n.module
+                found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in n.names}
+            elif isinstance(n, ast.Import):
+                found |= {a.name for a in n.names}
+        out[m] = {f for f in found if f in mods and f != m}
+    return out
+
+
+def test_no_import_circle():
+    edges, circles = _imports(), []
+    for start in edges:   # a path from a module's imports back to it
+        seen, todo = set(), list(edges[start])
+        while todo:
+            m = todo.pop()
+            if m == start and not start.startswith(tuple(f"{x}." for x in edges[start])):
+                circles.append(start)
+                break
+            if m not in seen:
+                seen.add(m)
+                todo += [n for n in edges[m] if not start.startswith(n + ".")]   # a package's own __init__ re-exports
+    assert not circles, f"import circles through {sorted(circles)}"

@@ -111,6 +111,25 @@ def test_a_small_call_log_is_an_error_not_a_cut(host_rt):
         eng.run("stage_per_copy", p, calls_per_op=1)
 
 
+
+def test_a_map_past_the_reference_cap_is_refused_not_dropped(host_rt):
+    """The 17th map of one buffer (PE_MAXREFS 16) fails with the cap named; the 16 before it
+    are tracked and each unmap releases one."""
+    eng = engine.load("host")
+    a = np.ones(4096, np.uint8)
+    p = engine.Plan()
+    b = p.buffer(a.ctypes.data, a.ctypes.data, 4096)
+    for _ in range(17):
+        p.map(b)
+    for _ in range(17):
+        p.unmap(b)
+    t = eng.run("nextgen_lock_mapped", p).transfers()
+    maps, unmaps = t[t.event == "map"], t[t.event == "unmap"]
+    assert list(maps.path[:16]) == ["locked"] + ["refcounted"] * 15
+    assert maps.path.iloc[16] == "failed" and maps.error.iloc[16].startswith("past a cap of the engine")
+    assert list(unmaps.path) == ["released"] * 15 + ["unlocked", "untracked"]
+    assert eng.rc_name(-5).startswith("out of memory (pinpath's own") and "cudaError" not in eng.rc_name(-5)
+
 def test_threads_share_the_map_and_balance_their_locks(any_rt, eng):
     """Four threads map one buffer each under nextgen_lock_mapped and transfer from it: every
     transfer hits the map, and every lock the policy made is undone by the last unmap. The buffers

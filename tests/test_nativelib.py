@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pinpath import nativelib, osinfo
+from pinpath import nativebuild, nativelib, osinfo, toolchain
 from pinpath.errors import BadParameter
 from pinpath.nativelib import NativeUnavailable
 
@@ -62,7 +62,7 @@ def _unmapped_range(nbytes: int = 2 * 4096) -> int:
 
 def _fresh(monkeypatch):
     """Forget loaded libraries so why_not/load look again."""
-    monkeypatch.setattr(nativelib, "_LOADED", {})
+    monkeypatch.setattr(nativelib, "load", nativebuild.loader(nativelib.NativeLib))
 
 
 # -- building and caching ----------------------------------------------------------------------
@@ -81,7 +81,7 @@ def test_second_build_is_a_cache_hit(monkeypatch, tmp_path, host):
 
     def no_compiler(*a, **k):
         raise AssertionError("compiled again instead of taking the cached object")
-    monkeypatch.setattr(nativelib.subprocess, "run", no_compiler)
+    monkeypatch.setattr(nativebuild.subprocess, "run", no_compiler)
     assert nativelib.build("host") == first and first.stat().st_mtime_ns == stamp
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
@@ -104,7 +104,7 @@ def test_cache_dir_falls_back_to_a_private_temp_dir(monkeypatch, tmp_path):
     monkeypatch.delenv("PINPATH_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))     # pinpath/ cannot be made under a file
     monkeypatch.setenv("HOME", str(blocker))
-    monkeypatch.setattr(nativelib.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(nativebuild.tempfile, "tempdir", str(tmp_path))
     d = nativelib.cache_dir()
     assert d == tmp_path / f"pinpath-{os.getuid()}" and d.is_dir()
 
@@ -125,9 +125,9 @@ def test_unknown_platform_is_one_sentence():
 def _no_cuda_anywhere(monkeypatch, tmp_path):
     for var in ("PINPATH_CUDA_HOME", "CUDA_HOME", "CUDA_PATH"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(nativelib, "_site_dirs", lambda: [])
-    monkeypatch.setattr(nativelib, "_CUDA_DEFAULT_ROOT", tmp_path / "no-cuda")
-    monkeypatch.setattr(nativelib.shutil, "which", lambda name, _w=nativelib.shutil.which: None
+    monkeypatch.setattr(toolchain, "_site_dirs", lambda: [])
+    monkeypatch.setattr(toolchain, "_CUDA_DEFAULT_ROOT", tmp_path / "no-cuda")
+    monkeypatch.setattr(toolchain.shutil, "which", lambda name, _w=toolchain.shutil.which: None
                         if name == "nvcc" else _w(name))
     _fresh(monkeypatch)
 
@@ -152,7 +152,7 @@ def test_cuda_13_headers_without_crt_name_the_missing_wheel(monkeypatch, tmp_pat
 
 def test_missing_hsa_headers_are_one_sentence(monkeypatch, tmp_path, host):
     monkeypatch.delenv("ROCM_PATH", raising=False)
-    monkeypatch.setattr(nativelib, "_HSA_DEFAULT_ROOTS", (tmp_path,))
+    monkeypatch.setattr(toolchain, "_HSA_DEFAULT_ROOTS", (tmp_path,))
     _fresh(monkeypatch)
     assert nativelib.why_not("hsa") == ("hsa: hsa/hsa.h and hsa/hsa_ext_amd.h not found "
                                         "(apt-get install libhsa-runtime-dev, or set ROCM_PATH)")
@@ -164,7 +164,7 @@ def test_hsa_build_compiles_and_exports_every_symbol(host):
         pytest.skip(reason)
     lib = nativelib.load("hsa")
     assert lib.locks_counted is True and lib.has_query is True and lib.has_copy is False
-    for name in nativelib._SIGNATURES:
+    for name in [*nativelib._SIGNATURES, *(f"pp_{n}" for n in nativebuild._COMMON)]:
         assert hasattr(lib._lib, name)
     with pytest.raises(NativeUnavailable, match="pp_c12 is CUDA and host only"):
         lib.c12(1, 1, 1, 4096, 1)          # refused before any HSA call

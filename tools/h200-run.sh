@@ -13,8 +13,9 @@
 #                                      (tools/profile-notebook.py) -> $OUT/profile.log
 #   tools/h200-run.sh diag             tools/fidelity_diag.py (engine and yardstick crossed with buffers and
 #                                      streams) and tools/pageable_probe.c, both pinned to one CPU -> $OUT/diag.tar
-#   tools/h200-run.sh advise           the region and the stencil traced and timed (the region --paired), pinpath
-#                                      advise (with the runtime term: build/offload's updates) -> $OUT/advise.tar
+#   tools/h200-run.sh advise           the region, the stencil and species traced and timed (the region --paired),
+#                                      each process pinned on and off the GPU's interrupt CPU, pinpath advise
+#                                      --designs (with the runtime term: build/offload's updates) -> $OUT/advise.tar
 #                                      (a reference after it carries it as advise/)
 # Steps may follow one another: tools/h200-run.sh test reference h200
 # The node's copy of the tree may carry stale git metadata: set PINPATH_GIT_COMMIT (and
@@ -82,7 +83,8 @@ while [ $# -gt 0 ]; do
       grep -E '^(===|total)' "$OUT/profile.log"
       ;;
     test)
-      timeout 420 make test ENV=system PYTHON=python3 >"$OUT/test.log" 2>&1 || status=1
+      # the node observes copies through CUPTI (the wheelhouse carries the cupti extra): its test must run, not skip
+      timeout 420 env PINPATH_REQUIRE_CUPTI=1 make test ENV=system PYTHON=python3 >"$OUT/test.log" 2>&1 || status=1
       tail -25 "$OUT/test.log"
       ;;
     diag)
@@ -98,30 +100,54 @@ while [ $# -gt 0 ]; do
     probe)
       tools/offload-probe.sh 2>&1 | tail -30 || status=1
       ;;
-    advise)      # both offload applications traced (plain) and timed (every variant), then pinpath advise
+    advise)      # the three offload applications traced (plain) and timed (every variant), then pinpath advise
       STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
       export LD_LIBRARY_PATH=$PWD/build/offload-runtime/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} OMP_TARGET_OFFLOAD=MANDATORY
       d=build/advise-run; rm -rf $d; mkdir -p $d
-      for app in region stencil; do
+      # the CPU(s) that receive the GPU's interrupts: a process timed there is in the stencil's slow mode (NEXT.md).
+      # Every timed process runs once pinned to the first of them (placement irq_cpu) and once pinned to the
+      # others (other_cpu); unpinned where the interrupt CPU is not found
+      irq_cpus=$(for n in $(awk -F: '/nvidia/ {gsub(/ /, "", $1); print $1}' /proc/interrupts); do
+                   cat /proc/irq/$n/effective_affinity_list 2>/dev/null; done | sort -u | paste -sd, -)
+      { grep nvidia /proc/interrupts; echo "irq_cpus=$irq_cpus"; } >$d/irq.txt
+      other_cpus=$(python3 -c 'import os, sys
+bad = set()
+for part in filter(None, sys.argv[1].split(",")):
+    a, _, b = part.partition("-")
+    bad.update(range(int(a), int(b or a) + 1))
+print(",".join(str(c) for c in sorted(os.sched_getaffinity(0)) if c not in bad))' "$irq_cpus")
+      if [ -n "$irq_cpus" ] && [ -n "$other_cpus" ]; then places=(irq_cpu other_cpu); else places=(unpinned); fi
+      echo "advise: GPU interrupts on CPU(s) ${irq_cpus:-unknown}; placements ${places[*]}" | tee -a $d/irq.txt
+      cpus_of() { case $1 in irq_cpu) echo "${irq_cpus%%[,-]*}";; other_cpu) echo "$other_cpus";; *) echo "";; esac; }
+      on() { local c; c=$(cpus_of "$1"); shift; if [ -n "$c" ]; then taskset -c "$c" "$@"; else "$@"; fi; }
+      away=${places[-1]}   # the trace and pinpath advise (its replay and runtime probe) run off the interrupt CPU
+      for app in region stencil species; do
         bin=$(ls build/offload/$app-sm_* | head -1)
         # --paired: the region's copies apart from its kernel (transfer_ns); its copies are map clauses of a
-        # target region (--construct region), the stencil's target updates
+        # target region (--construct region), the stencil's target updates, species' enter/exit data maps
         args=(--nw 16 --steps 5) real=(--paired) construct=(--construct region)
         [ $app = stencil ] && args=(--nx 4096 --ny 512 --steps 200 --checkpoint 50) real=() construct=()
-        LIBOMPTARGET_INFO=32 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
-        # each variant in 5 processes, the variants interleaved: prediction.csv's real interval is over processes
-        for p in 1 2 3 4 5; do
-          for v in plain app_pinned lock_mapped; do
-            mode=$v envs=(); [ $v = lock_mapped ] && mode=plain envs=(LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1)
-            env "${envs[@]}" "$bin" --variant $mode "${args[@]}" "${real[@]}" >$d/$app-$v-$p.out 2>$d/$app-$v-$p.err \
-              || status=1
-            seen=1; [ $v$p = plain1 ] && seen=0   # one header line, the first run's
-            awk -F, -v v=$v -v p=$p -v h=$seen '/^#/ {next} /^variant,/ {if (!h++) print $0, "process"; next}
-                                                {$1 = v; print $0, p}' OFS=, $d/$app-$v-$p.out
+        [ $app = species ] && args=(--species 16 --steps 200) real=() construct=()
+        on $away env LIBOMPTARGET_INFO=32 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
+        # each variant in 5 processes per placement, the variants interleaved: prediction.csv's real interval is
+        # over processes; the columns placement and cpus say where each ran
+        for pl in "${places[@]}"; do
+          cpus=$(cpus_of $pl)
+          for p in 1 2 3 4 5; do
+            for v in plain app_pinned lock_mapped; do
+              mode=$v envs=(); [ $v = lock_mapped ] && mode=plain envs=(LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1)
+              out=$d/$app-$v-$pl-$p
+              on $pl env "${envs[@]}" "$bin" --variant $mode "${args[@]}" "${real[@]}" >$out.out 2>$out.err || status=1
+              seen=1; [ $v$p$pl = plain1${places[0]} ] && seen=0   # one header line, the first run's
+              awk -F, -v v=$v -v p=$p -v h=$seen -v pl=$pl -v c="${cpus//,/ }" '/^#/ {next}
+                  /^variant,/ {if (!h++) print $0, "process", "placement", "cpus"; next}
+                  {$1 = v; print $0, p, pl, c}' OFS=, $out.out
+            done
           done
         done >$d/$app-real.csv
-        py -m pinpath advise $d/$app.info --platform cuda --real $d/$app-real.csv --application $app \
-          "${construct[@]}" --out $d/$app 2>&1 | tail -3 || status=1
+        # (taskset runs programs, not shell functions: py written out)
+        on $away env PYTHONPATH=$PWD/.site:$PWD/lib python3 -m pinpath advise $d/$app.info --platform cuda --real $d/$app-real.csv --application $app \
+          "${construct[@]}" --designs --out $d/$app 2>&1 | tail -3 || status=1
       done
       awk 'FNR == 1 && NR > 1 {next} {print}' $d/*/prediction.csv | tee $d/prediction.csv
       # the run time for a trace of 100,000 transfers: the stencil's trace repeated

@@ -109,6 +109,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--construct", default="update",
                    help="how the application makes its copies, for the runtime term: update (target update, the "
                         "default) or region (map clauses of target regions); a trace does not say")
+    p.add_argument("--designs", action="store_true",
+                   help="also replay the trace under each of the engine's nine policies, as runtime designs (for "
+                        "runtime developers; not settings a user can set): designs.csv")
     p = sub.add_parser("runs", help="list the runs under outputs/ with their status")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
     slurm = sub.add_parser("slurm", help="ask Slurm: would it accept the notebook jobs, what became of a job")
@@ -203,7 +206,7 @@ def _main(args) -> int:
             res = advise(args.trace, out=args.out, platform=args.platform, vendor=args.vendor, repeats=args.repeats,
                          real=args.real, application=args.application, engine=args.engine,
                          runtime_term=not args.no_runtime_term, offload_dir=args.offload_dir,
-                         construct=args.construct)
+                         construct=args.construct, designs=args.designs)
             print(printable("\n".join(f"- {a}" for a in res["advice"]), keep="\n"))
             print(printable(f"advice: {res['html']}; summary: {res['summary']}"))
             return 0

@@ -16,16 +16,16 @@ The vocabulary (policies, phases, paths, call names) is read from the library it
 from __future__ import annotations
 
 import ctypes
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from . import libc, nativelib
+from . import libc
 from .errors import BadParameter, PinpathError
-from .nativelib import NativeUnavailable
+from .nativebuild import NativeLibrary, loader, reason_not
 from .schema import CALLS, TRANSFERS, frame
+from .toolchain import NativeUnavailable
 from .vocab import Direction, Policy, choose
 
 __all__ = ["Plan", "Engine", "Executed", "EngineFailed", "load", "why_not", "OP_DTYPE", "DEFAULT_CALLS_PER_OP"]
@@ -113,41 +113,28 @@ class Plan:
         return ops, bufs
 
 
-class Engine:
-    """engine.c loaded for one platform; ``run`` executes a plan (ctypes drops the GIL)."""
+_p = ctypes.c_void_p
+_SIGNATURES = {"pe_sizes": (ctypes.c_int, (ctypes.c_int,)), "pe_name": (ctypes.c_char_p, (ctypes.c_int, ctypes.c_int)),
+               "pe_queues_made": (ctypes.c_int, ()),
+               "pe_run": (ctypes.c_int, (ctypes.c_int, ctypes.c_int, ctypes.c_int64, _p, ctypes.c_int64, _p, ctypes.c_int,
+                                         ctypes.c_int, ctypes.c_uint64, _p, _p, ctypes.c_int64, _p))}
 
-    def __init__(self, path, platform: str, device: int = 0, rc_name=None) -> None:
-        self.platform, self.device = platform, device
-        try:
-            lib = ctypes.CDLL(str(path))
-        except OSError as e:
-            raise NativeUnavailable(f"{platform}: {path} did not load ({e})") from None
-        lib.pe_abi.restype = ctypes.c_int
-        lib.pe_platform.restype = ctypes.c_char_p
-        lib.pe_sizes.restype, lib.pe_sizes.argtypes = ctypes.c_int, (ctypes.c_int,)
-        lib.pe_name.restype, lib.pe_name.argtypes = ctypes.c_char_p, (ctypes.c_int, ctypes.c_int)
-        lib.pe_init.restype, lib.pe_init.argtypes = ctypes.c_int, (ctypes.c_int,)
-        lib.pe_fini.restype = ctypes.c_int
-        lib.pe_queues_made.restype = ctypes.c_int
-        p = ctypes.c_void_p
-        lib.pe_run.restype = ctypes.c_int
-        lib.pe_run.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, p, ctypes.c_int64, p, ctypes.c_int,
-                               ctypes.c_int, ctypes.c_uint64, p, p, ctypes.c_int64, p)
-        got = (lib.pe_abi(), lib.pe_platform().decode())
-        if got != (ABI, platform):
-            raise NativeUnavailable(f"{platform}: {path} is the {got[1]} engine of ABI {got[0]}, not {platform} of {ABI}")
-        sizes = tuple(lib.pe_sizes(i) for i in range(4))
+
+class Engine(NativeLibrary):
+    """engine.c loaded for one platform; ``run`` executes a plan (ctypes drops the GIL)."""
+    PREFIX, SOURCE, ABI, SIGNATURES = "pe_", "engine.c", ABI, _SIGNATURES
+
+    def __init__(self, platform: str, device: int = 0) -> None:
+        libc.fix_mmap_threshold()   # as open_runtime: the plan's buffers in one allocator state
+        super().__init__(platform, device)
+        sizes = tuple(self._lib.pe_sizes(i) for i in range(4))
         want = (OP_DTYPE.itemsize, BUF_DTYPE.itemsize, OUT_DTYPE.itemsize, CALL_DTYPE.itemsize)
         if sizes != want:
             raise NativeUnavailable(f"{platform}: engine structs are {sizes} bytes, engine.py expects {want}")
-        self._lib = lib
         self.policies = self._names(0)
         self.phases = self._names(1)
         self.paths = self._names(2)
         self.calls = self._names(3)
-        self._rc_name = rc_name or (lambda rc: str(rc))
-        self._ready = False
-        self._lock = threading.Lock()
 
     def _names(self, kind: int) -> list[str]:
         out, i = [], 0
@@ -156,25 +143,10 @@ class Engine:
             i += 1
         return out
 
-    def _ensure(self) -> None:
-        with self._lock:
-            if not self._ready:
-                rc = self._lib.pe_init(self.device)
-                if rc != 0:
-                    raise NativeUnavailable(f"{self.platform}: the engine's runtime start returned "
-                                            f"{self._rc_name(rc)} ({rc})")
-                self._ready = True
-
     def queues_made(self) -> int:
         """Copy queues (CUDA streams, HSA signals, host workers) the engine has made in this
         process: runs take kept ones, so this grows only with the threads a run needs at once."""
         return self._lib.pe_queues_made()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._ready:   # pairs a per-process start (hsa_init is counted); else nothing
-                self._lib.pe_fini()
-            self._ready = False
 
     def run(self, policy, plan: Plan, *, threshold_nbytes: int = 1 << 20, kernel_fn: int = 0,
             calls_per_op: int = DEFAULT_CALLS_PER_OP) -> "Executed":
@@ -196,7 +168,7 @@ class Engine:
             raise EngineFailed(f"the engine refused the plan of {n} ops (a buffer index, thread, direction or "
                                "range out of bounds)")
         if rc not in (0, 1):
-            raise EngineFailed(f"the engine could not run the plan: {self._rc_name(rc)} ({rc})")
+            raise EngineFailed(f"the engine could not run the plan: {self.rc_name(rc)} ({rc})")
         if rc == 1:
             raise EngineFailed(f"the engine's call log overflowed ({cap} entries for {n} ops); "
                                "raise calls_per_op")
@@ -239,7 +211,7 @@ class Executed:
                 "thread_id": int(op[1]), "start_ns": int(o["start_ns"]), "end_ns": int(o["end_ns"]),
                 "total_ns": int(o["end_ns"] - o["start_ns"]),
                 **{f"{ph}_ns": int(v) for ph, v in zip(e.phases, o["phase_ns"])},
-                "dma_event_ns": None, "error": f"{e._rc_name(err)} ({err})" if err else "", "hazard": "",
+                "dma_event_ns": None, "error": f"{e.rc_name(err)} ({err})" if err else "", "hazard": "",
                 "verified": None, "calls": " ".join(f"{e.calls[c['call']]}={c['rc']}" for c in log),
                 "n_calls": k, "platform": e.platform, "engine": "native", "op_index": i, **ctx})
         return frame(rows, TRANSFERS)
@@ -253,22 +225,9 @@ class Executed:
         return frame(rows, CALLS)
 
 
-_LOADED: dict[tuple[str, int], Engine] = {}
-_LOADED_LOCK = threading.Lock()
-
-
-def load(platform: str, device: int = 0) -> Engine:
-    """The engine for ``platform`` (built if needed, cached), loaded once per process and device."""
-    with _LOADED_LOCK:
-        eng = _LOADED.get((platform, device))
-        if eng is None:
-            libc.fix_mmap_threshold()   # as open_runtime: the plan's buffers in one allocator state
-            tc = nativelib.toolchain(platform)
-            path = nativelib.build(platform, tc, source="engine.c")
-            eng = _LOADED[(platform, device)] = Engine(path, platform, device, rc_name=nativelib.load(platform).rc_name)
-        return eng
+load = loader(Engine)
 
 
 def why_not(platform: str) -> str:
     """"" if the engine builds and loads for ``platform`` here, else one sentence saying why not."""
-    return nativelib.reason_not(load, platform)
+    return reason_not(load, platform)

@@ -18,7 +18,7 @@ from .records import PHASE_FIELDS, TransferRecord
 __all__ = ["ENGINE_FIDELITY", "PLAIN_TRANSFERS", "PHASE_COMPARE", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
            "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
            "REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
-           "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE", "DATASETS",
+           "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
 
 TRANSFERS = {
@@ -238,14 +238,6 @@ STATE_SUMMARY = {"repeats": "int", "calls": "int",
                  "between_spread": "float"}   # (largest - smallest round median) / their median
 GPU_STATE = {"when": "str", "field": "str",   # a machine_state.FIELDS name
              "value": "str", "available": "bool?", "unavailable": "str", "platform": "str"}
-
-def __getattr__(name: str):
-    """``DATASETS`` (every data set a run writes, ``data/<name>.parquet``, -> its layout) lives in
-    the registry of notebooks, which names each notebook's data sets with the layouts above."""
-    if name == "DATASETS":
-        from .registry import DATASETS
-        return DATASETS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _CAST = {"int": "int64", "Int": "Int64", "float": "float64", "bool?": "boolean"}

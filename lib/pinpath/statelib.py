@@ -1,4 +1,4 @@
-"""``native/state.c`` loaded with ctypes (built like ptime.c: ``nativelib.build(..., source="state.c")``): the C
+"""``native/state.c`` loaded with ctypes (built and loaded like ptime.c: ``nativebuild``): the C
 timings of notebook 14, "what changes a transfer's cost". Methods return numpy arrays; a state
 whose untimed setup the runtime refused raises SetupRefused with its return code.
 
@@ -8,14 +8,14 @@ whose untimed setup the runtime refused raises SetupRefused with its return code
 from __future__ import annotations
 
 import ctypes
-import threading
 from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
 
 from .errors import BadParameter
-from .nativelib import NativeUnavailable, build, load as load_ptime, reason_not, toolchain
+from .nativebuild import NativeLibrary, loader, reason_not
+from .toolchain import NativeUnavailable
 
 __all__ = ["ABI", "StateLib", "SetupRefused", "RegAge", "LockCopy", "Alloc", "load", "why_not"]
 
@@ -25,8 +25,7 @@ _I64 = np.ctypeslib.ndpointer(np.int64, flags="C_CONTIGUOUS,WRITEABLE")
 _I32 = np.ctypeslib.ndpointer(np.int32, flags="C_CONTIGUOUS,WRITEABLE")
 _vp, _sz, _int = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
 _SIGNATURES = {
-    "ps_abi": (_int, ()), "ps_platform": (ctypes.c_char_p, ()), "ps_has_query": (_int, ()),
-    "ps_has_pinned": (_int, ()), "ps_has_copy": (_int, ()), "ps_init": (_int, (_int,)), "ps_fini": (_int, ()),
+    "ps_has_query": (_int, ()), "ps_has_pinned": (_int, ()), "ps_has_copy": (_int, ()),
     "ps_buffer": (_vp, (_sz, _int)), "ps_buffer_free": (_int, (_vp, _sz)),
     "ps_dev_alloc": (_vp, (_sz,)), "ps_dev_free": (_int, (_vp, _sz)),
     "ps_null": (_int, (_int, _I64, _I32)),
@@ -69,40 +68,15 @@ class Alloc(NamedTuple):
     rc: np.ndarray
 
 
-class StateLib:
-    """state.c for one platform; the runtime is started on first use (CUDA: on this thread)."""
+class StateLib(NativeLibrary):
+    """state.c for one platform; the runtime is started on first use (rt_start: CUDA on this thread)."""
+    PREFIX, SOURCE, ABI, SIGNATURES = "ps_", "state.c", ABI, _SIGNATURES
 
     def __init__(self, platform: str, device: int = 0) -> None:
-        self.toolchain = toolchain(platform)
-        self.path = build(platform, self.toolchain, source="state.c")
-        try:
-            self._lib = ctypes.CDLL(str(self.path))
-        except OSError as e:
-            raise NativeUnavailable(f"{platform}: {self.path.name} did not load ({e})") from None
-        for name, (res, args) in _SIGNATURES.items():
-            fn = getattr(self._lib, name)
-            fn.restype, fn.argtypes = res, args
-        got = self._lib.ps_platform().decode()
-        if self._lib.ps_abi() != ABI or got != platform:
-            raise NativeUnavailable(f"{platform}: {self.path.name} is the {got} build of ABI {self._lib.ps_abi()}, "
-                                    f"not the {platform} build of ABI {ABI}")
-        self.platform, self.device = platform, device
+        super().__init__(platform, device)
         self.has_query = bool(self._lib.ps_has_query())
         self.has_pinned = bool(self._lib.ps_has_pinned())
         self.has_copy = bool(self._lib.ps_has_copy())
-        self._local = threading.local()
-
-    def _ensure(self) -> None:
-        if getattr(self._local, "ready", False):
-            return
-        rc = self._lib.ps_init(self.device)
-        if rc != 0:
-            raise NativeUnavailable(f"{self.platform}: the runtime start in state.c returned {self.rc_name(rc)} ({rc})")
-        self._local.ready = True
-
-    def rc_name(self, rc: int) -> str:
-        """The runtime's name for a return code (ptime.c's naming)."""
-        return load_ptime(self.platform, self.device).rc_name(int(rc))
 
     def _check(self, ret: int, what: str, rc: int = 0) -> None:
         if ret == 0:
@@ -178,18 +152,7 @@ class StateLib:
         return LockCopy(*arrs, rc.reshape(reps, 4))
 
 
-_LOADED: dict[tuple[str, int], StateLib] = {}
-
-
-_LOADED_LOCK = threading.Lock()
-
-
-def load(platform: str, device: int = 0) -> StateLib:
-    """state.c for ``platform`` (built if needed), once per process and device."""
-    with _LOADED_LOCK:
-        if (platform, device) not in _LOADED:
-            _LOADED[(platform, device)] = StateLib(platform, device)
-        return _LOADED[(platform, device)]
+load = loader(StateLib)
 
 
 def why_not(platform: str) -> str:

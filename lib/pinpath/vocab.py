@@ -1,4 +1,5 @@
-"""Every word of CATALOGUE.md, once, as a string enum; data keeps the plain value."""
+"""Every word of pinpath's data and reports (platforms, policies, paths, verdicts ...), once, as a string enum;
+data keeps the plain value."""
 
 from __future__ import annotations
 

@@ -3,7 +3,10 @@ rocprof hsa_stats.csv."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import types
+from importlib import resources
 
 import pytest
 
@@ -59,3 +62,40 @@ def write(tmp_path):
         p.write_text(text)
         return p
     return _write
+
+
+@pytest.fixture
+def host_offload(tmp_path):
+    """host_offload(app): the offload application ``app`` built for libomptarget's host (x86_64)
+    offload target into tmp_path (real_runtime.build_host_region); the test is skipped where no
+    clang++-19 with libomptarget is here."""
+    from pinpath.errors import NotAvailable
+    from pinpath.experiments import real_runtime as rr
+
+    def _build(app: str):
+        if not shutil.which("clang++-19"):
+            pytest.skip("no clang++-19 here (apt-get install clang-19 libomp-19-dev clang-tools-19)")
+        try:
+            return rr.build_host_region(tmp_path, app=app)
+        except NotAvailable as e:
+            pytest.skip(str(e))
+    return _build
+
+
+@pytest.fixture(scope="module")
+def gnu_build(tmp_path_factory):
+    """gnu_build(app): native/offload/<app>.cpp built with the host's C++ compiler and -fopenmp (its
+    target constructs fall back to the host); the test is skipped where there is no compiler."""
+    cxx = shutil.which("g++") or shutil.which("clang++")
+
+    def _build(app: str):
+        if cxx is None:
+            pytest.skip(f"no C++ compiler here to build {app}.cpp for the host")
+        d = resources.files("pinpath").joinpath("native/offload")
+        flags = [w for line in d.joinpath("flags.txt").read_text().splitlines() if not line.startswith("#")
+                 for w in line.split() if w != "-gline-tables-only"]
+        out = tmp_path_factory.mktemp(app) / f"{app}-host"
+        r = subprocess.run([cxx, *flags, str(d.joinpath(f"{app}.cpp")), "-o", str(out)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return out
+    return _build

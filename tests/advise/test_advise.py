@@ -139,7 +139,8 @@ def test_prediction_sums_and_break_even(write, tr):
     real = pd.DataFrame({"variant": "plain", "nw": 16, "step": [0, 0, 1], "invocation": [0, 1, 0], "ns": [4000.0] * 3})
     rows = {r["variant"]: r for r in _real_rows("region", pred, real)}
     assert rows["plain"]["predicted_ns"] == 2000 and rows["plain"]["real_ns"] == 4000 and rows["app_pinned"]["real_ns"] is None
-    assert {r["predicted_ns"] for r in _real_rows("region", pred, None)} == {6200, 6 * 400 + 2 * (100 + 500)}
+    assert {r["predicted_ns"] for r in _real_rows("region", pred, None) if r["kind"] == "variant"} == \
+        {6200, 6 * 400 + 2 * (100 + 500)}
     # with a process column the real figure is the median of the processes' medians, its interval over them
     per_process = pd.DataFrame({"variant": "plain", "invocation": 0, "process": np.repeat([1, 2, 3], 4),
                                 "ns": [1000.0, 1000, 1000, 9000, 3000, 3000, 3000, 9000, 2000, 2000, 2000, 9000]})
@@ -162,8 +163,10 @@ def test_prediction_csv(tmp_path):
         {"application": "region", "variant": "plain", "predicted_ns": 900.0, "real_ns": 1000.0, "low": 0.8, "high": 1.0},
         {"application": "stencil", "variant": "plain", "predicted_ns": 5.0, "real_ns": None, "low": None, "high": None}])
     df = pd.read_csv(path)
-    assert list(df.columns) == ["application", "variant", "predicted_ns", "real_ns", "ratio", "low", "high"]
+    assert list(df.columns) == ["application", "kind", "variant", "placement", "predicted_ns", "predicted_low",
+                                "predicted_high", "real_ns", "real_low", "real_high", "ratio", "low", "high", "verdict"]
     assert df.ratio.iat[0] == pytest.approx(0.9) and math.isnan(df.ratio.iat[1])
+    assert list(df.kind) == ["variant", "variant"]
 
 
 def _cli(capsys, *args):
@@ -192,7 +195,13 @@ def test_cli_end_to_end_on_host(write, tr, tmp_path, capsys):
     plain = pred[pred.variant == "plain"].iloc[0]
     assert plain.application == "miniqmc" and plain.real_ns == 500000 and plain.low <= plain.ratio <= plain.high
     assert pred.set_index("variant").real_ns.get("app_pinned") == 400000
-    assert pred[~pred.variant.isin(["plain", "app_pinned"])].real_ns.isna().all()
+    assert pred[~pred.variant.isin(["plain", "app_pinned", "app_pinned - plain"])].real_ns.isna().all()
+    diff = pred[pred.kind == "difference"].set_index("variant")
+    # the real difference is the medians' difference; the predicted one has its interval around it
+    assert diff.real_ns["app_pinned - plain"] == -100000
+    row = diff.loc["app_pinned - plain"]
+    assert row.predicted_low <= row.predicted_ns <= row.predicted_high
+    assert pred[pred.real_ns.isna()].verdict.isna().all()
 
 
 def test_cli_hsa_stats_says_what_counts_tell(write, tr, tmp_path, capsys):
@@ -290,20 +299,12 @@ def test_the_runtime_term_adds_the_probe_less_the_copy(write, tr):
     assert with_term.loc["plain", "runtime_term"] and not with_term.loc["app_pinned", "runtime_term"]
 
 
-def test_the_runtime_probe_through_the_host_libomptarget(write, tr, tmp_path):
+def test_the_runtime_probe_through_the_host_libomptarget(write, tr, tmp_path, host_offload):
     """probe_runtime with updates built for the host offload target: rows per variant, process,
     size and direction; a build for another vendor is refused in one sentence."""
-    import shutil
-
     from pinpath.advise.runtime_term import probe_runtime
-    from pinpath.errors import BadParameter, NotAvailable
-    from pinpath.experiments import real_runtime as rr
-    if not shutil.which("clang++-19"):
-        pytest.skip("no clang++-19 here (apt-get install clang-19 libomp-19-dev clang-tools-19)")
-    try:
-        rr.build_host_region(tmp_path, app="updates")
-    except NotAvailable as e:
-        pytest.skip(str(e))
+    from pinpath.errors import BadParameter
+    host_offload("updates")
     classes = pd.DataFrame({"nbytes": [384, 8192], "direction": ["h2d", "d2h"], "reuse": [2, 1]})
     probe, why = probe_runtime(classes, ["plain", "lock_mapped"], vendor="host", offload_dir=tmp_path, rounds=4,
                                processes=2)

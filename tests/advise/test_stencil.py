@@ -4,28 +4,17 @@ fall back to the host) and run with OMP_TARGET_OFFLOAD=DISABLED: its numbers aga
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-from importlib import resources
 
 import numpy as np
 import pytest
 
 from pinpath.experiments.real_runtime import parse_facts
 
-CXX = shutil.which("g++") or shutil.which("clang++")
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler here to build stencil.cpp for the host")
-
 
 @pytest.fixture(scope="module")
-def stencil(tmp_path_factory):
-    d = resources.files("pinpath").joinpath("native/offload")
-    flags = [w for line in d.joinpath("flags.txt").read_text().splitlines() if not line.startswith("#")
-             for w in line.split() if w != "-gline-tables-only"]
-    out = tmp_path_factory.mktemp("stencil") / "stencil-host"
-    r = subprocess.run([CXX, *flags, str(d.joinpath("stencil.cpp")), "-o", str(out)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-2000:]
-    return out
+def stencil(gnu_build):
+    return gnu_build("stencil")
 
 
 def _run(binary, *args):

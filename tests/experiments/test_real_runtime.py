@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from pinpath.errors import NotAvailable
+from pinpath.experiments import offload_build
 from pinpath.experiments import real_runtime as rr
 from pinpath.schema import check_frame
 
@@ -155,7 +156,7 @@ def test_an_nvidia_build_without_a_gpu_says_why(tmp_path):
     (tmp_path / "region-sm_90").write_text("")
     (tmp_path / "manifest.json").write_text(json.dumps({"vendor": "nvidia", "arch": "sm_90", "binary": "region-sm_90",
                                                         "bundle": None, "ld_library_path": []}))
-    if rr.find_libcuda():
+    if offload_build.find_libcuda():
         pytest.skip("this machine has an NVIDIA driver")
     ran = rr.real_runtime_or_reason(offload_dir=tmp_path)
     _one_sentence(ran.reason)

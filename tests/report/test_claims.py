@@ -11,6 +11,7 @@ import pytest
 
 from pinpath.report import claims
 from pinpath.report.claims import CLAIMS, judge, verdict_of
+from pinpath.report.claims.measures import common, concurrency
 from pinpath.report.rundata import RunData
 from pinpath.stats import Estimate, proportion_ci, ratio_ci
 from pinpath.vocab import Verdict
@@ -432,9 +433,9 @@ def test_c13_says_when_the_relock_path_is_a_refusal():
 def test_measures_shared_by_tests_and_claims_are_computed_once(monkeypatch):
     """C13's two tests read one re-lock path; C6, C7 and C9 read the same lock_cost rows."""
     seen = []
-    for name in ("_c13_cost_of", "_calls_of"):
-        real = getattr(claims, name)
-        monkeypatch.setattr(claims, name, lambda *a, _real=real, _name=name: seen.append((_name, a[1:])) or _real(*a))
+    for module, name in ((concurrency, "_c13_cost_of"), (common, "_calls_of")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _real=real, _name=name: seen.append((_name, a[1:])) or _real(*a))
     judge(["C13"], _c13(H), "cuda")
     assert seen == [("_c13_cost_of", ())]
     seen.clear()

@@ -25,7 +25,7 @@ UNITS = ["x", "ns", "%", "count", "GB/s", ""]
 
 
 def claims_frame(platform: str = "cuda", evil: bool = False) -> pd.DataFrame:
-    """A claims frame as claims.py writes it: C1..C15, every verdict word and unit."""
+    """A claims frame as pinpath.report.claims writes it: C1..C15, every verdict word and unit."""
     rows = []
     for i in range(1, 16):
         unit = UNITS[i % len(UNITS)]

@@ -15,7 +15,7 @@ from ..units import fmt_ns
 from .pattern import Pattern
 from .predict import Prediction
 
-__all__ = ["advice", "VARIANT_WORDS", "PLATFORM_LIMITS"]
+__all__ = ["advice", "VARIANT_WORDS", "DESIGN_WORDS", "PLATFORM_LIMITS"]
 
 VARIANT_WORDS = {   # variant -> what the user does, and what it makes the runtime do
     "plain": ("leave the code and the runtime as they are",
@@ -34,6 +34,17 @@ VARIANT_WORDS = {   # variant -> what the user does, and what it makes the runti
     "async_threshold0": ("set `LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES=0` (as QMCPACK does)",
                          "AMD: copies of every size take the asynchronous lock-then-copy path instead of being "
                          "staged below the threshold (1 MiB by default)"),
+}
+DESIGN_WORDS = {   # the engine's policies as designs a runtime could adopt (CATALOGUE.md): what the runtime would do
+    "stage_per_copy": "stage every copy through a pinned buffer allocated for that copy (ATMI, 2020)",
+    "lock_always": "lock the host range, copy, unlock, on every copy (PR #174)",
+    "query_then_lock": "ask whether the range is locked first and lock only where it is not (the 2021-22 plugin)",
+    "nextgen": "today's LLVM AMDGPU plugin: stage copies below 1 MiB, lock larger ones per copy",
+    "nextgen_lock_mapped": "lock every mapped array once at map time and unlock it at unmap",
+    "stage_pooled": "stage every copy, of any size, through reused pinned buffers",
+    "prepinned": "memory that is pinned from its allocation on: each copy is one DMA",
+    "driver_pageable": "hand the pageable pointer to the driver's copy (CUDA's plugin)",
+    "pinned_allocator": "hand out locked memory from its allocator and track it (C11's idea)",
 }
 PLATFORM_LIMITS = {
     "host": "This run had no GPU: the replay measured the operating system's share only (mlock/munlock and "
@@ -85,7 +96,11 @@ def advice(p: Pattern, pred: Prediction, *, platform: str, vendor: str, engine: 
         out.append(f"Do not {what}: predicted {_est(r.predicted_ns, r.low, r.high)}, more than plain.")
     for r in tot[tot.not_replayed != ""].itertuples():
         out.append(f"{r.variant} was not replayed on this node: {r.not_replayed}.")
-    out += _pin_list(p, pred)
+    for r in tot[tot.same_as != tot.variant].itertuples():
+        out.append(f"`{r.variant}` is the same as `{r.same_as}` on this runtime (the same model: "
+                   f"{VARIANT_WORDS.get(r.variant, ('', r.variant))[1]}), so it is predicted and ranked as "
+                   f"`{r.same_as}`; only a measurement on the real runtime could set them apart.")
+    out += _pin_list(p, pred) + _not_arrays(p)
     if vendor == "nvidia":
         out.append("`LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS` and `LIBOMPTARGET_AMDGPU_MAX_ASYNC_COPY_BYTES` do "
                    "nothing on NVIDIA's plugin; pinning the arrays yourself is the only lever there.")
@@ -119,10 +134,34 @@ def _pin_list(p: Pattern, pred: Prediction) -> list[str]:
             f". Together {fmt_bytes(int(pays.nbytes.sum()))} locked."]
 
 
+OWNER_WORDS = {   # owner -> what the memory is, for the advice
+    "stack": "a local variable on the stack (no user registers those: they live a call long)",
+    "runtime": "the runtime's own buffer (LLVM's kernel launch environment, copied at the launch of a kernel "
+               "with a reduction)",
+}
+
+
+def _not_arrays(p: Pattern) -> list[str]:
+    """The copied memory that is not an array a user can register, said as what it is."""
+    if not len(p.buffers) or "owner" not in p.buffers.columns:
+        return []
+    other = p.buffers[p.buffers.owner != "application"]
+    if not len(other):
+        return []
+    parts = []
+    for owner, g in other.groupby("owner", sort=False):
+        named = ", ".join(f"`{n or b}`" for n, b in g.sort_values("transfers", ascending=False)[["name", "buffer"]]
+                          .drop_duplicates("name").head(4).itertuples(index=False))
+        parts.append(f"{int(g.transfers.sum())} copies of {len(g)} buffer(s) that are {OWNER_WORDS[owner]}: {named} "
+                     f"({fmt_bytes(int(g.nbytes.max()))} at most)")
+    return ["Not arrays to register: " + "; ".join(parts) + ". They are charged as the runtime moves them under "
+            "every variant, and no advice above concerns them."]
+
+
 def _caveats(p: Pattern, pred: Prediction) -> list[str]:
     soft, _ = memlock_limit_nbytes()
     limit = "unlimited" if soft < 0 else fmt_bytes(soft)
-    locked = int(p.arrays.nbytes.sum()) if len(p.arrays) else 0
+    locked = int(p.arrays[p.arrays.owner == "application"].nbytes.sum()) if len(p.arrays) else 0
     return [f"Caveat, locked memory is scarce: it cannot be paged out, and Linux caps what a user without "
             f"CAP_IPC_LOCK may lock with RLIMIT_MEMLOCK (`ulimit -l`; here {limit}); the trace's arrays "
             f"together are {fmt_bytes(locked)}. cudaHostRegister and hsa_amd_memory_lock are not bound by that "

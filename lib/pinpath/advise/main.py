@@ -7,6 +7,7 @@ import datetime as dt
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .. import runfolder as rf
@@ -17,9 +18,10 @@ from .. import paths
 from ..report.fmt import format_measured
 from ..runtimes import open_runtime
 from .advice import advice
+from .designs import DESIGNS, design_rows, design_runtime_rows, design_table
 from .parse import read_trace
 from .pattern import pattern, write_dataset
-from .predict import predict
+from .predict import predict, same_as
 from .replay import ENGINES, replay
 from .runtime_term import check_construct, probe_runtime, runtime_rows
 from .report import write_pages, write_prediction
@@ -82,29 +84,92 @@ def _durations(copies: pd.DataFrame) -> list[str]:
     return out
 
 
+TOLERANCE = 0.2   #: a prediction is good within 20 % of the real figure or inside its interval
+
+
+def _verdict(predicted: float, real, low, high) -> str:
+    if real is None or not np.isfinite(real):
+        return ""
+    if real != 0 and abs(predicted / real - 1) <= TOLERANCE:
+        return "within 20 %"
+    if np.isfinite(low) and np.isfinite(high) and low <= predicted <= high:
+        return "inside the real interval"
+    return "outside"
+
+
 def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
     """prediction.csv rows: per variant the predicted transfer time of the median step (region
     where the trace has no steps, or where the real figures are per invocation: region.cpp's
     stdout) beside the real median where ``real`` (variant, ns) has one; low and high bound the
-    ratio (the predicted interval over the real median's interval). Where ``real`` has a
-    ``process`` column, the real figure is the median of the processes' medians and its interval
-    is over processes (the independent repeats), not over the steps of one process."""
-    from ..stats import median_ci
+    ratio (the predicted interval over the real median's interval), real_low and real_high the
+    real median. Where ``real`` has a ``process`` column, the real figure is the median of the
+    processes' medians and its interval is over processes (the independent repeats), not over the
+    steps of one process. Then per variant other than plain the *difference* from plain, predicted
+    (with its interval) against real (kind "difference"). Where ``real`` has a ``placement``
+    column (where the timed processes ran relative to the GPU's interrupt CPU), one set of rows per
+    placement; ``verdict`` says whether the prediction is within 20 % or inside the real interval."""
+    from ..stats import diff_ci, interval, median_ci
     typ = pred.typical
     if not len(typ):
         return []
     per_invocation = real is not None and "invocation" in real.columns
     by = "region" if per_invocation or "step" not in set(typ.by) else "step"
+    typ = typ[typ.by == by].set_index("variant")
+    placements = sorted(set(real.placement.astype(str))) if real is not None and "placement" in real.columns else [""]
     rows = []
-    for r in typ[typ.by == by].itertuples():
-        got = real[real.variant == r.variant] if real is not None else pd.DataFrame({"ns": []})
-        by_process = got.process.to_numpy() if "process" in got.columns else None
-        e = median_ci(got.ns.to_numpy(dtype=float), by_process) if len(got) else None
-        rows.append({"application": application, "variant": r.variant, "predicted_ns": r.predicted_ns,
-                     "real_ns": e.value if e else None,
-                     "low": r.low / e.high if e and e.high > 0 else None,
-                     "high": r.high / e.low if e and e.low > 0 else None})
+
+    def of(variant, place):
+        if real is None:
+            return np.array([]), None
+        got = real[real.variant == variant]
+        if place:
+            got = got[got.placement.astype(str) == place]
+        return got.ns.to_numpy(dtype=float), (got.process.to_numpy() if "process" in got.columns else None)
+
+    for place in placements:
+        for variant, r in typ.iterrows():
+            x, proc = of(variant, place)
+            e = median_ci(x, proc) if len(x) else None
+            rows.append({"application": application, "kind": "variant", "variant": variant, "placement": place,
+                         "predicted_ns": r.predicted_ns, "predicted_low": r.low, "predicted_high": r.high,
+                         "real_ns": e.value if e else None, "real_low": e.low if e else None,
+                         "real_high": e.high if e else None,
+                         "low": r.low / e.high if e and e.high > 0 else None,
+                         "high": r.high / e.low if e and e.low > 0 else None,
+                         "verdict": _verdict(r.predicted_ns, e.value, e.low, e.high) if e else ""})
+        if "plain" not in typ.index:
+            continue
+        xb, pb = of("plain", place)
+        for variant, r in typ.drop(index="plain").iterrows():
+            d = r.predicted_ns - typ.loc["plain", "predicted_ns"]
+            draws = (pred.typical_draws or {}).get((variant, by))
+            base = (pred.typical_draws or {}).get(("plain", by))
+            lo, hi = interval(draws - base) if draws is not None and base is not None else (np.nan, np.nan)
+            x, proc = of(variant, place)
+            e = diff_ci(x, xb, proc, pb) if len(x) and len(xb) else None
+            rows.append({"application": application, "kind": "difference", "variant": f"{variant} - plain",
+                         "placement": place, "predicted_ns": d, "predicted_low": lo, "predicted_high": hi,
+                         "real_ns": e.value if e else None, "real_low": e.low if e else None,
+                         "real_high": e.high if e else None, "low": None, "high": None,
+                         "verdict": _verdict(d, e.value, e.low, e.high) if e else ""})
     return rows
+
+
+def _measured_apart(rows: list[dict], pred) -> list[str]:
+    """A variant predicted as plain (its model is plain's here) that the real runtime measured apart
+    from plain: the real difference's interval excludes zero. Said, not ranked: the ranking is the
+    prediction's."""
+    twins = {r.variant for r in pred.totals.itertuples() if r.same_as != r.variant}
+    out = []
+    for r in rows:
+        v = r["variant"].removesuffix(" - plain")
+        lo, hi = r.get("real_low"), r.get("real_high")
+        if r["kind"] == "difference" and v in twins and lo is not None and np.isfinite(lo) and (lo > 0 or hi < 0):
+            where = f" ({r['placement']})" if r.get("placement") else ""
+            out.append(f"`{v}` is predicted as plain (its model is plain's on this runtime), but the real runtime "
+                       f"measured it apart{where}: {format_measured(r['real_ns'], lo, hi, 'ns')} per step against "
+                       "plain. The prediction cannot tell them apart; the measurement can.")
+    return out
 
 
 def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construct: str) -> tuple[pd.DataFrame, str]:
@@ -115,11 +180,12 @@ def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construc
         return pd.DataFrame(), "not added: the replay ran on the Python policies, not the native engine"
     t0 = time.perf_counter()
     kw = {"offload_dir": offload_dir} if offload_dir else {}
-    probe, why = probe_runtime(p.classes, list(pols), vendor=vendor, construct=construct, **kw)
+    variants = [v for v in pols if same_as(pols, v) == v]   # a variant that is plain's model is charged as plain
+    probe, why = probe_runtime(p.classes, variants, vendor=vendor, construct=construct, layout=p, **kw)
     if why:
         return probe, f"not added ({why}): the predictions are the copies alone, without the runtime's own work"
     made = "target updates" if construct == "update" else "copies as target regions' maps (--construct region)"
-    return probe, (f"added: {made} of the pattern's sizes through the offload runtime under "
+    return probe, (f"added: {made} of the trace's own arrays and copies, in its order, through the offload runtime under "
                    f"{', '.join(sorted(set(probe.variant)))} ({probe.process.nunique()} processes each, "
                    f"{time.perf_counter() - t0:.1f} s), less the replay's copy of the same class")
 
@@ -163,10 +229,12 @@ def _check_out(out: Path) -> Path:
 def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
            repeats: int = 10, real: Path | None = None, application: str | None = None,
            engine: str = "auto", runtime_term: bool = True, offload_dir: Path | None = None,
-           construct: str = "update") -> dict:
+           construct: str = "update", designs: bool = False) -> dict:
     """Everything ``pinpath advise`` does; the paths written and the run's facts. ``runtime_term``:
     add the offload runtime's own cost per copy, probed on this node (runtime_term.probe_runtime)
-    where an offload build is here, as ``construct`` makes the copies (update or region)."""
+    where an offload build is here, as ``construct`` makes the copies (update or region).
+    ``designs``: replay the trace under every policy of the engine too, as runtime designs
+    (``advise.designs``): designs.csv, their rows in prediction.csv and a section of the pages."""
     check_construct(construct)
     if engine not in ENGINES:
         raise BadParameter(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -192,7 +260,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     p = pattern(trace)
     parse_s = time.perf_counter() - t0
     meta = {"format": trace.format, "parse+pattern": f"{parse_s:.2f} s"}
-    pred = rep = None
+    pred = rep = rep_designs = design_tab = None
     probe = pd.DataFrame()
     if trace.has_sizes:   # the replay first: a runtime that cannot start leaves nothing written
         if vendor != "auto" and not policies_for(vendor):
@@ -205,37 +273,42 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             rep = replay(rt, p.classes, pols, repeats, engine=engine)
             meta.update(platform=rt.name, vendor=vendor, engine=" ".join(sorted(set(rep.engine))), repeats=repeats,
                         replay=f"{time.perf_counter() - t1:.1f} s")
+            if designs:
+                t1 = time.perf_counter()
+                rep_designs = replay(rt, p.classes, DESIGNS, repeats, engine=engine)
+                meta["designs"] = f"{len(DESIGNS)} runtime designs replayed in {time.perf_counter() - t1:.1f} s"
         finally:
             rt.close()
         probe, meta["runtime term"] = _runtime_term(p, pols, rep, vendor, runtime_term, offload_dir, construct)
+        if rep_designs is not None:
+            rep_designs = pd.concat([rep_designs, design_runtime_rows(probe, rep, rep_designs)], ignore_index=True)
         if len(probe):
             rep = pd.concat([rep, runtime_rows(probe, rep)], ignore_index=True)
-    out = out or _new_out()
-    with replacing_folder(out) as tmp:
-        pages = _write(tmp, p, rep, probe, pols if rep is not None else None, trace, trace_path, application,
-                       real_df, meta, t0, vendor)
-    pages = {k: out / v.name if isinstance(v, Path) else v for k, v in pages.items()}
-    return {"out": out, **pages}
-
-
-def _write(out: Path, p, rep, probe, pols, trace, trace_path, application, real_df, meta, t0, vendor) -> dict:
-    """Every file of an advise into the folder ``out``; the pages, the facts, the advice lines
-    and the prediction."""
-    pred = None
-    write_dataset(p, out)
-    if rep is not None:
-        rep.to_csv(out / "replay.csv", index=False)
-        if len(probe):
-            probe.to_csv(out / "runtime_probe.csv", index=False)
-        pred = predict(p, rep, pols)
-        for name in ("totals", "regions", "steps", "break_even", "by_class", "typical", "arrays"):
-            getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
-        lines = advice(p, pred, platform=meta["platform"], vendor=vendor, engine=meta["engine"])
-        write_prediction(out / "prediction.csv",
-                         _real_rows(application or Path(trace_path).stem, pred, real_df))
-    elif trace.stats is not None:
-        lines = _stats_advice(trace.stats)
-    else:
-        lines = _durations(trace.copies) + ["Nothing can be replayed from this trace: " + "; ".join(trace.lacks) + "."]
-    meta["total"] = f"{time.perf_counter() - t0:.1f} s"
-    return {**write_pages(out, p, pred, lines, meta), "meta": meta, "advice": lines, "prediction": pred}
+    final = out or _new_out()
+    with replacing_folder(final) as out:     # a fresh folder that takes final's place whole, at the end
+        write_dataset(p, out)
+        if rep is not None:
+            rep.to_csv(out / "replay.csv", index=False)
+            if len(probe):
+                probe.to_csv(out / "runtime_probe.csv", index=False)
+            pred = predict(p, rep, pols)
+            for name in ("totals", "regions", "steps", "break_even", "by_class", "typical", "arrays"):
+                getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
+            lines = advice(p, pred, platform=meta["platform"], vendor=vendor, engine=meta["engine"])
+            name = application or Path(trace_path).stem
+            rows = _real_rows(name, pred, real_df)
+            lines += _measured_apart(rows, pred)
+            if rep_designs is not None:
+                rep_designs.to_csv(out / "designs_replay.csv", index=False)
+                design_tab = design_table(predict(p, rep_designs, DESIGNS), pred)
+                design_tab.to_csv(out / "designs.csv", index=False)
+                rows += design_rows(name, design_tab)
+            write_prediction(out / "prediction.csv", rows)
+        elif trace.stats is not None:
+            lines = _stats_advice(trace.stats)
+        else:
+            lines = _durations(trace.copies) + ["Nothing can be replayed from this trace: " + "; ".join(trace.lacks) + "."]
+        meta["total"] = f"{time.perf_counter() - t0:.1f} s"
+        pages = write_pages(out, p, pred, lines, meta, designs=design_tab)
+    pages = {k: final / v.name if isinstance(v, Path) else v for k, v in pages.items()}
+    return {"out": final, **pages, "meta": meta, "advice": lines, "prediction": pred}

@@ -5,7 +5,13 @@ classes the replay samples; the size distribution and the regions. Written as a 
 A buffer is one host pointer (HstPtr). An array is the union of buffers whose ranges overlap:
 ``target update from(g[nx:nx])`` copies a row of the array ``g`` from a pointer inside it, and it
 is ``g`` as a whole that an application registers and that a runtime maps (and locks, with
-LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS). One-off costs are charged per array."""
+LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS). One-off costs are charged per array.
+
+Every buffer has an ``owner`` (``owner_of``): "application" (heap or global memory: an array the
+user can register), "stack" (a local variable: x86-64 Linux puts the main thread's stack at the top
+of the address space, above every mmap) or "runtime" (the runtime's own, e.g. LLVM's
+``KernelLaunchEnv``, copied at the launch of a kernel with a reduction). Only the first are arrays
+a user can act on; the others are moved as the runtime moves them under every variant."""
 
 from __future__ import annotations
 
@@ -17,9 +23,24 @@ import pandas as pd
 
 from .parse import Trace
 
-__all__ = ["Pattern", "pattern", "reuse_bin", "pow2_floor", "write_dataset", "MAX_CLASSES"]
+__all__ = ["Pattern", "pattern", "reuse_bin", "pow2_floor", "write_dataset", "owner_of", "host_address", "OWNERS", "MAX_CLASSES"]
 
 MAX_CLASSES = 64   #: beyond this many classes, sizes are binned by powers of two too
+OWNERS = ("application", "stack", "runtime")
+RUNTIME_NAMES = frozenset({"KernelLaunchEnv"})   #: names libomptarget gives its own copies (LLVM 19 plugins)
+#: x86-64 Linux: the main thread's stack top is 2**47 less at most 16 GiB of randomisation, and every
+#: mmap lies below it by at least the stack limit; small buffers at or above this address are on the stack
+STACK_FLOOR = 0x7FFB_0000_0000
+STACK_CEILING = 1 << 47
+STACK_MAX_NBYTES = 1 << 20   #: a larger buffer up there is taken to be mapped memory (an application's)
+
+
+def owner_of(ptr: str, nbytes: int, name: str) -> str:
+    """Whose memory a copied host buffer is: "runtime", "stack" or "application" (see the module)."""
+    if name in RUNTIME_NAMES:
+        return "runtime"
+    a = host_address(ptr)
+    return "stack" if STACK_FLOOR <= a < STACK_CEILING and nbytes <= STACK_MAX_NBYTES else "application"
 
 
 def pow2_floor(n) -> np.ndarray:
@@ -36,10 +57,12 @@ def reuse_bin(reuse) -> np.ndarray:
 @dataclass
 class Pattern:
     trace: Trace
-    transfers: pd.DataFrame   # TRACE_COPIES + reuse, reuse_class, use (0: buffer's first transfer), class_nbytes
-    buffers: pd.DataFrame     # buffer, name, nbytes (largest copy), transfers, h2d, d2h, moved_nbytes, reuse_class, array
+    transfers: pd.DataFrame   # TRACE_COPIES + reuse, reuse_class, use (0: buffer's first transfer), class_nbytes,
+                              # array, owner
+    buffers: pd.DataFrame     # buffer, name, nbytes (largest copy), transfers, h2d, d2h, moved_nbytes, reuse_class, array,
+                              # owner
     arrays: pd.DataFrame      # array, name, nbytes (the union's extent), buffers, transfers, h2d, d2h, moved_nbytes,
-                              # first_region, last_region
+                              # first_region, last_region, owner
     classes: pd.DataFrame     # nbytes, direction, reuse: what the replay samples; transfers, buffers
     sizes: pd.DataFrame       # size distribution by power-of-two bin: bin_nbytes, direction, transfers, moved_nbytes
     regions: pd.DataFrame     # region, step, segment, transfers, h2d, d2h, moved_nbytes
@@ -72,6 +95,7 @@ def pattern(trace: Trace, *, max_classes: int = MAX_CLASSES) -> Pattern:
                             "first_region": g.region.first(), "last_region": g.region.last()}).reset_index()
     buffers["reuse_class"] = reuse_bin(buffers.transfers)
     buffers["array"] = _arrays_of(buffers)
+    buffers["owner"] = [owner_of(b, n, nm) for b, n, nm in zip(buffers.buffer, buffers.nbytes, buffers.name)]
     t["array"] = t.buffer.map(buffers.set_index("buffer").array)
     ga = t.groupby("array", sort=False)
     arrays = pd.DataFrame({"buffers": ga.buffer.nunique(), "transfers": ga.size(),
@@ -79,11 +103,15 @@ def pattern(trace: Trace, *, max_classes: int = MAX_CLASSES) -> Pattern:
                            "d2h": ga.direction.agg(lambda s: int((s == "d2h").sum())),
                            "moved_nbytes": ga.nbytes.sum(), "first_region": ga.region.first(),
                            "last_region": ga.region.last()}).reset_index()
-    ext = buffers.assign(start=buffers.buffer.map(_address)).assign(end=lambda b: b.start + b.nbytes)
+    ext = buffers.assign(start=buffers.buffer.map(host_address)).assign(end=lambda b: b.start + b.nbytes)
     span = ext.groupby("array").agg(start=("start", "min"), end=("end", "max"))
     arrays["nbytes"] = arrays.array.map(span.end - span.start).astype(np.int64)
     big = t.sort_values("nbytes", ascending=False, kind="stable").drop_duplicates("array").set_index("array")
     arrays["name"] = arrays.array.map(big.name)   # the name of its largest copy
+    # an array is the application's only where all its buffers are
+    worst = buffers.groupby("array").owner.agg(lambda s: max(s, key=OWNERS.index))
+    arrays["owner"] = arrays.array.map(worst)
+    t["owner"] = t.array.map(worst)
     classes = (t.groupby(["class_nbytes", "direction", "reuse_class"])
                .agg(transfers=("seq", "size"), buffers=("buffer", "nunique")).reset_index()
                .rename(columns={"class_nbytes": "nbytes", "reuse_class": "reuse"}))
@@ -100,7 +128,8 @@ def pattern(trace: Trace, *, max_classes: int = MAX_CLASSES) -> Pattern:
                    sizes, _regions(t), size_binned)
 
 
-def _address(ptr: str) -> int:
+def host_address(ptr: str) -> int:
+    """A host pointer as a number; a copy without one (``copy#N``) a negative one of its own."""
     try:
         return int(ptr, 16)
     except ValueError:   # a copy without a host pointer: its own array, far from any other
@@ -109,7 +138,7 @@ def _address(ptr: str) -> int:
 
 def _arrays_of(buffers: pd.DataFrame) -> np.ndarray:
     """Each buffer's array: the lowest pointer of the run of overlapping ranges it belongs to."""
-    start = buffers.buffer.map(_address).to_numpy()
+    start = buffers.buffer.map(host_address).to_numpy()
     end = start + buffers.nbytes.to_numpy()
     order = np.argsort(start, kind="stable")
     out = np.empty(len(order), dtype=object)

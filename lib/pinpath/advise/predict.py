@@ -9,6 +9,13 @@ runtime's own term for the variant (event "runtime", ``runtime_term``), that ter
 direction; a buffer is charged its one-off events (map, unmap; register and unregister where the
 application registers it) once, in the region of its first (map, register) and last (unmap,
 unregister) transfer.
+
+Each charge is looked up under the variant that moves it (``via``): a variant whose model is the
+baseline's on this runtime (NVIDIA's lock_mapped: its plugin ignores the variable) is charged
+exactly as the baseline, so it is never ranked apart from it by noise; and the buffers a user cannot
+pin (a stack variable, the runtime's own ``KernelLaunchEnv``: ``pattern.owner_of``) are charged as
+the baseline moves them under a variant where the application pins its arrays or the runtime locks
+the mapped ones.
 """
 
 from __future__ import annotations
@@ -23,9 +30,27 @@ from ..stats import interval, median_draws
 from .pattern import Pattern, pow2_floor
 from .runtime_term import RUNTIME_EVENT
 
-__all__ = ["Prediction", "predict", "ranked", "BUFFER_EVENTS"]
+__all__ = ["Prediction", "predict", "ranked", "same_as", "BUFFER_EVENTS", "BASELINE"]
 
 BUFFER_EVENTS = ("register", "map", "unmap", "unregister")
+BASELINE = "plain"
+
+
+def same_as(policies: dict, variant: str, baseline: str = BASELINE) -> str:
+    """``baseline`` where ``variant``'s model (policy, user_pinned, threshold) is the baseline's on
+    this runtime (the variant changes nothing there), else ``variant`` itself."""
+    if variant != baseline and baseline in policies and tuple(policies[variant]) == tuple(policies[baseline]):
+        return baseline
+    return variant
+
+
+def _via(policies: dict, variant: str, owner: pd.Series, baseline: str = BASELINE) -> np.ndarray:
+    """Per transfer (its array's ``owner``) the variant whose events charge it under ``variant``."""
+    v = same_as(policies, variant, baseline)
+    policy, pinned, _ = policies[v]
+    if baseline in policies and (pinned or "lock_mapped" in policy):   # what the user pins, the runtime locks
+        return np.where(owner.to_numpy() == "application", v, baseline)
+    return np.full(len(owner), v, dtype=object)
 
 
 @dataclass
@@ -39,6 +64,7 @@ class Prediction:
     typical: pd.DataFrame     # variant, by (step, where the trace has steps, and region), group, n_groups,
                               # predicted_ns, low, high: the median step and region with its interval
     arrays: pd.DataFrame      # variant, array, name, nbytes, transfers, one_off_ns, saving_ns, uses, low, high, pays
+    typical_draws: dict | None = None   # (variant, by) -> the bootstrap draws of ``typical``'s prediction
 
 
 class _Keys:
@@ -81,41 +107,47 @@ class _Keys:
         return self.point[key], self.draws[key]
 
 
-def _transfer_rows(t: pd.DataFrame, runtime: bool = False) -> pd.DataFrame:
-    """Each transfer's charge rows: its copy and, with ``runtime``, the runtime's term of its size
-    and direction."""
-    rows = pd.DataFrame({"region": t.region, "step": t.step, "event": "transfer", "nbytes": t.class_nbytes,
-                         "direction": t.direction, "reuse": t.reuse_class, "use": t.use})
-    if not runtime:
-        return rows
-    return pd.concat([rows, rows.assign(event=RUNTIME_EVENT, reuse=None, use=None)], ignore_index=True)
+def _owner(t: pd.DataFrame) -> pd.Series:
+    return t.owner if "owner" in t.columns else pd.Series("application", index=t.index)
+
+
+def _transfer_rows(t: pd.DataFrame, via: np.ndarray, runtime: set) -> pd.DataFrame:
+    """Each transfer's charge rows: its copy under its ``via`` variant and, where that variant is in
+    ``runtime`` (it carries the runtime's term), the term of its size and direction."""
+    rows = pd.DataFrame({"pos": np.arange(len(t)), "region": t.region.to_numpy(), "step": t.step.to_numpy(),
+                         "via": via, "event": "transfer",
+                         "nbytes": t.class_nbytes.to_numpy(), "direction": t.direction.to_numpy(),
+                         "reuse": t.reuse_class.to_numpy(), "use": t.use.to_numpy()})
+    rt = rows[rows.via.isin(runtime)]
+    return pd.concat([rows, rt.assign(event=RUNTIME_EVENT, reuse=None, use=None)], ignore_index=True)
 
 
 def _counted(rows: pd.DataFrame) -> pd.DataFrame:
     return (rows.fillna({"direction": "", "reuse": -1, "use": -1})
-            .groupby(["region", "step", "event", "nbytes", "direction", "reuse", "use"], dropna=False).size()
+            .groupby(["region", "step", "via", "event", "nbytes", "direction", "reuse", "use"], dropna=False).size()
             .rename("count").reset_index())
 
 
-def _charges(p: Pattern, variant: str, pinned: bool, runtime: bool) -> pd.DataFrame:
+def _charges(p: Pattern, policies: dict, variant: str, runtime: set) -> pd.DataFrame:
     """What the trace charges under ``variant``: rows of (region, step, key, count)."""
     t = p.transfers
-    tr = _transfer_rows(t, runtime)
+    tr = _transfer_rows(t, _via(policies, variant, _owner(t)), runtime)
     b = p.arrays
     nb = pow2_floor(b.nbytes) if p.size_binned else b.nbytes.to_numpy()
+    via = _via(policies, variant, _owner(b))
+    pinned = np.array([bool(policies[v][1]) for v in via], dtype=bool)
     step_of = t.groupby("region").step.first()
     parts = [tr]
     for ev in BUFFER_EVENTS:
-        if ev in ("register", "unregister") and not pinned:
-            continue
-        region = b.first_region if ev in ("register", "map") else b.last_region
-        parts.append(pd.DataFrame({"region": region.to_numpy(), "step": step_of.reindex(region).to_numpy(),
-                                   "event": ev, "nbytes": nb, "direction": None, "reuse": None, "use": None}))
+        keep = pinned if ev in ("register", "unregister") else np.ones(len(b), dtype=bool)
+        region = (b.first_region if ev in ("register", "map") else b.last_region).to_numpy()[keep]
+        parts.append(pd.DataFrame({"region": region, "step": step_of.reindex(region).to_numpy(), "via": via[keep],
+                                   "event": ev, "nbytes": nb[keep], "direction": None, "reuse": None, "use": None}))
     return _counted(pd.concat(parts, ignore_index=True))
 
 
 def _lookup(keys: _Keys, variant: str, ev, nb, d, r, u):
-    """Point and draws of one charged event."""
+    """Point and draws of one charged event of ``variant`` (the charge's ``via``)."""
     if ev == "transfer":
         k = (variant, ev, nb, d, r, u)
         return (keys.point[k], keys.draws[k]) if k in keys.groups else keys.pooled(variant, ev, nb, d, u)
@@ -124,26 +156,26 @@ def _lookup(keys: _Keys, variant: str, ev, nb, d, r, u):
     return keys.pooled(variant, ev, nb)
 
 
-_KEY = ["event", "nbytes", "direction", "reuse", "use"]
+_KEY = ["via", "event", "nbytes", "direction", "reuse", "use"]
 
 
-def _value(keys: _Keys, variant: str, ch: pd.DataFrame) -> tuple[float, np.ndarray]:
+def _value(keys: _Keys, ch: pd.DataFrame) -> tuple[float, np.ndarray]:
     """Point and draws of the charges' sum (NaN if any charged event was not replayed)."""
     total, draws = 0.0, 0.0
     for k, n in ch.groupby(_KEY)["count"].sum().items():
-        pt, dr = _lookup(keys, variant, *k)
+        pt, dr = _lookup(keys, *k)
         total += n * pt
         draws = draws + n * dr
     return total, np.asarray(draws, dtype=float)
 
 
-def _matrix(keys: _Keys, variant: str, ch: pd.DataFrame, by: str):
+def _matrix(keys: _Keys, ch: pd.DataFrame, by: str):
     """Per group of ``by`` (>= 0): the counts of each charged event (groups x events), with the
     events' points and draws (a group's point is ``counts @ points``, its draws ``counts @ draws``)
     and the events themselves."""
     ch = ch[ch[by] >= 0]
     uniq = ch[_KEY].drop_duplicates().reset_index(drop=True)
-    looked = [_lookup(keys, variant, *k) for k in uniq.itertuples(index=False)]
+    looked = [_lookup(keys, *k) for k in uniq.itertuples(index=False)]
     col = pd.Series(range(len(uniq)), index=pd.MultiIndex.from_frame(uniq))
     k = col.reindex(pd.MultiIndex.from_frame(ch[_KEY])).to_numpy()
     groups, g = np.unique(ch[by].to_numpy(), return_inverse=True)
@@ -155,15 +187,15 @@ def _matrix(keys: _Keys, variant: str, ch: pd.DataFrame, by: str):
     return groups, counts, pts, draws, uniq
 
 
-def _per_group_points(keys: _Keys, variant: str, ch: pd.DataFrame, by: str) -> pd.Series:
+def _per_group_points(keys: _Keys, ch: pd.DataFrame, by: str) -> pd.Series:
     """The point prediction of every group (region or step), without intervals."""
-    groups, counts, pts, _, _ = _matrix(keys, variant, ch, by)
+    groups, counts, pts, _, _ = _matrix(keys, ch, by)
     return pd.Series(counts @ pts if len(pts) else np.zeros(len(groups)), index=groups)
 
 
 def _grouped(keys: _Keys, variant: str, ch: pd.DataFrame, by: str, max_signatures: int = 200) -> pd.DataFrame:
     """Per group (region or step): groups with the same charges share one signature and one row."""
-    groups, counts, pts, draws, uniq = _matrix(keys, variant, ch, by)
+    groups, counts, pts, draws, uniq = _matrix(keys, ch, by)
     if not len(groups):
         return pd.DataFrame()
     sig = pd.Series([row.tobytes() for row in counts])
@@ -183,28 +215,31 @@ def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
     keys = _Keys(rep)
     with_runtime = set(rep[rep.event == RUNTIME_EVENT].variant)
     refused = rep[rep.event == "refused"].groupby("variant").error.first()
-    totals, regions, steps, classes, typical = [], [], [], [], []
+    totals, regions, steps, classes, typical, typical_draws = [], [], [], [], [], {}
     n_transfers = len(p.transfers)
     for variant, (policy, pinned, _) in policies.items():
-        ch = _charges(p, variant, pinned, variant in with_runtime)
-        pt, dr = _value(keys, variant, ch)
+        ch = _charges(p, policies, variant, with_runtime)
+        pt, dr = _value(keys, ch)
         lo, hi = interval(dr)
-        per_region = _per_group_points(keys, variant, ch, "region")
+        per_region = _per_group_points(keys, ch, "region")
         totals.append({"variant": variant, "policy": policy, "user_pinned": bool(pinned), "predicted_ns": pt,
+                       "same_as": same_as(policies, variant),
                        "low": lo, "high": hi, "per_transfer_ns": pt / n_transfers if n_transfers else math.nan,
                        "n_regions": len(per_region), "region_median_ns": per_region.median(),
                        "region_min_ns": per_region.min(), "region_max_ns": per_region.max(),
-                       "not_replayed": refused.get(variant, ""), "runtime_term": variant in with_runtime})
+                       "not_replayed": refused.get(same_as(policies, variant), ""),
+                       "runtime_term": same_as(policies, variant) in with_runtime})
         regions.append(_grouped(keys, variant, ch, "region"))
         has_steps = bool((p.transfers.step >= 0).any())
         if has_steps:
             steps.append(_grouped(keys, variant, ch, "step"))
         for by in ("step", "region") if has_steps else ("region",):
-            per = per_region if by == "region" else _per_group_points(keys, variant, ch, "step")
+            per = per_region if by == "region" else _per_group_points(keys, ch, "step")
             if len(per):
                 group = per.index[np.argsort(per.to_numpy(), kind="stable")[(len(per) - 1) // 2]]   # lower median
-                gpt, gdr = _value(keys, variant, ch[ch[by] == group])
+                gpt, gdr = _value(keys, ch[ch[by] == group])
                 glo, ghi = interval(gdr)
+                typical_draws[(variant, by)] = gdr
                 typical.append({"variant": variant, "by": by, "group": int(group), "n_groups": len(per),
                                 "predicted_ns": gpt, "low": glo, "high": ghi})
     for (v, ev, nb, d, r, u), x in keys.groups.items():
@@ -217,7 +252,7 @@ def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
                       pd.concat(regions, ignore_index=True) if regions else pd.DataFrame(),
                       pd.concat(steps, ignore_index=True) if steps else pd.DataFrame(),
                       _break_even(keys, p, policies), pd.DataFrame(classes), pd.DataFrame(typical),
-                      _array_break_even(keys, p, policies))
+                      _array_break_even(keys, p, policies), typical_draws)
 
 
 def ranked(tot: pd.DataFrame) -> pd.DataFrame:
@@ -248,7 +283,8 @@ def _one_off(keys: _Keys, variant: str, pinned: bool, nbytes: int) -> tuple[floa
 
 
 def _array_break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "plain") -> pd.DataFrame:
-    """Per variant other than ``baseline`` and per array: the extra one-off cost at the array's
+    """Per variant other than ``baseline`` and per array the application owns (a stack variable or
+    the runtime's own buffer is nothing a user can register): the extra one-off cost at the array's
     size over the mean saving per transfer of the array's own transfers; ``pays`` where the array
     moves at least as often as the break-even's upper bound."""
     if baseline not in policies or not len(p.arrays):
@@ -257,12 +293,13 @@ def _array_break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "
     t = p.transfers
     arr = t.array.map(pd.Series(range(len(p.arrays)), index=p.arrays.array)).to_numpy()
     with_runtime = keys.runtime_variants()
+    owners = _owner(t)
 
     def per_array(variant):
-        tr = _transfer_rows(t, variant in with_runtime)
-        ch = (tr.assign(arr=np.tile(arr, len(tr) // max(len(t), 1))).fillna({"reuse": -1, "use": -1})
+        tr = _transfer_rows(t, _via(policies, variant, owners, baseline), with_runtime)
+        ch = (tr.assign(arr=arr[tr.pos.to_numpy()]).fillna({"reuse": -1, "use": -1})
               .groupby(["arr"] + _KEY).size().rename("count").reset_index())
-        groups, counts, pts, draws, _ = _matrix(keys, variant, ch, "arr")
+        groups, counts, pts, draws, _ = _matrix(keys, ch, "arr")
         return dict(zip(groups, counts @ pts)), dict(zip(groups, counts @ draws))
 
     base_pt, base_dr = per_array(baseline)
@@ -271,6 +308,8 @@ def _array_break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "
             continue
         var_pt, var_dr = per_array(variant)
         for i, a in enumerate(p.arrays.itertuples()):
+            if getattr(a, "owner", "application") != "application":
+                continue
             nb = int(pow2_floor([a.nbytes])[0]) if p.size_binned else int(a.nbytes)
             ox, dx = _one_off(keys, variant, pinned, nb)
             ob, db = _one_off(keys, baseline, bool(policies[baseline][1]), nb)

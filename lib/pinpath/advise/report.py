@@ -16,7 +16,10 @@ from .predict import Prediction
 
 __all__ = ["figure", "write_pages", "write_prediction", "PREDICTION_COLUMNS"]
 
-PREDICTION_COLUMNS = ["application", "variant", "predicted_ns", "real_ns", "ratio", "low", "high"]
+PREDICTION_COLUMNS = ["application", "kind", "variant", "placement", "predicted_ns", "predicted_low", "predicted_high",
+                      "real_ns", "real_low", "real_high", "ratio", "low", "high", "verdict"]
+KINDS = {"variant": "a setting the user can make", "difference": "a variant less plain",
+         "runtime design": "a design a runtime could adopt, not a setting a user can set"}
 
 
 def figure(pred: Prediction, path: Path) -> Path | None:
@@ -83,18 +86,37 @@ def _pattern_lines(p: Pattern) -> list[str]:
     return lines
 
 
-def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str], meta: dict) -> dict:
-    """advice.html, summary.md and cost_by_size.png in ``out``; the paths."""
+def _design_lines(designs: pd.DataFrame | None) -> list[str]:
+    """The runtime designs' section (``advise --designs``): for runtime developers, never advice."""
+    if designs is None or not len(designs):
+        return []
+    by = designs.by.iat[0]
+    return ["### Runtime designs (for runtime developers: what this application would pay if the runtime moved its "
+            "bytes this way; designs a runtime could adopt, not settings a user can set)", "",
+            *_table(["rank", "runtime design", "what the runtime would do", "whole trace", f"median {by}",
+                     "against today's plain"],
+                    [[str(r.rank), md_cell(r.design, code=True), md_cell(r.what),
+                      format_measured(r.predicted_ns, r.low, r.high, "ns") or f"not replayed: {r.not_replayed}",
+                      format_measured(r.typical_ns, r.typical_low, r.typical_high, "ns"),
+                      f"{r.against_plain:.2f}x" if pd.notna(r.against_plain) else ""] for r in designs.itertuples()],
+                    right=(3, 4, 5)), ""]
+
+
+def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str], meta: dict,
+                designs: pd.DataFrame | None = None) -> dict:
+    """advice.html, summary.md and cost_by_size.png in ``out``; the paths. ``designs``: the
+    runtime designs' table (``advise.designs.design_table``), a section of its own."""
     out.mkdir(parents=True, exist_ok=True)
     fig = figure(pred, out / "cost_by_size.png") if pred is not None else None
     md = [f"## pinpath advise: {md_cell(Path(p.trace.path).name)}", "",
           " · ".join(f"{k} {v}" for k, v in meta.items()), "", "### Pattern", "", *_pattern_lines(p), ""]
     if len(p.arrays):
         top = p.arrays.sort_values("moved_nbytes", ascending=False).head(10)
-        md += _table(["array", "name", "size", "buffers", "transfers", "H2D", "D2H"],
-                     [[md_cell(r.array, code=True), md_cell(r.name, code=True), binary_size(int(r.nbytes)),
-                       str(r.buffers), str(r.transfers), str(r.h2d), str(r.d2h)] for r in top.itertuples()],
-                     right=(2, 3, 4, 5, 6)) + [""]
+        md += _table(["array", "name", "owner", "size", "buffers", "transfers", "H2D", "D2H"],
+                     [[md_cell(r.array, code=True), md_cell(r.name, code=True), md_cell(r.owner),
+                       binary_size(int(r.nbytes)), str(r.buffers), str(r.transfers), str(r.h2d), str(r.d2h)]
+                      for r in top.itertuples()],
+                     right=(3, 4, 5, 6, 7)) + [""]
     if pred is not None:
         md += ["### Ranking (predicted transfer time of the whole trace, 95 % CI; `2=`: overlapping intervals, no order)", "",
                *_table(["rank", "variant", "policy", "predicted", "per transfer", "per region: median (min .. max)"],
@@ -123,7 +145,7 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
                              md_cell(r.verdict)] for r in be.itertuples()], right=(3, 4)), ""]
         if fig:
             md += ["![cost per policy by size class](cost_by_size.png)", ""]
-    md += ["### Advice", "", *[f"- {a}" for a in advice], ""]
+    md += ["### Advice", "", *[f"- {a}" for a in advice], ""] + _design_lines(designs)
     text = "\n".join(md)
     (out / "summary.md").write_text(text)
     import mistune   # nbconvert's Markdown renderer, a dependency already; escapes raw HTML
@@ -131,7 +153,8 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
     tables = []
     if pred is not None:
         for name, df in (("ranking", pred.totals), ("per region", pred.regions), ("per step", pred.steps),
-                         ("break-evens", pred.break_even), ("arrays", pred.arrays), ("by class", pred.by_class)):
+                         ("break-evens", pred.break_even), ("arrays", pred.arrays), ("by class", pred.by_class),
+                         ("runtime designs", designs if designs is not None else pd.DataFrame())):
             if len(df):
                 tables.append(f"<h3>{html.escape(name)}</h3>" + df.to_html(index=False, float_format=lambda x: f"{x:.4g}"))
     (out / "advice.html").write_text(
@@ -143,13 +166,13 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
 
 
 def write_prediction(path: Path, rows: list[dict]) -> Path:
-    """``prediction.csv``: per application and variant the predicted and the real time per step
-    (or invocation) with the ratio's interval; ``real_ns``, ``ratio``, ``low`` and ``high`` stay
-    empty where no real figure was given."""
-    df = pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
+    """``prediction.csv``: per application and ``kind`` (KINDS) the predicted and the real time
+    per step (or invocation) with the ratio's interval; the real columns, ``ratio``, ``low`` and
+    ``high`` stay empty where no real figure was given."""
+    df = pd.DataFrame([{"kind": "variant", "placement": "", "verdict": "", **r} for r in rows], columns=PREDICTION_COLUMNS)
     real = pd.to_numeric(df.real_ns, errors="coerce")
-    df["ratio"] = pd.to_numeric(df.predicted_ns, errors="coerce") / real.where(real > 0)
-    for c in ("low", "high"):
+    df["ratio"] = pd.to_numeric(df.predicted_ns, errors="coerce") / real.where(real != 0)
+    for c in ("low", "high", "predicted_low", "predicted_high", "real_low", "real_high"):
         df[c] = pd.to_numeric(df[c], errors="coerce")
     df.to_csv(path, index=False, float_format="%.6g", na_rep="")
     return path

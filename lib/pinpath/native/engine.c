@@ -44,8 +44,10 @@ static const char *const PATH_NAMES[P_N] = {
     "sync", "kernel", "adopted", "failed"};
 /* the call numbers (C_*) and their names (CALL_NAMES) are platform.h's */
 #define PE_WAIT 1     /* op flag: a transfer waits for its queue (the policy's sync) before it ends */
-#define PE_MAXREFS 16 /* map references one buffer may hold at once */
-#define PE_MAXUSERS 64
+/* caps: an op past one fails with PP_ECAP (its row's error), nothing is dropped silently */
+#define PE_MAXREFS 16  /* map references one buffer may hold at once */
+#define PE_MAXUNITS 256 /* locked units one range may overlap (host) */
+#define PE_MAXUSERS 64 /* ranges that may hold one locked unit at once (host) */
 
 /* -- the plan and the results (engine.py mirrors these layouts with numpy dtypes) ---------- */
 typedef struct {
@@ -232,7 +234,7 @@ static int pool_get(ctx_t *x, size_t n, void **ptr, int *slot, int *hit) {
     slot_t *s = grow(e->slots, &e->cslots, e->nslots + 1, sizeof *s);
     if (s) { e->slots = s; *slot = e->nslots++; s[*slot] = (slot_t){*ptr, cls, -2}; }
     pthread_mutex_unlock(&e->mu);
-    return s ? 0 : ENOMEM;
+    return s ? 0 : PP_ENOMEM;
 }
 /* the buffer comes back now, or (deferred) when thread t's queue has been waited for */
 static void pool_put(engine_t *e, int slot, int deferred_on) {
@@ -306,12 +308,15 @@ static int lock_own(ctx_t *x, int owner, void *p, size_t n, void **alias) {
     engine_t *e = x->th->e;
     uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t lo = (uintptr_t)p / ps * ps, hi = ((uintptr_t)p + n + ps - 1) / ps * ps;
-    unit_t *over[256];
+    unit_t *over[PE_MAXUNITS];
     int k = 0;
-    for (int u = 0; u < e->nunits && k < 256; ++u)
-        if (e->units[u].live && e->units[u].lo < hi && e->units[u].hi > lo) over[k++] = &e->units[u];
+    for (int u = 0; u < e->nunits; ++u)
+        if (e->units[u].live && e->units[u].lo < hi && e->units[u].hi > lo) {
+            if (k == PE_MAXUNITS || e->units[u].nusers == PE_MAXUSERS) return PP_ECAP;   /* before any lock */
+            over[k++] = &e->units[u];
+        }
     qsort(over, (size_t)k, sizeof *over, unit_cmp);
-    uintptr_t gaps[257][2];
+    uintptr_t gaps[PE_MAXUNITS + 1][2];
     int ng = 0;
     uintptr_t at = lo;
     for (int u = 0; u < k; ++u) {
@@ -324,7 +329,7 @@ static int lock_own(ctx_t *x, int owner, void *p, size_t n, void **alias) {
         int rc = C(C_LOCK, PH_LOCK, do_lock((void *)gaps[g][0], gaps[g][1] - gaps[g][0]));
         unit_t *us = rc ? e->units : grow(e->units, &e->cunits, e->nunits + 1, sizeof *us);
         if (rc || !us) {   /* undo what this call locked */
-            if (!rc) { rc = ENOMEM; C(C_UNLOCK, PH_UNLOCK, do_unlock((void *)gaps[g][0], gaps[g][1] - gaps[g][0])); }
+            if (!rc) { rc = PP_ENOMEM; C(C_UNLOCK, PH_UNLOCK, do_unlock((void *)gaps[g][0], gaps[g][1] - gaps[g][0])); }
             for (int u = made; u < e->nunits; ++u) {
                 C(C_UNLOCK, PH_UNLOCK, do_unlock((void *)e->units[u].lo, e->units[u].hi - e->units[u].lo));
                 e->units[u].live = 0;
@@ -338,7 +343,7 @@ static int lock_own(ctx_t *x, int owner, void *p, size_t n, void **alias) {
     }
     for (int u = 0; u < e->nunits; ++u) {
         unit_t *un = &e->units[u];
-        if (un->live && un->lo < hi && un->hi > lo && un->nusers < PE_MAXUSERS) un->users[un->nusers++] = owner;
+        if (un->live && un->lo < hi && un->hi > lo) un->users[un->nusers++] = owner;   /* room: checked above */
     }
     *alias = p;
     return 0;
@@ -402,12 +407,13 @@ static int drop(ctx_t *x, int k, int *unlocked) {
     *unlocked = 1;
     return unlock_own(x, k + 1, (void *)en->host, en->nbytes);
 }
-static void push_ref(engine_t *e, int b, int k) {
-    if (e->nrefs[b] < PE_MAXREFS) e->refs[b * PE_MAXREFS + e->nrefs[b]++] = k;
+static void push_ref(engine_t *e, int b, int k) {   /* room: nextgen_map checked it */
+    e->refs[b * PE_MAXREFS + e->nrefs[b]++] = k;
 }
 
 static int nextgen_map(ctx_t *x, int b) {
     engine_t *e = x->th->e;
+    if (e->nrefs[b] == PE_MAXREFS) { x->o->error = PP_ECAP; return X_FAILED; }
     uintptr_t p = e->bufs[b].host;
     size_t n = (size_t)e->bufs[b].nbytes;
     int k = find_entry(e, p);
@@ -680,8 +686,7 @@ static void close_engine(engine_t *e, thr_t *th0) {
 }
 
 /* -- the API ----------------------------------------------------------------------------- */
-PE_API int pe_abi(void) { return PE_ABI; }
-PE_API const char *pe_platform(void) { return PLATFORM; }
+NATIVE_COMMON_API(pe_, PE_API, PE_ABI)
 PE_API int pe_sizes(int which) {
     switch (which) {
     case 0: return (int)sizeof(pe_op);
@@ -702,7 +707,6 @@ PE_API const char *pe_name(int kind, int i) {
     default: return NULL;
     }
 }
-PE_API const char *pe_error_name(int rc) { return error_name(rc); }
 PE_API int pe_init(int device) { return rt_start(device); }   /* once per thread or process (platform.h) */
 PE_API int pe_fini(void) {   /* closes the kept queues, then pairs a per-process start (else nothing) */
     queues_close();
@@ -718,7 +722,7 @@ PE_API int pe_queues_made(void) {   /* queues made since the process started: re
 /* Execute `ops` under `policy`. Threads 0 .. nthreads-1 each run the ops that name them, in
  * order, after one barrier. `calls` has room for `calls_cap` entries, split evenly between the
  * threads; `ncalls` (nthreads entries) receives how many each thread logged. Returns 0, PP_EARG
- * on bad arguments, ENOMEM, or 1 when the call log overflowed (the plan ran; logs are cut). */
+ * on bad arguments, PP_ENOMEM, PP_ETHREAD, or 1 when the call log overflowed (the plan ran; logs are cut). */
 PE_API int pe_run(int policy, int device, int64_t threshold_nbytes, const pe_op *ops, int64_t nops,
                   const pe_buf *bufs, int nbufs, int nthreads, uint64_t kernel_fn,
                   pe_out *out, pe_call *calls, int64_t calls_cap, int64_t *ncalls) {
@@ -748,7 +752,7 @@ PE_API int pe_run(int policy, int device, int64_t threshold_nbytes, const pe_op 
     pthread_t *tids = calloc((size_t)nthreads, sizeof *tids);
     if (!e.refs || !e.nrefs || !e.pinned || !th || !tids) {
         free(e.refs); free(e.nrefs); free(e.pinned); free(th); free(tids);
-        return ENOMEM;
+        return PP_ENOMEM;
     }
     pthread_mutex_init(&e.mu, NULL);
     pthread_mutex_init(&e.gate_mu, NULL);
@@ -760,7 +764,7 @@ PE_API int pe_run(int policy, int device, int64_t threshold_nbytes, const pe_op 
                         .log = calls + t * per, .cap = per, .base = t * per};
     }
     for (int t = 1; t < nthreads; ++t) {
-        if (pthread_create(&tids[t], NULL, thread_main, &th[t]) != 0) { status = EAGAIN; break; }
+        if (pthread_create(&tids[t], NULL, thread_main, &th[t]) != 0) { status = PP_ETHREAD; break; }
         ++started;
     }
     pthread_mutex_lock(&e.gate_mu);

@@ -35,6 +35,11 @@
 #define PP_EARG (-1)      /* a NULL array or pointer, reps < 0, an unknown case */
 #define PP_ENOTSUP (-2)   /* the platform has no such call */
 #define PP_ERESTORE (-3)  /* host: the caller's lock could not be put back */
+/* pinpath's own failures, never a runtime's code (which is 0 or positive, errno on the host):
+ * -4 is state.c's PS_ESETUP; nativebuild.OWN_CODES names them all */
+#define PP_ENOMEM (-5)    /* pinpath's own allocation failed */
+#define PP_ETHREAD (-6)   /* pinpath could not start a thread */
+#define PP_ECAP (-7)      /* a plan past one of the engine's caps (PE_MAXREFS, PE_MAXUNITS, PE_MAXUSERS) */
 #define PP_NOT_RUN (-1)   /* rc of a phase that was not performed (its ns is 0) */
 
 static inline int64_t now_ns(void) {
@@ -456,5 +461,17 @@ static int rt_stop(void) {
     pthread_mutex_unlock(&rt_start_mu);
     return rc;
 }
+
+/* NATIVE_COMMON_API(P, API, ABI_): what each of the three libraries exports for its one loader
+ * (lib/pinpath/nativebuild.py): its ABI, its platform, the runtime's name for a code (NULL where
+ * Python names it), the kind of its codes, and what its start calls. Each library writes P##init
+ * (rt_start) and P##fini (rt_stop) itself: the engine closes its queues first, state.c finds HSA's
+ * agents after the start. */
+#define NATIVE_COMMON_API(P, API, ABI_)                                  \
+    API int P##abi(void) { return ABI_; }                                 \
+    API const char *P##platform(void) { return PLATFORM; }                \
+    API const char *P##error_name(int rc) { return error_name(rc); }      \
+    API const char *P##rc_kind(void) { return RC_KIND; }                  \
+    API const char *P##init_call(void) { return INIT_CALL; }
 
 #endif /* PINPATH_PLATFORM_H */

@@ -66,17 +66,10 @@ static int timed_inner_unlock(void *p, size_t n, int64_t *ns, int32_t *rc) {
             if (!arrs_[k_]) return PP_EARG;                                              \
     } while (0)
 
-PP_API int pp_abi(void) { return PP_ABI; }
-PP_API const char *pp_platform(void) { return PLATFORM; }
+NATIVE_COMMON_API(pp_, PP_API, PP_ABI)
 PP_API int pp_locks_counted(void) { return LOCKS_COUNTED; }
 PP_API int pp_has_query(void) { return HAS_QUERY; }
 PP_API int pp_has_copy(void) { return HAS_COPY; }
-/* the runtime's name for a return code, or NULL where Python names it */
-PP_API const char *pp_error_name(int rc) { return error_name(rc); }
-
-/* what the loader needs instead of the platform's name (platform.h) */
-PP_API const char *pp_rc_kind(void) { return RC_KIND; }
-PP_API const char *pp_init_call(void) { return INIT_CALL; }
 PP_API int pp_stage_needs_pool(void) { return STAGE_NEEDS_POOL; }
 
 /* Start the runtime where it is not started yet (rt_start): CUDA makes the device's primary

@@ -73,8 +73,7 @@ static int aged_call(int op, void *p, size_t n) {
     return rc;
 }
 
-PS_API int ps_abi(void) { return PS_ABI; }
-PS_API const char *ps_platform(void) { return PLATFORM; }
+NATIVE_COMMON_API(ps_, PS_API, PS_ABI)
 PS_API int ps_has_query(void) { return HAS_QUERY; }
 PS_API int ps_has_pinned(void) { return 1; }
 PS_API int ps_has_copy(void) {
@@ -84,16 +83,17 @@ PS_API int ps_has_copy(void) {
     return 1;
 #endif
 }
-/* Start the runtime (HSA: also find the agents and the fine pool now, so no timed call pays for
- * it; a failure there is the pinned allocation's return code later). */
+/* Start the runtime where it is not started yet (rt_start, as ptime.c and engine.c; HSA: also find
+ * the agents and the fine pool now, so no timed call pays for it; a failure there is the pinned
+ * allocation's return code later). */
 PS_API int ps_init(int device) {
-    int rc = rt_init(device);
+    int rc = rt_start(device);
 #if defined(PINPATH_HSA)
     if (rc == 0) (void)find_agents();
 #endif
     return rc;
 }
-PS_API int ps_fini(void) { return rt_fini(); }
+PS_API int ps_fini(void) { return rt_stop(); }
 
 /* A fresh anonymous mapping of n bytes, every page written (so the backing is decided before
  * anything is timed): thp = 1 asks for transparent huge pages (2 MiB-aligned, MADV_HUGEPAGE),

@@ -1,4 +1,4 @@
-"""The 8 transfer policies of CATALOGUE.md and C11's pinned allocator, each written once
+"""The 8 transfer policies (``vocab.Policy``; what each models: ``CLAIMS.md``) and C11's pinned allocator, each written once
 against the runtime interface."""
 
 from __future__ import annotations

@@ -17,8 +17,20 @@
 // copy meets the array's lines in the host's caches as an application's copy does (the region and
 // the stencil write their arrays before and read them after every step).
 //
+// --layout FILE: the traced application's own buffers and copies instead of slices of one array
+// (pinpath advise writes it from the trace). Lines:
+//   array NBYTES OWNER                          OWNER application (heap: page-aligned, registered under
+//                                               app_pinned), stack or runtime (both on this program's
+//                                               stack, never registered: what a local variable and the
+//                                               runtime's launch environment are)
+//   copy ARRAY OFFSET NBYTES h2d|d2h EVERY      one copy of bytes [OFFSET, OFFSET+NBYTES) of array ARRAY
+//                                               (0-based, in file order), made every EVERY-th round
+// Every array is mapped on its own (`target enter data`); a round makes the copies in file order,
+// each timed alone, so each copy meets the runtime's table, the driver and the host's caches as the
+// application's sequence leaves them; rows carry the copy's index (column copy).
+//
 // Usage: updates [--nbytes N[,N...] (8)] [--rounds R (200)] [--seed K (1)] [--variant plain|app_pinned]
-//                [--construct update|region] [--allow-host] [--markers]
+//                [--construct update|region] [--layout FILE] [--allow-host] [--markers]
 // app_pinned: the array is registered first (as region and stencil do).
 // Afterwards, outside the timing, two round trips of the largest size check that both directions
 // moved the bytes (not on the host, where there is no second copy to check).
@@ -29,6 +41,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,13 +57,50 @@ struct Options : CommonOptions {
   int rounds = 200;
   uint64_t seed = 1;
   std::string construct = "update";
+  std::string layout;
 };
+
+struct Array { long nbytes; bool stack; unsigned char *p = nullptr; };
+struct Copy { long array, offset, nbytes; bool h2d; long every; };
+
+constexpr long kStackAreaNbytes = 1L << 20;   // the stack and runtime buffers of a layout, together
+
+// the layout file's arrays and copies; a malformed line ends the program with status 2
+void read_layout(const std::string &path, std::vector<Array> &arrays, std::vector<Copy> &copies) {
+  std::ifstream in(path);
+  if (!in) die(2, "--layout " + path + " cannot be read");
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    std::istringstream words(line);
+    std::string kind, owner, dir;
+    words >> kind;
+    bool ok = false;
+    if (kind.empty() || kind[0] == '#') continue;
+    if (kind == "array") {
+      Array a{};
+      ok = static_cast<bool>(words >> a.nbytes >> owner) && a.nbytes >= 1 && a.nbytes <= (1L << 32) &&
+           (owner == "application" || owner == "stack" || owner == "runtime");
+      a.stack = owner != "application";
+      arrays.push_back(a);
+    } else if (kind == "copy") {
+      Copy c{};
+      ok = static_cast<bool>(words >> c.array >> c.offset >> c.nbytes >> dir >> c.every) && c.array >= 0 &&
+           c.array < static_cast<long>(arrays.size()) && c.offset >= 0 && c.nbytes >= 1 && c.every >= 1 &&
+           c.offset + c.nbytes <= arrays[static_cast<size_t>(c.array)].nbytes && (dir == "h2d" || dir == "d2h");
+      c.h2d = dir == "h2d";
+      copies.push_back(c);
+    }
+    if (!ok) die(2, "--layout " + path + ": line " + std::to_string(number) + " cannot be read: " + line);
+  }
+  if (copies.empty()) die(2, "--layout " + path + " has no copy");
+}
 
 Options parse(int argc, char **argv) {
   Options o;
   for_each_option(argc, argv, o, [&](const std::string &a, auto &value) {
     return option(a, "--nbytes", value, o.nbytes) || option(a, "--rounds", value, o.rounds) ||
-           option(a, "--seed", value, o.seed) || option(a, "--construct", value, o.construct);
+           option(a, "--seed", value, o.seed) || option(a, "--construct", value, o.construct) ||
+           option(a, "--layout", value, o.layout);
   });
   if (o.construct != "update" && o.construct != "region") die(2, "--construct is update or region");
   for (size_t at = 0; at <= o.nbytes.size();) {   // a comma-separated list of sizes
@@ -124,11 +175,98 @@ int64_t region_share(int64_t (*timer)(unsigned char *, long, bool), unsigned cha
   return ns[0] - ns[1];
 }
 
+// --layout: the application's arrays, each mapped alone, and its copies in order. Rows into rows.
+template <class Row>
+bool run_layout(const Options &o, bool initial, std::vector<Row> &rows) {
+  std::vector<Array> arrays;
+  std::vector<Copy> copies;
+  read_layout(o.layout, arrays, copies);
+  alignas(kPageNbytes) unsigned char stack_area[kStackAreaNbytes];   // a local variable is on the stack
+  long stack_used = 0;
+  Pinner pin;
+  if (o.variant == "app_pinned") pin.open();
+  for (Array &a : arrays) {
+    if (a.stack) {
+      stack_used = (stack_used + 63) / 64 * 64;
+      if (stack_used + a.nbytes > kStackAreaNbytes) die(2, "--layout: the stack buffers exceed 1 MiB together");
+      a.p = stack_area + stack_used;
+      stack_used += a.nbytes;
+    } else {
+      a.p = static_cast<unsigned char *>(page_aligned(static_cast<size_t>(a.nbytes)));
+    }
+    pattern(a.p, a.nbytes, 7);
+    if (!a.stack && o.variant == "app_pinned") {   // what the user can register, the application does
+      const int rc = pin.lock(a.p, static_cast<size_t>(a.nbytes));
+      if (rc != 0) die(5, "app_pinned: " + pin.how + " failed with " + std::to_string(rc));
+    }
+    unsigned char *p = a.p;
+    const long n = a.nbytes;
+#pragma omp target enter data map(to : p[0:n])
+  }
+  std::printf("# offload_devices=%d on_device=%d vendor=%d variant=%s construct=%s layout=%s arrays=%zu copies=%zu "
+              "rounds=%d register=%s\n",
+              omp_get_num_devices(), initial ? 0 : 1, PINPATH_VENDOR, o.variant.c_str(), o.construct.c_str(),
+              o.layout.c_str(), arrays.size(), copies.size(), o.rounds,
+              o.variant == "app_pinned" ? pin.how.c_str() : "none");
+  for (int r = -10; r < o.rounds; ++r) {   // rounds below 0 warm up
+    if (o.markers) std::fprintf(stderr, "pinpath-region: invocation step=0 invocation=%d\n", r < 0 ? 0 : r);
+    for (size_t i = 0; i < copies.size(); ++i) {
+      const Copy &c = copies[i];
+      if ((r + 10) % c.every != 0) continue;
+      unsigned char *p = arrays[static_cast<size_t>(c.array)].p + c.offset;
+      const long m = c.nbytes;
+      int64_t ns;
+      if (o.construct == "region") {
+        ns = region_share(c.h2d ? region_to : region_from, p, m, r);
+      } else if (c.h2d) {
+        host_writes(p, m, r);
+        const int64_t t0 = now_ns();
+#pragma omp target update to(p[0:m])
+        ns = now_ns() - t0;
+      } else {
+        host_writes(p, m, r + 1);
+        const int64_t t0 = now_ns();
+#pragma omp target update from(p[0:m])
+        ns = now_ns() - t0;
+        host_reads(p, m);
+      }
+      if (r >= 0) rows.push_back({c.h2d, m, r, ns, static_cast<long>(i)});
+    }
+  }
+  // on the host (--allow-host) the "device" copy is the array itself: nothing to check
+  bool ok = true;
+  for (Array &a : arrays) {
+    if (!initial && !a.stack) ok = ok && round_trip(a.p, a.nbytes, 11);
+    unsigned char *p = a.p;
+    const long n = a.nbytes;
+#pragma omp target exit data map(delete : p[0:n])
+    if (!a.stack) {
+      if (o.variant == "app_pinned") pin.unlock(a.p, static_cast<size_t>(a.nbytes));
+      std::free(a.p);
+    }
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   pinpath::program = "updates";
   const Options o = parse(argc, argv);
+  struct Row { bool h2d; long nbytes; int round; int64_t ns; long copy; };
+  std::vector<Row> rows;
+  if (!o.layout.empty()) {
+    const bool initial = !on_device(o.allow_host);
+    const bool ok = run_layout(o, initial, rows);
+    std::printf("# checked=%d wrong=%d\n", initial ? 0 : 1, ok ? 0 : 1);
+    std::printf("variant,direction,nbytes,round,ns,copy\n");
+    for (const Row &r : rows)
+      std::printf("%s,%s,%ld,%d,%lld,%ld\n", o.variant.c_str(), r.h2d ? "h2d" : "d2h", r.nbytes, r.round,
+                  static_cast<long long>(r.ns), r.copy);
+    std::fflush(stdout);
+    if (!ok) die(4, "a round trip through the device did not bring the bytes back");
+    return 0;
+  }
   const long n = *std::max_element(o.sizes.begin(), o.sizes.end());
   auto *a = static_cast<unsigned char *>(page_aligned(static_cast<size_t>(n)));
   pattern(a, n, 7);
@@ -147,8 +285,6 @@ int main(int argc, char **argv) {
               omp_get_num_devices(), initial ? 0 : 1, PINPATH_VENDOR, o.variant.c_str(), o.construct.c_str(),
               o.nbytes.c_str(), o.rounds, o.variant == "app_pinned" ? pin.how.c_str() : "none", register_rc);
 
-  struct Row { bool h2d; long nbytes; int round; int64_t ns; };
-  std::vector<Row> rows;
   rows.reserve(2 * o.sizes.size() * static_cast<size_t>(o.rounds));
   std::vector<long> order = o.sizes;
   std::mt19937_64 rng(o.seed);
@@ -172,8 +308,8 @@ int main(int argc, char **argv) {
         host_reads(a, m);
       }
       if (r >= 0) {
-        rows.push_back({true, m, r, h2d});
-        rows.push_back({false, m, r, d2h});
+        rows.push_back({true, m, r, h2d, -1});
+        rows.push_back({false, m, r, d2h, -1});
       }
     }
   }

@@ -1,0 +1,1 @@
+"""The measures behind the claims' tests: the run's data -> a ``Result``."""

@@ -1,0 +1,175 @@
+"""The tests of the claims about locking, querying and unlocking host memory (C4 to C10)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ....stats import Estimate, ratio_ci
+from ....units import binary_size, fmt_ns
+from ..load import _get, _rep, judged_rows
+from ..model import Missing, Result
+from ..verdict import _fmt_est
+from .common import _answer, _calls, _exact, _per_size, _policy_ratio, _transfers
+
+
+def _c4_cost(data):
+    return _per_size(data, ("query", "pageable"), ("lock", "pageable"), dataset="query_cost")
+
+
+def _c4_saving(data):
+    """On memory the application pinned, checking first against always locking (which, on a
+    runtime that refuses a second lock, pays the refusal and then copies directly)."""
+    t = _transfers(data, "query_saving")
+    if "app_pinned" not in t:
+        raise Missing("query_saving has no app_pinned column")
+    pinned = t[t.app_pinned.astype(bool)]
+    groups, facts = _policy_ratio(pinned, "query_then_lock", "lock_always")
+    la = pinned[pinned.policy == "lock_always"]
+    paths = ", ".join(f"{p} {n}" for p, n in la.path.value_counts().items())
+    staged, _ = _policy_ratio(pinned, "query_then_lock", "stage_per_copy")
+    detail = (f"on memory the application pinned: query_then_lock / lock_always (lock_always's paths: {paths or 'none'}); "
+              "for information, query_then_lock / stage_per_copy " + ", ".join(f"{g} {_fmt_est(e, 'x')}" for g, e in staged[:4]))
+    return Result(groups, detail, facts=facts)
+
+
+_READ_ONLY = ("read_only", "read_only_file", "rodata")
+
+
+def _c5(data):
+    """The claim names rodata: is a lock of rodata refused with the runtime's default flags?"""
+    o = _get(data, "lock_outcomes")
+    o = o[(o.read_only_flag == False) | o.read_only_flag.isna()] if "read_only_flag" in o else o   # noqa: E712
+    ro = o[(o.kind == "rodata") & (o.not_available == "")]
+    if not len(ro):
+        raise Missing("no rodata buffer could be made")
+    refused = not ro.granted.astype(bool).all()
+    kinds = o[o.not_available == ""]
+    no = sorted(set(kinds[~kinds.granted.astype(bool)].kind))
+    paths = data.get("kind_paths")
+    fell = sorted(set(judged_rows(paths)[(judged_rows(paths).path == "lock_failed_staged")].kind)) \
+        if paths is not None and len(paths) else []
+    stack = o[o.kind == "stack"]
+    detail = (f"refused with the runtime's default flags: {', '.join(no) or 'none'}; lock_always staged instead: "
+              f"{', '.join(fell) or 'none'}; the host stack: "
+              + ("granted" if len(stack) and stack.granted.astype(bool).all() else "refused" if len(stack) else "not measured"))
+    if "pinned" in no:
+        detail += "; memory from the pinned allocator is refused too, so an always-locking runtime stages it"
+    flag = data.get("lock_outcomes_read_only_flag")
+    if flag is not None and len(flag):
+        f = flag[flag.kind.isin(_READ_ONLY) & flag.read_only_flag.astype(bool)]
+        if len(f):
+            detail += (f"; with the read-only flag (no offload runtime passes it): refused "
+                       f"{', '.join(sorted(set(f[~f.granted.astype(bool)].kind))) or 'none'}")
+    answer = _answer(ro[~ro.granted.astype(bool)]) if refused else "granted"
+    fact = (f"a lock of rodata is {'refused (' + answer + ')' if refused else 'granted'}; the host stack's is "
+            + ("granted" if len(stack) and stack.granted.astype(bool).all() else "refused" if len(stack) else "untested"))
+    return Result([("rodata", _exact(1.0 if refused else 0.0, len(ro)))], detail, facts={"": fact})
+
+
+def _c6(data):
+    return _per_size(data, ("lock", "pageable"), ("query", "pageable"))
+
+
+def _path_ns(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """A path of several calls (a re-lock and its unlock): per repeat, the sum of each call's median
+    in that repeat; without repeat labels, one value (the sum of the medians: a single repeat)."""
+    if all("repeat" in p for p in parts):
+        total = sum(p.groupby("repeat").ns.median() for p in parts).dropna()
+        return pd.DataFrame({"ns": total.to_numpy(dtype=float), "repeat": total.index.to_numpy()})
+    return pd.DataFrame({"ns": [float(sum(p.ns.median() for p in parts))]})
+
+
+def _c7(data):
+    """The re-lock path against a query; where the runtime grants the re-lock, the unlock that
+    second lock needs is part of the path."""
+    lc = _get(data, "lock_cost")
+    if (lc.op == "unlock_after_relock").any():
+        relock, src = _calls(data, "relock", "locked")
+        unlock, _ = _calls(data, "unlock_after_relock", "locked")
+        query, _ = _calls(data, "query", "locked")
+        groups, facts = [], {}
+        for n in sorted(set(relock.nbytes) & set(query.nbytes) & set(unlock.nbytes)):
+            size = binary_size(n)
+            a, u, q = (x[x.nbytes == n] for x in (relock, unlock, query))
+            path = _path_ns([a, u])
+            groups.append((size, ratio_ci(path.ns, q.ns, _rep(path), _rep(q))))
+            facts[size] = (f"a granted re-lock takes {fmt_ns(a.ns.median())} and its unlock {fmt_ns(u.ns.median())} "
+                           f"at {size}, a query of locked memory {fmt_ns(q.ns.median())} ({src})")
+        return Result(groups, "(re-lock + its unlock) / query per size", facts=facts)
+    r = _per_size(data, ("relock", "locked"), ("query", "locked"))
+    answers = _answer(lc[lc.op == "relock"])
+    return Result(r.groups, r.detail + ("; the re-lock is answered " + answers + ", so no unlock follows" if answers
+                                        else "; the re-lock is granted"), facts=r.facts)
+
+
+def _c8(data):
+    s = _get(data, "semantics")
+    twice = s[s.probe == "lock_twice_unlock_once"]
+    second, still = twice[twice.action == "lock A again"], twice[twice.action == "query A"].locked
+    if not len(second) or not len(still):
+        raise Missing("the lock-twice probe did not reach its query")
+    counted = second.error.iloc[0] == "" and bool(still.iloc[0])
+    detail = ("second lock " + ("granted" if second.error.iloc[0] == "" else f"refused ({second.error.iloc[0]})")
+              + ("; still locked after one unlock" if bool(still.iloc[0]) else "; not locked after one unlock"))
+    return Result([("lock twice, unlock once", _exact(1.0 if counted else 0.0))], detail,
+                  facts={"": f"locked twice and unlocked once, the memory is {detail}"})
+
+
+def _c9_lock(data):
+    return _per_size(data, ("lock", "pageable"), ("relock", "locked"))
+
+
+def _c9_unlock(data):
+    inner, _ = _calls(data, "unlock_after_relock", "locked")
+    if not len(inner):
+        answers = _answer(_get(data, "lock_cost").query("op == 'relock'"))
+        return Result(not_applicable=f"never arose: the runtime refuses the second lock ({answers or 'refused'}) "
+                                     "and makes no unlock of memory the application pinned")
+    return _per_size(data, ("unlock", "locked"), ("unlock_after_relock", "locked"))
+
+
+def _c10_split(data) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runtime's calls and the application's own (``caller == "application"``) of api_calls."""
+    c = _get(data, "api_calls")
+    app = c["caller"].astype(str) == "application" if "caller" in c else pd.Series(False, index=c.index)
+    return c[~app], c[app]
+
+
+def _c10_lock(data):
+    c, _ = _c10_split(data)
+    lock = c[c.category == "lock"]
+    a, b = lock[lock.user_pinned.astype(bool)], lock[~lock.user_pinned.astype(bool)]
+    if not len(a) or not len(b):
+        raise Missing("the replica made no lock calls with or without user pinning")
+    refused = int((a.rc > 0).sum())
+    with_ = (f"{len(a)} lock calls of the runtime with user pinning"
+             + (" (all refused: the path a runtime that always tries pays)" if refused == len(a)
+                else f" ({refused} refused)" if refused else "") + f" average {fmt_ns(a.duration_ns.mean())}")
+    detail = f"{with_}; {len(b)} without average {fmt_ns(b.duration_ns.mean())}; thread: 51438 ns vs 84873 ns"
+    return Result([("lock calls", ratio_ci(a.duration_ns, b.duration_ns, _rep(a), _rep(b)))], detail,
+                  facts={"": with_ + f", against {fmt_ns(b.duration_ns.mean())} for {len(b)} real locks without"})
+
+
+def _c10_total(data):
+    """Every native call over the replica, the application's own pinning calls included (the
+    thread's table has them: hsa_amd_memory_lock_to_pool)."""
+    c, app = _c10_split(data)
+    if not len(app):
+        raise Missing("the application's own pinning calls are not recorded in api_calls (no caller == "
+                      "'application' rows), and the thread's table counts them")
+    everything = pd.concat([c, app])
+    pinned = everything.user_pinned.astype(bool)
+    a, b = everything[pinned].duration_ns.sum(), everything[~pinned].duration_ns.sum()
+    if not b:
+        raise Missing("no replica calls without user pinning")
+    if "repeat" in everything:   # the replica's native-call time per repeat, the repeats resampled
+        sums = everything.groupby(["user_pinned", "repeat"]).duration_ns.sum().reset_index()
+        sa, sb = sums[sums.user_pinned.astype(bool)], sums[~sums.user_pinned.astype(bool)]
+        est = ratio_ci(sa.duration_ns, sb.duration_ns, sa.repeat.to_numpy(), sb.repeat.to_numpy())
+    else:
+        est = Estimate(a / b, a / b, a / b, len(everything), 1)   # one run: a single repeat
+    detail = (f"all native calls over the replica: {fmt_ns(a)} with user pinning (of which the application's own "
+              f"{len(app)} calls {fmt_ns(app.duration_ns.sum())}), {fmt_ns(b)} without")
+    return Result([("whole replica", est)], detail,
+                  facts={"": f"with user pinning the replica's native calls take {fmt_ns(a)}, the application's "
+                                 f"{len(app)} own pinning calls included, and {fmt_ns(b)} without"})

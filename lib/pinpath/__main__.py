@@ -180,10 +180,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args) -> int:
-    from . import compare, paths, runfolder
-    from .run import finalize, plan
     from .run.signals import Interrupted, on_signals
     try:
+        from . import compare, paths, runfolder      # inside: a signal while these import is one line too
+        from .run import finalize, plan
         if args.cmd == "list":
             for nb in plan.available_notebooks():
                 print(nb.stem)

@@ -6,13 +6,14 @@ import signal
 import threading
 from contextlib import contextmanager
 
-from ..errors import PinpathError
 
 __all__ = ["Interrupted", "on_signals", "raise_pending", "threading_main"]
 
 
-class Interrupted(PinpathError):
-    """The runner was asked to stop (SIGINT, SIGTERM); ``signum``: which (exit 128 + it)."""
+class Interrupted(KeyboardInterrupt):
+    """The runner was asked to stop (SIGINT, SIGTERM); ``signum``: which (exit 128 + it). A
+    KeyboardInterrupt, not an Exception: no ``except Exception`` on its way (a notebook's
+    parameters read, a page rendered) takes it for that code's own error."""
 
     def __init__(self, message: str = "", signum: int = signal.SIGINT):
         super().__init__(message)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -158,7 +159,9 @@ def _workflow(run_abs: Path, *, executor: str, env: dict, extra: list[str], cell
     proc = subprocess.Popen(argv, env=env)
     try:
         rc = proc.wait()
-    except KeyboardInterrupt:   # Snakemake had the same ^C: it cancels its jobs and stops; then finalize
+    except KeyboardInterrupt as e:   # Snakemake had the same ^C (a SIGTERM is passed on): it cancels its jobs
+        if getattr(e, "signum", signal.SIGINT) != signal.SIGINT:      # and stops; then finalize
+            proc.send_signal(e.signum)
         rc = proc.wait()
     man = _manifest(run_abs)
     if man.get("status") in (None, "running"):

@@ -158,6 +158,7 @@ def _text(x) -> str:
     return str(x)
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,199}")    #: a notebook name a link may be made of (no "javascript:")
 #: where a claims.csv with readings keeps the sentence on the intervals that decided (shown under the reason)
 _INTERVAL_COLUMNS = ("rule_detail", "interval", "decided")
 
@@ -232,7 +233,7 @@ def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None,
             "bar": format_threshold(g("comparison"), g("threshold"), _text(g("unit"))),
             "verdict": verdict, "vclass": VERDICTS.get(verdict, "v-other"),
             "why": _text(g("why")), "detail": _text(g("detail")), "rule": _text(g("rule")),
-            "notebook": nb, "nb_href": f"{nb}.html" if nb and (link is None or nb in link) else "",
+            "notebook": nb, "nb_href": f"{nb}.html" if _PLAIN.fullmatch(nb) and (link is None or nb in link) else "",
             "platform": _text(g("platform")),
             "ref": _ref_cell((reference or {}).get(_text(g("id")))) if verdict not in JUDGED else None,
             "strip": strip.svg(rec) if verdict in JUDGED else "",

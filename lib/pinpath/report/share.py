@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import math
 import re
 import zipfile
@@ -30,6 +29,7 @@ import pandas as pd
 
 from ..errors import BadParameter
 from ..atomic import replacing, write_bytes_atomic, write_text_atomic
+from ..safeio import read_json
 from . import regress
 from .fmt import binary_size, cut_words, verdict_sentence
 from .html import JUDGED, Scrubber, compare_rows, device_words, format_measured, reference_verdicts, verdict_word
@@ -266,7 +266,7 @@ def summary_markdown(run_dir: Path, figures: Sequence[str | Path] | None = None,
 
 def _summary(run_dir: Path, paths: Sequence[Path], inline_width: int | None) -> str:
     scrub = Scrubber(run_dir)
-    man = scrub.tree(json.loads((run_dir / "manifest.json").read_text()))
+    man = scrub.tree(read_json(run_dir / "manifest.json", what="manifest"))
     git, rt = man.get("git") or {}, man.get("runtime") or {}
     commit = str(git.get("commit") or "unknown")
     judged = str((man.get("judged_by") or {}).get("commit") or commit)
@@ -302,10 +302,10 @@ def _summary(run_dir: Path, paths: Sequence[Path], inline_width: int | None) -> 
         if not inline_width:
             out += ["", "*The figures are files in `share/figures/`: attach them to the comment (drag them in), "
                         "or write this summary with `--inline` where the tracker accepts data URIs.*"]
-    out += ["", f"Reproduce: `git checkout {commit}`{state}, then "
+    out += ["", f"Reproduce: {md_code(f'git checkout {commit}')}{state}, then "
                 + md_code(f"make reproduce PRESET={preset} PLATFORM={platform}")
                 + ("." if judged == commit else
-                   f". These data were measured at that commit and judged by `{judged}` "
+                   f". These data were measured at that commit and judged by {md_code(judged)} "
                    f"(`python -m pinpath finalize <run>` judges them again)."),
             "", f"The whole run, offline: `{md_cell(run_dir.name)}.zip` (unzip it, then open `report/index.html`)."]
     text = scrub("\n".join(out)) + "\n"
@@ -373,6 +373,8 @@ def _readable_images(paths: Sequence[Path]) -> list[Path]:
     from PIL import Image
     good = []
     for p in paths:
+        if p.is_symlink() or not p.is_file():    # a FIFO would block, a link leads elsewhere
+            continue
         try:
             with Image.open(p) as im:
                 im.verify()

@@ -452,3 +452,16 @@ def test_a_trace_past_its_cap_or_a_fifo_is_one_sentence(tmp_path, monkeypatch):
     os.mkfifo(tmp_path / "f.info")
     with pytest.raises(BadParameter, match="no such trace file"):     # not a regular file: never opened
         parse.read_trace(tmp_path / "f.info")
+
+
+@pytest.mark.parametrize("text", ["010", "[4096, 010]", "1_000", "1:30"])
+def test_a_whole_number_yaml_1_1_would_misread_is_refused(text):
+    from pinpath import params
+    with pytest.raises(BadParameter, match="not a plain whole number"):
+        params._load_yaml(text, "--set 00_platform.REPEATS")
+
+
+@pytest.mark.parametrize("text, value", [("10", 10), ("0", 0), ("-5", -5), ("0x10", 16), ("[4096, 65536]", [4096, 65536])])
+def test_plain_whole_numbers_still_read(text, value):
+    from pinpath import params
+    assert params._load_yaml(text, "--set X") == value

@@ -215,7 +215,7 @@ def _main(args) -> int:
             run_dir = runfolder.find_run(args.run, args.outputs or paths.OUTPUTS_DIR)
             with runfolder.open_for_write(run_dir, "share") as (run_dir, _, _):
                 share = share_run(run_dir, inline=args.inline)
-            print(printable(share / "summary.md"))
+            print(printable(runfolder.path(run_dir, "summary")))
             print(printable(share / f"{share.parent.name}.zip"))
             return 0
         if args.cmd == "slurm":

@@ -22,6 +22,7 @@ from typing import Iterator
 from . import atomic
 from . import paths
 from .errors import BadParameter
+from .layout import LAYOUT, LOCK_NAME, MANIFEST, SHARE, SUBDIRS, check_name, path, rel  # re-exported
 from .safeio import NUMBER, OPT_STR, check_fields, read_json
 
 __all__ = ["SUBDIRS", "new_run_id", "create", "find_run", "read_manifest", "write_manifest", "read_part",
@@ -29,14 +30,10 @@ __all__ = ["SUBDIRS", "new_run_id", "create", "find_run", "read_manifest", "writ
            "check_name", "inside", "outputs_of", "RunLock", "LOCK_NAME", "open_for_write", "is_reference",
            "LOCK_ENV", "MANIFEST", "SHARE", "LAYOUT", "rel", "path", "part_path"]
 
-LOCK_NAME = "runner.lock"     #: the file of a run folder that says which process runs it (LAYOUT's lock)
-SUBDIRS = ("notebooks", "data", "figures", "report", "status")
-MANIFEST = "manifest.json"    #: LAYOUT's manifest
-SHARE = "share"             #: what ``pinpath share`` writes: summary.md, figures/, <run-id>.zip
 REFERENCE = "reference"     #: outputs/reference/<name>: committed runs, read-only
 LOCK_ENV = "PINPATH_RUN_LOCK"   #: set by a runner for its jobs: "<pid>@<host>" of the lock it holds
 #: what a writing command refuses to find as a link (it would write or delete through it)
-_NO_LINKS = (*SUBDIRS, SHARE, f"{SHARE}/figures", LOCK_NAME, MANIFEST)
+_NO_LINKS = (*SUBDIRS, SHARE, LAYOUT["share_figures"], LOCK_NAME, MANIFEST)
 #: the fields of a manifest and of a notebook's part that readers use, with their types
 _MANIFEST_FIELDS = {"run_id": str, "platform": str, "preset": str, "status": str, "start": OPT_STR,
                     "end": OPT_STR, "runner": dict, "git": dict, "judged_by": dict, "duration_s": NUMBER,
@@ -48,41 +45,8 @@ _PART_FIELDS = {"status": str, "pid": int, "host": str, "start": OPT_STR, "end":
                 "error": str, "data": list, "SLURM_JOB_ID": (str, int), "slurm_state": (str, dict, type(None))}
 
 
-# -- the layout: every path of a run folder is spelled here, once -------------------------------
-LAYOUT = {
-    "manifest": MANIFEST, "lock": LOCK_NAME,
-    "part": "status/{stem}.json", "kernel": "status/{stem}.kernel.json", "figure_record": "status/{stem}.figures.json",
-    "notebook": "notebooks/{stem}.ipynb", "partial": "notebooks/.{stem}.partial.ipynb",
-    "page": "report/{stem}.html", "report": "report/{name}", "index": "report/index.html",
-    "harness": "data/harness.{stem}.parquet", "data": "data/{name}", "data_dir": "data", "aside": ".aside-{stem}",
-}
-
-
-def rel(what: str, stem: str = "", name: str = "") -> str:
-    """The path of ``what`` (a key of ``LAYOUT``) inside a run folder, ``/``-separated; ``stem``
-    and ``name`` are checked plain names."""
-    return LAYOUT[what].format(stem=check_name(stem, "notebook") if stem else "",
-                               name=check_name(name, "file name") if name else "")
-
-
-def path(run_dir: Path, what: str, stem: str = "", name: str = "") -> Path:
-    """``run_dir / rel(what, stem, name)``."""
-    return Path(run_dir) / rel(what, stem, name)
-
-
 def _host() -> str:
     return socket.gethostname()
-
-
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,199}")
-
-
-def check_name(name, what: str) -> str:
-    """``name`` if it is a plain file name (a notebook stem, a run id, a data file): letters,
-    digits, ``_.+-``, no leading dot, no ``..``; BadParameter in one sentence otherwise."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
-        raise BadParameter(f"{what} {name!r} is not a plain name (letters, digits, '_.+-'; no path)")
-    return name
 
 
 def inside(run_dir: Path, rel: str) -> Path:
@@ -253,7 +217,7 @@ def outputs_of(run_dir: Path, stem: str, part: dict | None = None) -> list[Path]
     names = [*(rel(w, stem) for w in ("notebook", "partial", "page", "kernel", "figure_record", "harness")),
              *(rel("data", name=p.name) for p in path(run_dir, "data_dir").glob(f"{stem}.table-*.csv")),
              *(rel("data", name=check_name(d, "data file")) for d in (data if isinstance(data, list) else [])),
-             *(f"figures/{p.name}" for p in (run_dir / "figures").glob(f"{stem}-*"))]
+             *(p.relative_to(run_dir).as_posix() for p in path(run_dir, "figures_dir").glob(f"{stem}-*"))]
     return [inside(run_dir, n) for n in dict.fromkeys(names) if (run_dir / n).is_file()]
 
 
@@ -337,7 +301,7 @@ def state(manifest: dict) -> str:
 def list_runs(out_dir: Path) -> list[tuple[str, dict | None, str]]:
     """(run id, manifest or None, status or the reason it is unreadable) of every run folder."""
     runs = []
-    for man_path in sorted(Path(out_dir).glob("*/manifest.json")):
+    for man_path in sorted(Path(out_dir).glob(f"*/{MANIFEST}")):
         if man_path.parent.is_symlink():
             continue
         try:

@@ -9,9 +9,7 @@ with multiplicity, over every runtime the kernel opened) and the process's locke
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from . import atomic, libc, osinfo
+from . import atomic, layout, libc, osinfo
 from .trace import process_balance
 
 __all__ = ["start", "finish", "START_SOURCE", "FINISH_SOURCE", "INJECTED_TAG"]
@@ -36,5 +34,5 @@ def finish(run_dir: str, stem: str) -> dict:
     report = {"vmlck_before_nbytes": _start.get("vmlck_nbytes", 0), "vmlck_after_nbytes": osinfo.vmlck_nbytes(),
               "mmap_threshold_nbytes": libc.mmap_threshold_nbytes(), "unreleased": left}
     if run_dir:
-        atomic.write_json_atomic(Path(run_dir) / "status" / f"{stem}.kernel.json", report)
+        atomic.write_json_atomic(layout.path(run_dir, "kernel", stem), report)
     return report

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import jinja2
 from markupsafe import Markup
 
+from .. import layout
 from ..paths import OUTPUTS_DIR, PROJECT_ROOT
 from ..units import fmt_ns
 from ..atomic import write_text_atomic
@@ -178,12 +179,12 @@ def reference_verdicts(run_dir: Path | None, manifest: Mapping | None,
     try:
         import json
         import pandas as pd
-        ref_man = json.loads((ref_dir / "manifest.json").read_text())
+        ref_man = json.loads(layout.path(ref_dir, "manifest").read_text())
         if run_dir is not None and Path(run_dir).resolve() == ref_dir.resolve():
             return "", {}
         if manifest is not None and str(manifest.get("platform")) == str(ref_man.get("platform")):
             return "", {}
-        ref = pd.read_csv(ref_dir / "report" / "claims.csv")
+        ref = pd.read_csv(layout.path(ref_dir, "claims"))
     except (OSError, ValueError, UnicodeDecodeError):
         return "", {}
     device = (ref_man.get("runtime") or {}).get("device") or "an unnamed device"
@@ -336,9 +337,9 @@ THREAD_URL = "https://github.com/ROCm/aomp/issues/160"
 
 def _headline_figures(run_dir: Path, per_notebook: int) -> list[Path]:
     by_stem: dict[str, list[Path]] = {}
-    figs = Path(run_dir) / "figures"
+    figs = layout.path(run_dir, "figures_dir")
     if not figs.is_dir():
-        figs = Path(run_dir) / "share" / "figures"       # a committed reference keeps only the shared ones
+        figs = layout.path(run_dir, "share_figures")       # a committed reference keeps only the shared ones
     for p in sorted(figs.glob("*.png")):
         by_stem.setdefault(p.name.split("-", 1)[0], []).append(p)
     return [p for paths in by_stem.values() for p in paths[:per_notebook]]
@@ -353,8 +354,8 @@ def figures_section(run_dir: Path, per_notebook: int = 1, *, embed: bool = True)
     for p in _headline_figures(run_dir, per_notebook):
         stem = p.name.split("-", 1)[0]
         src = (f"data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}" if embed
-               else Path(os.path.relpath(p.absolute(), (run_dir / "report").absolute())).as_posix())
-        page = run_dir / "report" / f"{stem}.html"
+               else Path(os.path.relpath(p.absolute(), layout.path(run_dir, "report_dir").absolute())).as_posix())
+        page = layout.path(run_dir, "page", stem, check=False)
         figs.append({"src": src, "name": p.stem, "stem": stem, "href": f"{stem}.html" if page.is_file() else ""})
     return Markup(_ENV.get_template("_figures.html").render(figures=figs))
 
@@ -446,7 +447,7 @@ def _read_csv_or_none(path: Path, unreadable: list[str]):
     try:
         return _read_csv(path)
     except (ValueError, UnicodeDecodeError, OSError):
-        unreadable.append(f"report/{path.name}")
+        unreadable.append(layout.rel("report", name=path.name, check=False))
         return None
 
 
@@ -465,14 +466,14 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[s
     """
     run_dir = Path(run_dir)
     scrub = Scrubber(run_dir)
-    report = run_dir / "report"
+    report = layout.path(run_dir, "report_dir")
     nbs = manifest.get("notebooks", {}) or {}
     pages = {p.stem for p in report.glob("*.html")} if report.is_dir() else set()
 
     sections: dict[str, Markup] = {}
     unreadable = [str(x) for x in (manifest.get("unreadable_data") or [])]
     if claims is None:
-        claims = _read_csv_or_none(report / "claims.csv", unreadable)
+        claims = _read_csv_or_none(layout.path(run_dir, "claims"), unreadable)
     reference = reference_verdicts(run_dir, manifest)
     has_claims = claims is not None and len(claims)
     if has_claims:
@@ -524,7 +525,7 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[s
     page = _ENV.get_template("index.html").render(**scrub.tree(ctx))
     if claims is not None and len(claims):
         restate_conclusions(run_dir, claims)       # the notebooks' conclusions say what the claims table says
-    path = report / "index.html"
+    path = layout.path(run_dir, "index")
     write_text_atomic(path, scrub(page))
     return path
 
@@ -536,13 +537,13 @@ def left_out(run_dir: Path, notebooks: Mapping, pages: set[str]) -> list[str]:
     out = []
     missing = [s for s in notebooks if s not in pages]
     if missing:
-        where = " (their data are in <code>../data/</code>)" if (run_dir / "data").is_dir() else ""
+        where = " (their data are in <code>../data/</code>)" if layout.path(run_dir, "data_dir").is_dir() else ""
         out.append(f"the pages of {len(missing)} of {len(notebooks)} notebooks{where}")
-    if notebooks and not (run_dir / "notebooks").is_dir():
+    if notebooks and not layout.path(run_dir, "notebooks_dir").is_dir():
         out.append("the executed notebooks")
-    if not (run_dir / "figures").is_dir():
+    if not layout.path(run_dir, "figures_dir").is_dir():
         kept = " (the headline figures are those of <code>../share/figures/</code>)" \
-            if (run_dir / "share" / "figures").is_dir() else ""
+            if layout.path(run_dir, "share_figures").is_dir() else ""
         out.append(f"the notebooks' figures{kept}")
     return [Markup(x) for x in out]
 
@@ -564,8 +565,8 @@ def restate_conclusions(run_dir: Path, claims_df) -> list[str]:
         ids = [i for i in m.group(1).split() if i in by_id]
         return conclusion(claims_df.iloc[[by_id[i] for i in ids]], final=True) if ids else None
     changed = []
-    for nb in sorted((run_dir / "notebooks").glob("[0-9]*.ipynb")):
-        if nb.is_symlink() or (run_dir / "report" / f"{nb.stem}.html").is_symlink():
+    for nb in sorted(layout.path(run_dir, "notebooks_dir").glob("[0-9]*.ipynb")):
+        if nb.is_symlink() or layout.path(run_dir, "page", nb.stem, check=False).is_symlink():
             continue          # a run folder is untrusted: nothing is written through a link
         try:
             doc = json.loads(nb.read_text())
@@ -582,7 +583,7 @@ def restate_conclusions(run_dir: Path, claims_df) -> list[str]:
         if not hit:
             continue
         write_text_atomic(nb, json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n")
-        page = run_dir / "report" / f"{nb.stem}.html"
+        page = layout.path(run_dir, "page", nb.stem, check=False)
         if page.is_file():
             html = page.read_text()
             write_text_atomic(page, _CONCLUSION.sub(
@@ -721,7 +722,7 @@ def render_compare(out_path: Path, runs: Sequence[tuple]) -> Path:
     heads, rows = compare_rows(runs)
     for h in heads:
         run_dir = h.pop("run_dir") or out_path.parent / h["run_id"]
-        index = Path(run_dir) / "report" / "index.html"
+        index = layout.path(run_dir, "index")
         h["href"] = Path(os.path.relpath(index.absolute(), out_path.parent.absolute())).as_posix() \
             if index.is_file() else ""
     scrub = Scrubber(out_path.parent)

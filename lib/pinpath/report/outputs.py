@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import layout
 from ..atomic import replacing, write_text_atomic
 from .rundata import RunData
 
@@ -45,10 +46,10 @@ class NotebookOutputs:
         self.figures[name] = {**words(fig), "problems": problems(fig)}
         if self.run_dir is None:
             return
-        png = self.run_dir / "figures" / f"{self.stem}-{name}.png"
+        png = layout.path(self.run_dir, "figures_dir") / f"{self.stem}-{name}.png"
         with replacing(png) as tmp:
             fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
-        write_text_atomic(self.run_dir / "status" / f"{self.stem}.figures.json",
+        write_text_atomic(layout.path(self.run_dir, "figure_record", self.stem),
                           json.dumps(self.figures, indent=1, ensure_ascii=False))
         _show_once(fig, png)
 

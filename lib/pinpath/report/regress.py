@@ -19,6 +19,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from .. import layout
 from .fmt import _isnum, format_measured
 
 __all__ = ["COLUMNS", "check", "check_frames", "read_claims", "regressions", "lines", "markdown"]
@@ -31,7 +32,7 @@ _OLD_VERDICTS = {"not applicable here": "not applicable"}
 def read_claims(path: Path | str) -> pd.DataFrame:
     """A run's claims.csv (a run folder's ``report/claims.csv``, or the file itself)."""
     p = Path(path)
-    return pd.read_csv(p / "report" / "claims.csv" if p.is_dir() else p)
+    return pd.read_csv(layout.path(p, "claims") if p.is_dir() else p)
 
 
 def _interval(r: dict) -> tuple[float, float] | None:

@@ -12,6 +12,7 @@ from typing import Callable, Iterator, Mapping
 
 import pandas as pd
 
+from .. import layout
 from ..atomic import replacing
 from ..errors import UnknownName
 from ..registry import DATASETS
@@ -54,7 +55,7 @@ class RunData:
         ``names``); a file that does not read (truncated, not parquet) is named in ``unreadable``."""
         import pyarrow.parquet as pq
         out = cls()
-        files = sorted(Path(run_dir, "data").glob("*.parquet"))
+        files = sorted(layout.path(run_dir, "data_dir").glob("*.parquet"))
         for p in files if names is None else [p for p in files if p.stem in names]:
             try:
                 if p.is_symlink() or not p.is_file():    # a FIFO would block, a link leads elsewhere
@@ -137,7 +138,7 @@ class RunData:
         import pyarrow.parquet as pq
         table = pa.Table.from_pandas(df, preserve_index=False)
         meta = {**(table.schema.metadata or {}), _NOTEBOOK: stem.encode(), _DATASET: name.encode()}
-        with replacing(self.run_dir / "data" / f"{name}.parquet") as tmp:
+        with replacing(layout.path(self.run_dir, "data_dir") / f"{name}.parquet") as tmp:
             pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd", compression_level=9)
 
 

@@ -27,6 +27,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from .. import layout
 from ..errors import BadParameter
 from ..atomic import replacing, write_bytes_atomic, write_text_atomic
 from ..safeio import read_json
@@ -47,7 +48,7 @@ COMMENT_CHARS = 65_536
 #: widths tried for inline figures, widest first, until the summary fits a comment
 INLINE_WIDTHS = (900, 760, 640, 520)
 _LONE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")   # could open or close emphasis
-_SKIP = {"share", "__pycache__", ".ipynb_checkpoints"}
+_SKIP = {layout.SHARE, "__pycache__", ".ipynb_checkpoints"}
 _TEMPORARY = re.compile(r"\.tmp$|\.partial\.ipynb$|^\.latest")       # written while a run runs: not final
 _ODD = re.compile(r"[\\\x00-\x1f\x7f]")
 _STORED = {".png", ".parquet", ".zip", ".gz", ".jpg", ".jpeg"}      # already compressed
@@ -89,13 +90,13 @@ def md_code(value, *, in_table: bool = False) -> str:
 
 def _claims(run_dir: Path) -> tuple[pd.DataFrame | None, str]:
     """report/claims.csv, and why it could not be read ('' when it was)."""
-    p = run_dir / "report" / "claims.csv"
+    p = layout.path(run_dir, "claims")
     if not p.is_file():
-        return None, "report/claims.csv is missing"
+        return None, f"{layout.rel('claims')} is missing"
     try:
         return pd.read_csv(p), ""
     except (ValueError, UnicodeDecodeError, OSError) as e:
-        return None, f"report/claims.csv could not be read ({type(e).__name__})"
+        return None, f"{layout.rel('claims')} could not be read ({type(e).__name__})"
 
 
 def _str(r: dict, key: str) -> str:
@@ -200,7 +201,7 @@ def headline_figures(run_dir: Path, limit: int = MAX_FIGURES, order: Sequence[st
     """The first figure of the notebooks named by ``order`` (stem prefixes), then of the
     others, at most ``limit`` (``paths``: choose among these instead of the run's figures)."""
     firsts: dict[str, Path] = {}
-    for p in sorted(paths if paths is not None else (Path(run_dir) / "figures").glob("*.png")):
+    for p in sorted(paths if paths is not None else layout.path(run_dir, "figures_dir").glob("*.png")):
         firsts.setdefault(p.name.split("-", 1)[0], p)
     def rank(stem: str) -> tuple[int, str]:
         return next((i for i, pre in enumerate(order) if stem.startswith(pre)), len(order)), stem
@@ -249,7 +250,7 @@ def summary_markdown(run_dir: Path, figures: Sequence[str | Path] | None = None,
     (refused, with ``BadParameter``, where even one does not). Every name taken from the run is escaped; run id,
     preset, platform and host are code spans that nothing in them can end."""
     run_dir = Path(run_dir)
-    paths = [Path(f) if isinstance(f, Path) else run_dir / "share" / "figures" / str(f)
+    paths = [Path(f) if isinstance(f, Path) else layout.path(run_dir, "share_figures") / str(f)
              for f in (figures if figures is not None else headline_figures(run_dir, paths=_figure_files(run_dir)))]
     paths = paths[:MAX_FIGURES]
     if not inline or not paths:
@@ -266,7 +267,7 @@ def summary_markdown(run_dir: Path, figures: Sequence[str | Path] | None = None,
 
 def _summary(run_dir: Path, paths: Sequence[Path], inline_width: int | None) -> str:
     scrub = Scrubber(run_dir)
-    man = scrub.tree(read_json(run_dir / "manifest.json", what="manifest"))
+    man = scrub.tree(read_json(layout.path(run_dir, "manifest"), what="manifest"))
     git, rt = man.get("git") or {}, man.get("runtime") or {}
     commit = str(git.get("commit") or "unknown")
     judged = str((man.get("judged_by") or {}).get("commit") or commit)
@@ -355,13 +356,13 @@ def zip_run(run_dir: Path, out_zip: Path) -> Path:
                 or _TEMPORARY.search(p.name)):
             continue
         files.append(rel)
-    first = [r for r in files if r.as_posix() == "report/index.html"]
-    files = first + [r for r in files if r.parts[0] == "report" and r not in first] + \
-        [r for r in files if r.parts[0] != "report"]
+    first = [r for r in files if r.as_posix() == layout.rel("index")]
+    files = first + [r for r in files if r.parts[0] == layout.rel("report_dir") and r not in first] + \
+        [r for r in files if r.parts[0] != layout.rel("report_dir")]
     with replacing(out_zip) as tmp:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
-            if not (run_dir / "index.html").exists():
-                z.writestr(_entry(rid, Path("index.html")), _REDIRECT)
+            if not layout.path(run_dir, "redirect").exists():
+                z.writestr(_entry(rid, Path(layout.rel("redirect"))), _REDIRECT)
             for rel in files:
                 kind = zipfile.ZIP_STORED if rel.suffix.lower() in _STORED else zipfile.ZIP_DEFLATED
                 z.write(run_dir / rel, _entry(rid, rel), compress_type=kind)
@@ -386,7 +387,8 @@ def _readable_images(paths: Sequence[Path]) -> list[Path]:
 
 def _figure_files(run_dir: Path) -> list[Path]:
     """The run's figures; a kept reference's shared ones where it keeps no ``figures/``."""
-    source = run_dir / "figures" if (run_dir / "figures").is_dir() else run_dir / "share" / "figures"
+    source = layout.path(run_dir, "figures_dir")
+    source = source if source.is_dir() else layout.path(run_dir, "share_figures")
     return sorted(p for p in source.glob("*.png") if p.name != VERDICTS_PNG)
 
 
@@ -417,18 +419,18 @@ def share_run(run_dir: Path, *, width: int = 900, limit: int = MAX_FIGURES, inli
     """Write ``share/summary.md``, ``share/figures/`` and ``share/<run-id>.zip`` inside the run
     folder; return the ``share`` folder. ``inline``: the summary's figures as data URIs."""
     run_dir = Path(run_dir).resolve()
-    if not (run_dir / "manifest.json").is_file():
-        raise BadParameter(f"{run_dir.name}: not a pinpath run (no manifest.json)")
-    share = run_dir / "share"
+    if not layout.path(run_dir, "manifest").is_file():
+        raise BadParameter(f"{run_dir.name}: not a pinpath run (no {layout.MANIFEST})")
+    share = layout.path(run_dir, "share_dir")
     pngs = _figure_files(run_dir)
     heads = _readable_images([p for p in pngs if p in headline_figures(run_dir, 99, paths=pngs)])
-    verdicts = verdicts_figure(run_dir, share / "figures" / VERDICTS_PNG, width)
+    verdicts = verdicts_figure(run_dir, layout.path(run_dir, "share_figures") / VERDICTS_PNG, width)
     figs = ([verdicts] if verdicts else []) + resize_figures(
-        headline_figures(run_dir, limit - bool(verdicts), paths=heads), share / "figures", width)
-    for old in (share / "figures").glob("*.png"):
+        headline_figures(run_dir, limit - bool(verdicts), paths=heads), layout.path(run_dir, "share_figures"), width)
+    for old in layout.path(run_dir, "share_figures").glob("*.png"):
         if old not in figs:
             old.unlink()                  # figures of an earlier share that the summary no longer shows
-    write_text_atomic(share / "summary.md", summary_markdown(run_dir, figs, inline=inline))
+    write_text_atomic(layout.path(run_dir, "summary"), summary_markdown(run_dir, figs, inline=inline))
     zip_run(run_dir, share / f"{run_dir.name}.zip")
     return share
 

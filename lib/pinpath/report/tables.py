@@ -100,11 +100,11 @@ def table_html(df: pd.DataFrame) -> str:
         note = f"The first {MAX_ROWS} of {len(df)} rows"
         run_dir = _CSV_TO.get("run_dir")
         if run_dir:
-            from pathlib import Path
+            from .. import layout
             from ..atomic import write_text_atomic
             _CSV_TO["n"] = _CSV_TO.get("n", 0) + 1
             name = f"{_CSV_TO['stem']}.table-{_CSV_TO['n']}.csv"
-            write_text_atomic(Path(run_dir) / "data" / name, df.to_csv(index=not isinstance(df.index, pd.RangeIndex)))
+            write_text_atomic(layout.path(run_dir, "data_dir") / name, df.to_csv(index=not isinstance(df.index, pd.RangeIndex)))
             note += f"; all of them: <a href='../data/{escape(name)}'>{escape(name)}</a> (CSV)"
         note += "."
     styler = shown.style.format({c: (lambda v, c=c: _breakable(cell_words(c, v))) for c in shown.columns})

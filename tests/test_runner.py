@@ -669,6 +669,26 @@ def test_run_ids_and_latest_are_made_atomically(tmp_path):
     assert not rf.point_latest(tmp_path, made[0]) and (tmp_path / "latest").read_text() == "a user's file"
 
 
+def test_a_local_run_reads_its_manifest_once_and_passes_it_to_each_notebook(project, monkeypatch):
+    """The runner's guard reads the manifest; each notebook gets it (no read per notebook); the
+    finalize, a command of its own, reads it again under its guard: two reads in all."""
+    _notebook(project / "notebooks" / "00_a.ipynb", "pass")
+    _notebook(project / "notebooks" / "01_b.ipynb", "pass")
+    _params(project, "00_a: {}\n01_b: {}\n")
+    given, reads, read = {}, [], rf.read_manifest
+
+    def fake(run_dir, stem, **kw):
+        given[stem] = kw.get("man")
+        return _fake_notebook(run_dir, stem)
+    monkeypatch.setattr(local, "run_notebook", fake)
+    monkeypatch.setattr(rf, "read_manifest", lambda run_dir: reads.append(run_dir) or read(run_dir))
+    run_dir, man = local.run("smoke", "host")
+    assert sorted(given) == ["00_a", "01_b"]
+    assert all(m is not None and stem in m["parameters"] and m["run_id"] == run_dir.name for stem, m in given.items())
+    assert len(reads) == 2, reads
+    assert man["status"] == "ok"
+
+
 def test_latest_only_for_a_run_of_the_folder_of_runs(project, monkeypatch):
     """A committed reference judged again, or a run finalized elsewhere, never gets a `latest`."""
     _one_notebook(project)
@@ -680,11 +700,12 @@ def test_latest_only_for_a_run_of_the_folder_of_runs(project, monkeypatch):
     ref.parent.mkdir(parents=True)
     planning.init_run(p, project / "made", "h200").rename(ref)
     with pytest.raises(BadParameter, match="a committed reference is read-only"):
-        local._execute(ref, ["00_ok"], say=lambda s: None)
+        local._execute(ref, ["00_ok"], rf.read_manifest(ref), say=lambda s: None)
     finalizing.finalize(ref, reference_ok=True)       # pinpath finalize --reference
     assert not (project / "outputs" / "reference" / "latest").exists()
     assert not (project / "outputs" / "latest").exists()
-    run_dir, _ = local._execute(planning.init_run(p), ["00_ok"], say=lambda s: None)
+    made = planning.init_run(p)
+    run_dir, _ = local._execute(made, ["00_ok"], rf.read_manifest(made), say=lambda s: None)
     assert (project / "outputs" / "latest").resolve() == run_dir.resolve()
 
 

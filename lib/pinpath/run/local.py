@@ -65,14 +65,15 @@ def _restore(run_dir: Path, stem: str, aside: Path, *, redone: bool = False) -> 
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def redo_notebook(run_dir: Path, stem: str, why: str = "", *, say=None, cell_timeout_s=None) -> dict:
+def redo_notebook(run_dir: Path, stem: str, why: str = "", *, say=None, cell_timeout_s=None,
+                  man: dict | None = None) -> dict:
     """Run ``stem`` again with its old outputs aside: dropped when it ends ok, put back otherwise
     (a notebook redone for its missing data then says so in its status). ``pinpath run-notebook``
-    and a resume; the caller holds the run (``runfolder.open_for_write``)."""
+    and a resume; the caller holds the run (``runfolder.open_for_write``) and passes its ``man``."""
     say = say or say_stderr
     aside = _aside(run_dir, stem)
     try:
-        part = run_notebook(run_dir, stem, cell_timeout_s=cell_timeout_s, say=say)
+        part = run_notebook(run_dir, stem, cell_timeout_s=cell_timeout_s, say=say, man=man)
     except BaseException:
         if aside:
             _restore(run_dir, stem, aside, redone=True)
@@ -92,18 +93,18 @@ def redo_notebook(run_dir: Path, stem: str, why: str = "", *, say=None, cell_tim
 def run_one(run_dir: Path, stem: str, *, cell_timeout_s=None, say=None) -> dict:
     """``pinpath run-notebook``: ``redo`` of one notebook under ``runfolder.open_for_write``."""
     rf.check_name(stem, "notebook")
-    with rf.open_for_write(run_dir, "run-notebook") as (run_dir, _, notice):
+    with rf.open_for_write(run_dir, "run-notebook") as (run_dir, man, notice):
         if notice:
             (say or say_stderr)(f"notice: {notice}")
-        return redo_notebook(run_dir, stem, say=say, cell_timeout_s=cell_timeout_s)
+        return redo_notebook(run_dir, stem, say=say, cell_timeout_s=cell_timeout_s, man=man)
 
 
-def _execute(run_dir: Path, stems: list[str], *, say, cell_timeout_s=None, out_dir=None,
-             todo: dict[str, str] | None = None, man: dict | None = None) -> tuple[Path, dict]:
+def _execute(run_dir: Path, stems: list[str], man: dict, *, say, cell_timeout_s=None, out_dir=None,
+             todo: dict[str, str] | None = None) -> tuple[Path, dict]:
     """Run ``stems`` into ``run_dir`` one after the other, then finalize; a signal stops the run
-    after recording the notebook that was running. ``todo``: stems run again by a resume (their
+    after recording the notebook that was running. ``man``: the manifest the caller read once,
+    holding the run, passed down to each notebook. ``todo``: stems run again by a resume (their
     old outputs are kept until they end ok) and why."""
-    man = man or rf.read_manifest(run_dir)     # the guard's, where the caller holds it
     t_run, durations = time.monotonic(), []
     current = None
     try:
@@ -113,9 +114,10 @@ def _execute(run_dir: Path, stems: list[str], *, say, cell_timeout_s=None, out_d
                 say(f"[{i}/{len(stems)}] {stem}: running ({man['preset']}, {man['platform']}; "
                     f"{time.monotonic() - t_run:.0f} s elapsed{_eta(durations, len(stems) - i + 1)})")
                 if todo is not None:
-                    part = redo_notebook(run_dir, stem, todo.get(stem, ""), say=say, cell_timeout_s=cell_timeout_s)
+                    part = redo_notebook(run_dir, stem, todo.get(stem, ""), say=say, cell_timeout_s=cell_timeout_s,
+                                         man=man)
                 else:
-                    part = run_notebook(run_dir, stem, cell_timeout_s=cell_timeout_s, say=say)
+                    part = run_notebook(run_dir, stem, cell_timeout_s=cell_timeout_s, say=say, man=man)
                 durations.append(part["duration_s"])
                 say(f"[{i}/{len(stems)}] {stem}: {part['status']} in {part['duration_s']:.1f} s"
                     + (f" - {part['error']}" if part.get("error") else ""))
@@ -161,8 +163,8 @@ def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: P
     except OSError as e:
         raise RunFailed(f"{e.filename or out_dir}: the run folder cannot be made ({e.strerror or e})") from None
     with rf.open_for_write(run_dir, "run") as (_, man, _):
-        return _execute(run_dir, [nb.stem for nb in p.notebooks], say=say, cell_timeout_s=cell_timeout_s,
-                        out_dir=out_dir, man=man)
+        return _execute(run_dir, [nb.stem for nb in p.notebooks], man, say=say, cell_timeout_s=cell_timeout_s,
+                        out_dir=out_dir)
 
 
 def resume(run: str | Path, *, out_dir: Path | None = None, progress=None, cell_timeout_s: int | None = None,
@@ -180,9 +182,9 @@ def resume(run: str | Path, *, out_dir: Path | None = None, progress=None, cell_
         say(f"resuming {run_dir.name}: {len(todo)} of {len(man['notebooks'])} notebook(s) to run"
             + "".join(f"\n  {s}: {why}" for s, why in todo.items()))
         try:
-            rf.reopen(run_dir, resolve_part)
+            man = rf.reopen(run_dir, resolve_part)
         except OSError as e:
             raise RunFailed(f"{e.filename or run_dir}: cannot be written ({e.strerror or e}); nothing was changed") from None
-        return _execute(run_dir, list(todo), say=say, cell_timeout_s=cell_timeout_s, out_dir=out_dir, todo=todo)
+        return _execute(run_dir, list(todo), man, say=say, cell_timeout_s=cell_timeout_s, out_dir=out_dir, todo=todo)
 
 

@@ -74,9 +74,10 @@ def _relative_paths(out_nb: Path, source: str, output: str) -> None:
 
 
 def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
-                 say: Callable[[str], None] | None = None) -> dict:
+                 say: Callable[[str], None] | None = None, man: dict | None = None) -> dict:
     """Execute notebook ``stem`` of the run in ``run_dir`` and render it; return its final part
-    (``cell_timeout_s``: as ``plan.cell_timeout_s`` returns it).
+    (``cell_timeout_s``: as ``plan.cell_timeout_s`` returns it). ``man``: the run's manifest, as
+    the runner that holds the run read it once; read here where None (a notebook's own job).
 
     Statuses: ``ok``; ``failed`` (a cell raised); ``leaked`` (ran through but left locks or
     allocations behind, or more locked memory than it found); ``dead_kernel``; ``interrupted``.
@@ -87,7 +88,7 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
 
     say = say or say_stderr
     run_dir = Path(run_dir)
-    man = rf.read_manifest(run_dir)
+    man = rf.read_manifest(run_dir) if man is None else man
     if stem not in man.get("parameters", {}):
         raise UnknownName("notebook", stem, man.get("parameters", {}))
     src = source_of(man, stem)

@@ -8,6 +8,8 @@
 # data/ and report/ (index and CSVs), as a second reference does. Left out always: the executed
 # notebooks, the per-notebook report pages and figures/ (together about 10 MB a run: with them, two
 # references and what a device call carries exceed what one call may take) and the share zip.
+# The run folder's paths are spelled here again (a shell script); lib/pinpath/layout.py's LAYOUT is
+# where they are named: change both together.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: tools/keep-reference.sh RUN_DIR DEST [--data-report]" >&2; exit 2; }
 src=$1 dest=$2 only=${3:-}

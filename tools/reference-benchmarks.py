@@ -5,6 +5,9 @@ pinned copy against the bare loop, the replica against the real runtime, the pre
 and advise's predictions. It reads what the runs measured; it measures nothing.
 
 Usage: tools/reference-benchmarks.py RUN [RUN_B]
+
+It stands alone (no pinpath import), so it spells the run folder's paths (data/, manifest.json)
+that lib/pinpath/layout.py names; change both together.
 """
 
 from __future__ import annotations

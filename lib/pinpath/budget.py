@@ -67,15 +67,18 @@ NEEDS: dict[str, Callable[[dict], tuple[int, int]]] = {
                                          max(_peak(p, "COPY_NBYTES"), _replica_locked(p))),
     "13_real_runtime": lambda p: (40 * out_nbytes(_peak(p, "NW_VALUES")), _replica_locked(p)),
     "12_c15_overlap": lambda p: (4 * p.get("CHAINS", 0) * p.get("NBYTES", 0), 2 * p.get("CHAINS", 0) * p.get("NBYTES", 0)),
-    # one buffer (and a copy destination) at a time; the allocator's N allocations held, and N 4 KiB registrations
+    # one buffer (and a copy destination) at a time; the allocator's N allocations held, and N 4 KiB registrations;
+    # the cache section's buffer, its pinned copy or staging buffer and destination, and the memory written to evict it
     "14_state_effects": lambda p: (_peak(p, "AGE_NBYTES") + 2 * max(_peak(p, "BACKING_NBYTES"), _peak(p, "COPY_NBYTES"))
-                                   + (_peak(p, "LIVE_COUNTS") + 1) * _peak(p, "ALLOC_NBYTES"),
+                                   + (_peak(p, "LIVE_COUNTS") + 1) * _peak(p, "ALLOC_NBYTES")
+                                   + 3 * _peak(p, "CACHE_NBYTES") + p.get("EVICT_NBYTES", 0),
                                    max(_peak(p, "AGE_NBYTES"), _peak(p, "BACKING_NBYTES"), _peak(p, "COPY_NBYTES"),
+                                       2 * _peak(p, "CACHE_NBYTES"),
                                        (_peak(p, "LIVE_COUNTS") + 1) * max(_peak(p, "ALLOC_NBYTES"), 4 * KiB))),
 }
 #: the size parameters that may be shrunk to fit, per notebook
 SHRINKABLE = ("SIZES_NBYTES", "KIND_NBYTES", "COPY_NBYTES", "NBYTES", "HAZARD_NBYTES", "AGE_NBYTES", "ALLOC_NBYTES",
-              "BACKING_NBYTES")
+              "BACKING_NBYTES", "CACHE_NBYTES")
 
 
 def _any_notebook(p: dict) -> tuple[int, int]:

@@ -53,6 +53,7 @@ PARAMS: dict[str, dict] = {
     "PROCESSES": _int(1, 100),
     "AGE_NBYTES": _list(_SIZE), "ALLOC_NBYTES": _list(_SIZE), "BACKING_NBYTES": _list(_SIZE),
     "LIVE_COUNTS": _list(_int(1, 4096), most=8), "CALLS": _int(1, 10_000), "REPEAT_UNIT": {"enum": ["process", "round"]},
+    "CACHE_NBYTES": _list(_SIZE), "EVICT_NBYTES": {**_SIZE, "minimum": 0},
 }
 
 
@@ -133,9 +134,11 @@ _LIST = (
               "VERIFY": "all"}),
     Notebook("14_state_effects", "state",
              {"state_registration_age": S.STATE_EFFECTS, "state_allocator": S.STATE_EFFECTS,
-              "state_backing": S.STATE_EFFECTS, "state_placement": S.STATE_EFFECTS, "state_gpu": S.GPU_STATE}, {},
+              "state_backing": S.STATE_EFFECTS, "state_placement": S.STATE_EFFECTS, "state_cache": S.STATE_EFFECTS,
+              "state_gpu": S.GPU_STATE}, {},
              {"AGE_NBYTES": [4096, 67108864, 268435456], "ALLOC_NBYTES": [4096, 1048576], "LIVE_COUNTS": [16, 256],
-              "BACKING_NBYTES": [4194304, 67108864], "COPY_NBYTES": [4096, 67108864], "CALLS": 20, "REPEATS": 5,
+              "BACKING_NBYTES": [4194304, 67108864], "COPY_NBYTES": [4096, 67108864],
+              "CACHE_NBYTES": [4096, 65536, 1048576, 16777216], "EVICT_NBYTES": 536870912, "CALLS": 20, "REPEATS": 5,
               "REPEAT_UNIT": "process", "WARMUP": 1}),
 )
 

@@ -413,6 +413,22 @@ def test_the_fidelity_ratio_pairs_the_two_sides_of_each_repeat_and_keeps_the_yar
         assert row.plain_process_ns == pytest.approx(float(own.groupby("repeat").ns.median().median()))
 
 
+def test_the_fidelity_runs_both_sides_in_one_cache_state_and_names_it(host_rt, monkeypatch):
+    """evict_nbytes reaches the engine's plan and the yardstick (in this process and apart), and every
+    row says the state; the yardstick's -e writes other memory between its timed transfers only."""
+    from pinpath.experiments import fidelity
+    monkeypatch.setattr(fidelity, "ROUND_TIERS", ())
+    fid, eng, plain = fidelity.engine_fidelity(host_rt, sizes_nbytes=[4096], policies=("prepinned",),
+                                               directions=("h2d",), repeats=2, rounds=2, evict_nbytes=8 << 20)
+    assert set(fid.cache) == set(plain.cache) == set(eng[eng.event == "transfer"].cache) == {"cold"}
+    assert set(fid.evict_nbytes) == {8 << 20} and set(plain.process) == {"notebook", "own"}
+    spec = [("driver_pageable", "h2d", 4096)]
+    cold = fidelity.plain_policies("host", spec, repeats=1, rounds=5, evict_nbytes=32 << 20)
+    hot = fidelity.plain_policies("host", spec, repeats=1, rounds=5, in_process=True)
+    # 32 MiB written inside the clock reads would take more than 1 ms (32 GB/s); a 4 KiB copy takes far less
+    assert len(cold) == len(hot) == 5 and cold.ns.median() < 1_000_000
+
+
 def test_the_fidelitys_small_sizes_get_more_transfers_and_repeats_and_each_group_runs_side_by_side(host_rt, monkeypatch):
     from pinpath.experiments import fidelity
     assert fidelity.size_groups([4096, 1 << 20, 16 << 20, 256 << 20], 8, 5) == [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from pathlib import Path
 
@@ -156,12 +157,55 @@ def judge_claim(c: Claim, data: RunData, platform: str, status: dict | None = No
                 test, diff)
 
 
+def _caches(data: RunData, datasets) -> list[str]:
+    """The cache states the rows of ``datasets`` were measured in (``cache``; rows without one: hot,
+    each transfer right after the previous op)."""
+    return sorted({str(v) for d in datasets if d in data and "cache" in data[d].columns
+                   for v in _cache_of(data[d])}) or ["hot"]
+
+
+def _cache_of(f: pd.DataFrame) -> pd.Series:
+    return f.cache.fillna("hot").replace("", "hot")
+
+
+def _state(data: RunData, datasets, caches) -> str:
+    """The state a row's figures were measured in: the cache state(s) and the timing thread's CPU."""
+    cpus = sorted({int(v) for d in datasets if d in data and "thread_cpu" in data[d].columns
+                   for v in data[d].thread_cpu.dropna() if v >= 0})
+    return f"cache {' and '.join(caches)}; " + \
+        (f"timing thread on CPU {', '.join(map(str, cpus))}" if cpus else "timing thread not pinned")
+
+
+def _only(data: RunData, datasets, cache: str) -> RunData:
+    """``data`` with the rows of ``datasets`` cut to one cache state."""
+    sub = copy.copy(data)
+    sub._frames = {k: f[_cache_of(f) == cache] if k in datasets and "cache" in f.columns else f
+                   for k, f in data._frames.items()}
+    sub._memo = {}
+    return sub
+
+
+def judge_states(c: Claim, data: RunData, platform: str, status: dict | None = None) -> list[dict]:
+    """``c`` judged on all its data, its row naming the state (``state``); where its data were
+    measured in more than one cache state and the verdicts differ between them, one row per state."""
+    caches = _caches(data, c.datasets)
+    if len(caches) > 1:
+        subs = {k: _only(data, c.datasets, k) for k in caches}
+        apart = [{**judge_claim(c, sub, platform, status), "state": _state(sub, c.datasets, [k])}
+                 for k, sub in subs.items()]
+        if len({r["verdict"] for r in apart}) > 1:
+            return apart
+    return [{**judge_claim(c, data, platform, status), "state": _state(data, c.datasets, caches)
+             + (" (the same verdict in each)" if len(caches) > 1 else "")}]
+
+
 def judge(ids, data: RunData | dict, platform: str, status: dict[str, dict] | None = None) -> pd.DataFrame:
     """The claims ``ids`` judged on ``data`` (a ``RunData``, as a run folder or a notebook keeps it,
-    or data sets by name); a claim read two ways (``READINGS``) gives one row per reading."""
+    or data sets by name); a claim read two ways (``READINGS``) gives one row per reading, and one
+    per cache state where the states' verdicts differ (``judge_states``)."""
     data = RunData.of(data)
     ids = [j for i in ids for j in READINGS.get(i, (i,))]
-    return pd.DataFrame([judge_claim(CLAIMS[i], data, platform, status) for i in ids], columns=list(COLUMNS))
+    return pd.DataFrame([r for i in ids for r in judge_states(CLAIMS[i], data, platform, status)], columns=list(COLUMNS))
 
 
 def judge_notebook(stem: str, data: RunData | dict, platform: str, status: dict[str, dict] | None = None) -> pd.DataFrame:

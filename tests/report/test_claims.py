@@ -455,4 +455,5 @@ def test_each_row_names_its_state_and_hot_and_cold_apart_where_their_verdicts_di
     assert both.verdict.tolist() == [N, H] and both.state.tolist() == [
         "cache cold; timing thread on CPU 8", "cache hot; timing thread not pinned"]
     same = judge(["C2"], {"staging": pd.concat([hot, _c2(H)["staging"].assign(cache="cold")])}, "cuda")
-    assert len(same) == 1 and same.state.iloc[0] == "cache cold and hot; timing thread not pinned (the same verdict in each)"
+    assert len(same) == 1 and same.state.iloc[0] == "cache hot; timing thread not pinned (cold: the same verdict)"
+    assert same.measured.iloc[0] == judge(["C2"], {"staging": hot}, "cuda").measured.iloc[0]   # the hot rows alone

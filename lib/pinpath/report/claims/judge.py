@@ -186,17 +186,19 @@ def _only(data: RunData, datasets, cache: str) -> RunData:
 
 
 def judge_states(c: Claim, data: RunData, platform: str, status: dict | None = None) -> list[dict]:
-    """``c`` judged on all its data, its row naming the state (``state``); where its data were
-    measured in more than one cache state and the verdicts differ between them, one row per state."""
+    """``c`` judged on its data, its row naming the state (``state``). Where its data were measured
+    in more than one cache state, it is judged in each apart (never on the states mixed): one row
+    per state where the verdicts differ, else the hot row (the thread's state) saying the others agree."""
     caches = _caches(data, c.datasets)
-    if len(caches) > 1:
-        subs = {k: _only(data, c.datasets, k) for k in caches}
-        apart = [{**judge_claim(c, sub, platform, status), "state": _state(sub, c.datasets, [k])}
-                 for k, sub in subs.items()]
-        if len({r["verdict"] for r in apart}) > 1:
-            return apart
-    return [{**judge_claim(c, data, platform, status), "state": _state(data, c.datasets, caches)
-             + (" (the same verdict in each)" if len(caches) > 1 else "")}]
+    if len(caches) == 1:
+        return [{**judge_claim(c, data, platform, status), "state": _state(data, c.datasets, caches)}]
+    subs = {k: _only(data, c.datasets, k) for k in caches}
+    apart = [{**judge_claim(c, sub, platform, status), "state": _state(sub, c.datasets, [k])} for k, sub in subs.items()]
+    if len({r["verdict"] for r in apart}) > 1:
+        return apart
+    shown = next((r for r, k in zip(apart, caches) if k == "hot"), apart[0])
+    others = " and ".join(k for k in caches if not shown["state"].startswith(f"cache {k};"))
+    return [{**shown, "state": f"{shown['state']} ({others}: the same verdict)"}]
 
 
 def judge(ids, data: RunData | dict, platform: str, status: dict[str, dict] | None = None) -> pd.DataFrame:

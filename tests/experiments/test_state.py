@@ -78,7 +78,10 @@ def test_the_timing_thread_is_pinned_where_it_says(lib):
     assert sorted(set(df.cpu)) == sorted({cpus[0], cpus[-1]}) and (df.thread_cpu == df.cpu).all()
     known = ms.gpu_node(0)[0] >= 0
     assert set(df.relation) <= ({"GPU's node", "other node"} if known else {"GPU node unknown"})
-    assert set(df.op) >= {"null", "reregister_held", "lock"}
+    assert set(df.op) >= {"null", "reregister_held", "lock", "h2d_pinned", "h2d_pageable", "h2d_lock", "h2d_staged"}
+    copies = df[df.op.str.startswith("h2d_")]
+    assert set(copies.cache) == {"hot"} and (copies.rc == 0).all() and (copies.ns > 0).all()
+    assert copies.groupby(["op", "cpu", "repeat"]).size().eq(2).all()   # both of ps_cache's arms, nothing evicted
     assert sorted(os.sched_getaffinity(0)) == cpus                  # the affinity is put back
 
 

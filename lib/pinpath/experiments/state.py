@@ -156,8 +156,11 @@ def thread_placement(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repea
                      warmup: int = 1, seed: int = SEED) -> pd.DataFrame:
     """The timing thread pinned (sched_setaffinity) to CPUs of each NUMA node in turn: the null
     call, the re-register of held registered memory (4 KiB), and per size the copy pageable and
-    locked with the lock and unlock. ``state``: "cpu C, node N (relation to the GPU's node)"; the
-    GPU's interrupt CPU, found now, is one of the CPUs (``placements``), ``irq_cpu`` in its rows."""
+    locked with the lock and unlock, and one H2D under each of the cache section's policies with
+    the buffer hot (``h2d_pinned``, ``h2d_pageable``, ``h2d_lock``, ``h2d_staged``: ps_cache with
+    nothing evicted, both of its arms hot). ``state``: "cpu C, node N (relation to the GPU's
+    node)"; the GPU's interrupt CPU, found now, is one of the CPUs (``placements``), ``irq_cpu``
+    in its rows."""
     gnode = ms.placement(lib.device)["gpu_node"]
     points = [(c, node, rel, n) for c, node, rel in placements(gnode) for n in sizes_nbytes]
     sweep = Sweep(repeats=repeats, warmup=warmup, seed=seed, label="thread placement", platform=lib.platform)
@@ -170,11 +173,17 @@ def thread_placement(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repea
                 with lib.buffer(n, thp=False) as p:
                     got = backing(p, n)
                     lc = lib.lock_copy(p, n, dst, max(1, calls // 4))
+                    hot = {pol: lib.cache(pol, p, n, dst, None, 0, max(1, calls // 8)) for pol in CACHE_POLICIES} \
+                        if lib.has_copy and dst else {}
                 with lib.buffer(4096, thp=False) as p:
                     age = lib.reg_age(p, 4096, "reregister", calls)
             extra = {"cpu": cpu, "cpu_node": node, "relation": rel, "irq_cpu": rel.endswith(IRQ_RELATION)}
             sweep.add(i, *_lock_copy_rows(lib, "placement", state, n, lc, place, label=f"{state}, {fmt_nbytes(n)}",
                                           backing=got, **extra))
+            sweep.add(i, *(_row(lib, "placement", state, f"h2d_{pol}", n, 2 * k + j, ns[k], c.rc[k, j], place,
+                                label=f"{state}, {fmt_nbytes(n)}", backing=got, cache="hot", **extra)
+                           for pol, c in hot.items() for j, ns in enumerate((c.hot_ns, c.cold_ns))
+                           for k in range(len(ns))))
             sweep.add(i, *(_row(lib, "placement", state, "null", 0, k, null_ns[k], null_rc[k], place,
                                 label=f"{state}, null", backing="", **extra) for k in range(calls)))
             sweep.add(i, *(_row(lib, "placement", state, "reregister_held", 4096, k, age.held_ns[k], age.held_rc[k],

@@ -148,6 +148,10 @@ class Engine(NativeLibrary):
             self._scratch = np.ones(nbytes, np.uint8)
         return self._scratch
 
+    def drop_scratch(self) -> None:
+        """Give the cold plans' memory back (the next cold plan makes it anew)."""
+        self._scratch = np.zeros(0, np.uint8)
+
     def _names(self, kind: int) -> list[str]:
         out, i = [], 0
         while (name := self._lib.pe_name(kind, i)) is not None:

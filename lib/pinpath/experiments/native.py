@@ -137,6 +137,8 @@ def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h")
                     rows["verified"] = pd.array([ok.get(key) for key in zip(rows.kind, rows.nbytes, rows.app_pinned,
                                                                             rows.direction)], dtype="boolean")
                 frames.append(rows)
+    if evict_nbytes:
+        eng.drop_scratch()   # the memory written to make the buffers cold, given back
     out = pd.concat(frames, ignore_index=True) if frames else frame([], {})
     if missing:
         out = pd.concat([out, pd.DataFrame(missing).assign(platform=rt.name)], ignore_index=True)

@@ -157,48 +157,61 @@ def judge_claim(c: Claim, data: RunData, platform: str, status: dict | None = No
                 test, diff)
 
 
-def _caches(data: RunData, datasets) -> list[str]:
-    """The cache states the rows of ``datasets`` were measured in (``cache``; rows without one: hot,
-    each transfer right after the previous op)."""
-    return sorted({str(v) for d in datasets if d in data and "cache" in data[d].columns
-                   for v in _cache_of(data[d])}) or ["hot"]
+COLD_ARM = "_cold"   #: a data set's cold arm: ``<name>_cold``, the same measurement with the buffers cold
 
 
 def _cache_of(f: pd.DataFrame) -> pd.Series:
-    return f.cache.fillna("hot").replace("", "hot")
+    """Each row's cache state (rows that name none were measured hot: each transfer right after the previous op)."""
+    return f.cache.fillna("hot").replace("", "hot") if "cache" in f.columns else pd.Series("hot", index=f.index)
 
 
-def _state(data: RunData, datasets, caches) -> str:
+def _caches(data: RunData, datasets) -> list[str]:
+    """The cache states the rows of ``datasets`` were measured in."""
+    return sorted({str(v) for d in datasets if d in data for v in _cache_of(data[d])}) or ["hot"]
+
+
+def _state(data: RunData, datasets) -> str:
     """The state a row's figures were measured in: the cache state(s) and the timing thread's CPU."""
     cpus = sorted({int(v) for d in datasets if d in data and "thread_cpu" in data[d].columns
                    for v in data[d].thread_cpu.dropna() if v >= 0})
-    return f"cache {' and '.join(caches)}; " + \
+    return f"cache {' and '.join(_caches(data, datasets))}; " + \
         (f"timing thread on CPU {', '.join(map(str, cpus))}" if cpus else "timing thread not pinned")
 
 
-def _only(data: RunData, datasets, cache: str) -> RunData:
-    """``data`` with the rows of ``datasets`` cut to one cache state."""
-    sub = copy.copy(data)
-    sub._frames = {k: f[_cache_of(f) == cache] if k in datasets and "cache" in f.columns else f
-                   for k, f in data._frames.items()}
-    sub._memo = {}
-    return sub
+def _arms(data: RunData, datasets) -> dict[str, RunData]:
+    """The claim's data by cache state: each data set's rows of that state, and for "cold" a data
+    set's cold arm (``<name>_cold``) in its place where the run has one."""
+    cold = {d: d + COLD_ARM for d in datasets if d + COLD_ARM in data}
+    caches = sorted(set(_caches(data, datasets)) | ({"cold"} if cold else set()))
+    if len(caches) == 1:
+        return {caches[0]: data}
+    arms = {}
+    for k in caches:
+        frames = {**data._frames, **({d: data[c] for d, c in cold.items()} if k == "cold" else {})}
+        arm = copy.copy(data)
+        arm._frames = {n: f[_cache_of(f) == k] if n in datasets and "cache" in f.columns else f for n, f in frames.items()}
+        arm._memo = {}
+        arms[k] = arm
+    return arms
 
 
 def judge_states(c: Claim, data: RunData, platform: str, status: dict | None = None) -> list[dict]:
     """``c`` judged on its data, its row naming the state (``state``). Where its data were measured
-    in more than one cache state, it is judged in each apart (never on the states mixed): one row
-    per state where the verdicts differ, else the hot row (the thread's state) saying the others agree."""
-    caches = _caches(data, c.datasets)
-    if len(caches) == 1:
-        return [{**judge_claim(c, data, platform, status), "state": _state(data, c.datasets, caches)}]
-    subs = {k: _only(data, c.datasets, k) for k in caches}
-    apart = [{**judge_claim(c, sub, platform, status), "state": _state(sub, c.datasets, [k])} for k, sub in subs.items()]
-    if len({r["verdict"] for r in apart}) > 1:
-        return apart
-    shown = next((r for r, k in zip(apart, caches) if k == "hot"), apart[0])
-    others = " and ".join(k for k in caches if not shown["state"].startswith(f"cache {k};"))
-    return [{**shown, "state": f"{shown['state']} ({others}: the same verdict)"}]
+    in more than one cache state (rows by ``cache``, or a cold arm ``<name>_cold``), it is judged in
+    each apart, never on the states mixed: one row per state where their verdicts (holds, does not
+    hold, inconclusive) differ, else the hot row (the thread's state) saying what the others gave."""
+    arms = _arms(data, c.datasets)
+    rows = {k: {**judge_claim(c, arm, platform, status), "state": _state(arm, c.datasets)} for k, arm in arms.items()}
+    if len(rows) == 1:
+        return list(rows.values())
+    decided = {r["verdict"] for r in rows.values() if r["verdict"] in (Verdict.HOLDS, Verdict.DOES_NOT_HOLD,
+                                                                         Verdict.INCONCLUSIVE)}
+    if len(decided) > 1:
+        return list(rows.values())
+    shown = rows.get("hot") or next(iter(rows.values()))
+    others = "; ".join(f"{k}: {'the same verdict' if r['verdict'] == shown['verdict'] else r['verdict']}"
+                       for k, r in rows.items() if r is not shown)
+    return [{**shown, "state": f"{shown['state']} ({others})"}]
 
 
 def judge(ids, data: RunData | dict, platform: str, status: dict[str, dict] | None = None) -> pd.DataFrame:

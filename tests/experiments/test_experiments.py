@@ -445,3 +445,21 @@ def test_the_fidelitys_small_sizes_get_more_transfers_and_repeats_and_each_group
     assert fid.set_index("nbytes").repeats.to_dict() == {4096: 3, 8192: 2}
     own = plain[plain.process == "own"]   # the yardstick apart keeps the caller's repeats
     assert set(own.repeat) == {0, 1}
+
+
+def test_a_cold_policy_sweep_runs_on_the_engine_and_says_so(host_rt):
+    """policy_sweep(evict_nbytes=N): the engine's rows say cold and N, the engine's scratch is given
+    back after; the Python policies refuse it in one sentence."""
+    from pinpath import engine as native_engine
+    from pinpath.errors import NotAvailable
+    from pinpath.experiments import policy_sweep
+    df = policy_sweep(host_rt, policies=["lock_always"], sizes_nbytes=[4096], directions=("h2d",), repeats=2,
+                      evict_nbytes=4 << 20)
+    moved = df[df.event == "transfer"]
+    assert set(moved.cache) == {"cold"} and set(moved.evict_nbytes) == {4 << 20} and set(moved.engine) == {"native"}
+    assert len(native_engine.load("host").scratch(0)) == 0
+    hot = policy_sweep(host_rt, policies=["lock_always"], sizes_nbytes=[4096], directions=("h2d",), repeats=2)
+    assert set(hot[hot.event == "transfer"].cache) == {"hot"}
+    with pytest.raises(NotAvailable, match="native engine only"):
+        policy_sweep(host_rt, policies=["lock_always"], sizes_nbytes=[4096], repeats=1, engine="python",
+                     evict_nbytes=4 << 20)

@@ -176,21 +176,28 @@ GPU_IRQ_DRIVERS = ("nvidia", "amdgpu")
 
 
 def gpu_irq_cpus(proc: Path = Path("/proc")) -> list[int]:
-    """The CPUs the GPU's interrupts are delivered to now: for every line of /proc/interrupts that
-    names a GPU driver (``GPU_IRQ_DRIVERS``), its IRQ's ``effective_affinity_list`` (else its
-    ``smp_affinity_list``), in order, without repeats; [] where none can be read."""
+    """The CPUs the GPU's interrupts are delivered to now, the busiest first: for every line of
+    /proc/interrupts that names a GPU driver (``GPU_IRQ_DRIVERS``) and has counted interrupts, most
+    interrupts first, its IRQ's ``effective_affinity_list`` (else ``smp_affinity_list``), without
+    repeats; [] where none can be read. (A GPU has several vectors; on the H200 one is active, and
+    the idle ones' affinities span many CPUs.)"""
     try:
         lines = (proc / "interrupts").read_text().splitlines()
     except OSError:
         return []
-    out: list[int] = []
+    active = []
     for line in lines:
         irq, _, rest = line.partition(":")
         if not irq.strip().isdigit() or not any(d in rest for d in GPU_IRQ_DRIVERS):
             continue
+        counts = [int(w) for w in rest.split()[:len(lines[0].split())] if w.isdigit()]
+        if sum(counts):
+            active.append((-sum(counts), int(irq)))
+    out: list[int] = []
+    for _, irq in sorted(active):
         for name in ("effective_affinity_list", "smp_affinity_list"):
             try:
-                cpus = _cpulist((proc / "irq" / irq.strip() / name).read_text())
+                cpus = _cpulist((proc / "irq" / str(irq) / name).read_text())
             except (OSError, ValueError):
                 continue
             out += [c for c in cpus if c not in out]

@@ -210,11 +210,14 @@ def test_cold_over_hot_is_paired_by_round():
 
 
 def test_the_gpus_interrupt_cpu_is_found_and_placed(tmp_path, monkeypatch):
+    """The busiest GPU vector's CPU first (an idle vector's wide affinity, 0-5, is not the GPU's
+    interrupt CPU); a vector whose own affinity is not readable falls back to smp_affinity_list."""
     (tmp_path / "interrupts").write_text(
         "           CPU0       CPU1\n  9:   0   0   IO-APIC   9-fasteoi   acpi\n"
-        " 42:   10   1200  PCI-MSIX-0000:1b:00.0   0-edge      nvidia\n 43:  0  0  PCI-MSIX  1-edge  nvidia\n"
+        " 41:  0  0  PCI-MSIX-0000:1b:00.0  1-edge  nvidia\n"
+        " 42:   10   1200  PCI-MSIX-0000:1b:00.0   0-edge      nvidia\n 43:  3  0  PCI-MSIX  2-edge  nvidia\n"
         "NMI:   0   0   Non-maskable interrupts\n")
-    for irq, cpus in ((42, "14\n"), (9, "0\n")):
+    for irq, cpus in ((42, "14\n"), (9, "0\n"), (41, "0-5\n")):
         (tmp_path / "irq" / str(irq)).mkdir(parents=True)
         (tmp_path / "irq" / str(irq) / "effective_affinity_list").write_text(cpus)
     (tmp_path / "irq" / "43").mkdir()

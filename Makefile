@@ -5,6 +5,12 @@
 
 .DEFAULT_GOAL := help
 SHELL := /bin/bash
+# a value given on the command line or in the environment is text: a "$(shell ...)" in it is not
+# run by make (it reaches the commands as one argument, like any other value)
+USER_VARS := PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STRICT INLINE TRACE OUT WHEELHOUSE SKIP \
+             EXECUTOR SLURM_PARTITION SLURM_ACCOUNT SLURM_GPUS SLURM_CPUS SLURM_TIME SLURM_MEM ARCH PYVER EXTRAS \
+             ENV OFFLINE PYTHON VENV
+$(foreach v,$(USER_VARS),$(if $(filter command line environment,$(origin $(v))),$(eval override $(v) := $$(value $(v)))))
 
 ## GLOBALS
 PYTHON     ?= python3

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pinpath import osinfo
+from pinpath import osinfo, paths
 from pinpath.runtimes import open_runtime
 from pinpath.errors import RuntimeUnavailable
 
@@ -123,3 +123,13 @@ def smoke_run(tmp_path_factory):
     assert r.returncode == 0, r.stderr[-3000:]
     run_dir = (out / "latest").resolve()
     return run_dir, json.loads((run_dir / "manifest.json").read_text()), r.stderr
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A project folder of its own (notebooks/, params/, outputs/), where the runner looks."""
+    for name, sub in (("PROJECT_ROOT", ""), ("NOTEBOOKS_DIR", "notebooks"), ("PARAMS_DIR", "params"),
+                      ("OUTPUTS_DIR", "outputs")):
+        monkeypatch.setattr(paths, name, tmp_path / sub if sub else tmp_path)
+    (tmp_path / "params").mkdir()
+    return tmp_path

@@ -3,17 +3,20 @@ answers, the call log holds each op's calls, bad plans are refused in one senten
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from pinpath import engine
 from pinpath.errors import BadParameter, UnknownName
+from pinpath.toolchain import NativeUnavailable
 from pinpath.experiments.sweep import DeviceBuffers
 from pinpath.memkinds import host_buffer
-from pinpath.vocab import MemoryKind
+from pinpath.vocab import POLICY_STEPS, MemoryKind, Policy
 
-POLICIES = ["stage_per_copy", "lock_always", "query_then_lock", "nextgen", "nextgen_lock_mapped", "stage_pooled",
-            "prepinned", "driver_pageable"]
+#: every policy whose buffers a plan makes itself (the pinned allocator's come from its own plans: adopt)
+POLICIES = [str(p) for p, steps in POLICY_STEPS.items() if not steps.allocates]
 
 
 @pytest.fixture
@@ -84,6 +87,18 @@ def test_the_call_log_holds_each_ops_calls(any_rt, eng):
     phases = t[[c for c in rows.columns if c.endswith("_ns") and c not in ("start_ns", "end_ns", "total_ns",
                                                                            "dma_event_ns")]]
     assert int(phases.sum()) <= t.total_ns and t.alloc_ns > 0 and t.free_ns > 0
+
+
+def test_the_engine_loads_only_with_the_python_policies_table(host_rt, monkeypatch):
+    """engine.c's table POLICIES and vocab.POLICY_STEPS name the same policies with the same steps
+    (checked at every load); a row that differs (here query_then_lock without its query) keeps the
+    engine from loading, with both rows in the sentence."""
+    assert set(engine.load("host").policy_steps()) == {str(p) for p in POLICY_STEPS}
+    changed = dict(POLICY_STEPS)
+    changed[Policy.QUERY_THEN_LOCK] = replace(changed[Policy.QUERY_THEN_LOCK], query_first=False)
+    monkeypatch.setattr(engine, "POLICY_STEPS", changed)
+    with pytest.raises(NativeUnavailable, match=r"query_then_lock: C .*query_first=True.* against Python .*query_first=False"):
+        engine.Engine("host")
 
 
 def test_bad_plans_are_refused(host_rt):
@@ -288,3 +303,45 @@ def test_runs_take_kept_queues_and_close_gives_them_up(any_rt, eng):
         run(1)
         assert eng.queues_made() == after + 1
         assert np.array_equal(any_rt.read_device(dptr, buf.nbytes), buf.array)
+
+
+def _as_one_alloc(calls: list[str]) -> list[str]:
+    """The host's staging allocation is one call in C (stage_alloc: mmap, then mlock inside it) and
+    two recorded calls in Python: read Python's mmap+mlock and munlock+munmap as C's one."""
+    out: list[str] = []
+    for c in calls:
+        if c == "mlock" and out[-1:] == ["mmap"]:
+            continue
+        if c == "munmap" and out[-1:] == ["munlock"]:
+            out.pop()
+        out.append(c)
+    return out
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_engine_and_the_python_policy_make_the_same_calls_in_the_same_order(host_rt, policy):
+    """Per policy, on heap and pinned memory below and above nextgen's threshold: map, H2D, D2H,
+    H2D, unmap; each op's runtime calls (names, in order) and path are the same in engine.c and in
+    the Python reference (a Python transfer's calls followed by its region's sync: the engine's op
+    waits inside itself)."""
+    from pinpath.policies import make_policy
+    eng = engine.load("host")
+    for kind in ("heap", "pinned"):
+        for n in (8192, 2 << 20):
+            with host_buffer(kind, n, rt=host_rt, seed=1) as buf, DeviceBuffers(host_rt) as dev:
+                d = dev.get(n)
+                p = engine.Plan()
+                b = p.buffer(buf.ptr, d, n)
+                p.map(b)
+                for direction in ("h2d", "d2h", "h2d"):
+                    p.transfer(b, direction)
+                p.unmap(b)
+                rows = eng.run(policy, p).transfers()
+                native = [(r.event, r.path, [c.split("=")[0] for c in r.calls.split()]) for r in rows.itertuples()]
+                with make_policy(policy, host_rt) as pol:
+                    ops = [(pol.map(buf), None)]
+                    ops += [(pol.transfer(buf, d, direction), pol.sync()) for direction in ("h2d", "d2h", "h2d")]
+                    ops.append((pol.unmap(buf), None))
+                python = [(r.event, r.path, _as_one_alloc([c.call for c in r.calls + (s.calls if s else ())]))
+                          for r, s in ops]
+                assert native == python, (kind, n)

@@ -258,6 +258,29 @@ def test_relock_unlock_puts_the_callers_lock_back(host, malloced):
     assert osinfo.vmlck_nbytes() == before
 
 
+def test_counted_relock_calls_nothing_and_leaves_the_callers_lock(host, malloced):
+    """pinpath's count: the re-lock and its unlock only move the count (mlock is never called, so
+    the caller's lock stays as it was), and each is timed; the count is forgotten afterwards, so a
+    later counted lock of the same memory calls the runtime again."""
+    ptr, nbytes = malloced
+    assert host.lock_once(ptr, nbytes) == 0
+    try:
+        locked = osinfo.vmlck_nbytes()
+        r = host.counted_relock_unlock(ptr, nbytes, 4, warmup=1)
+        assert (r.lock_rc == 0).all() and (r.unlock_rc == 0).all()
+        assert (r.lock_ns > 0).all() and (r.unlock_ns > 0).all() and osinfo.vmlck_nbytes() == locked
+    finally:
+        host.unlock_once(ptr, nbytes)
+    src = np.arange(1 << 18, dtype=np.uint32).view(np.uint8)
+    dst = np.zeros_like(src)
+    assert host.lock_once(src, src.nbytes) == 0
+    try:
+        r4 = host.c12(4, src, dst, src.nbytes, 2)       # case 3 through the count
+    finally:
+        host.unlock_once(src, src.nbytes)
+    assert (r4.rc == 0).all() and (r4.lock_ns > 0).all() and (dst == src).all()
+
+
 def test_a_refused_call_is_timed_and_its_errno_returned(host):
     p = _unmapped_range()
     lk = host.lock(p, 8192, 3)
@@ -307,6 +330,20 @@ def test_c12_cases_on_the_host(host):
     assert (r3.rc == 0).all() and (r3.lock_ns > 0).all() and (dst == src).all()
 
 
+def test_c11_race_on_the_host(host):
+    """B mlocks A's range, A's worker copies from it, B munlocks once the copy is enqueued: every
+    step's code is 0, the timestamps are ordered, the bytes arrive and B's range ends unlocked."""
+    src = np.arange(1 << 18, dtype=np.uint32).view(np.uint8)     # 1 MiB
+    dst = np.zeros_like(src)
+    r = host.c11(src, dst, src.nbytes, 3, copies=2)
+    assert r.rc.shape == (3, 6) and (r.rc == [0, 1, 0, 0, 0, 0]).all(), r.rc   # 1: A found its range locked
+    assert (r.b_lock_end_ns <= r.a_enqueue_start_ns).all() and (r.a_enqueue_end_ns <= r.b_unlock_start_ns).all()
+    assert (r.b_unlock_start_ns < r.b_unlock_end_ns).all() and (r.copy_done_ns <= r.a_wait_end_ns).all()
+    assert (r.idle_unlock_ns > 0).all() and (dst == src).all()
+    with pytest.raises(BadParameter):
+        host.c11(src, dst, src.nbytes, 1, b_nbytes=src.nbytes - 1)
+
+
 def test_bad_arguments_raise(host, malloced):
     ptr, nbytes = malloced
     with pytest.raises(BadParameter):
@@ -314,7 +351,7 @@ def test_bad_arguments_raise(host, malloced):
     with pytest.raises(BadParameter):
         host.lock(0, nbytes, 1)
     with pytest.raises(BadParameter):
-        host.c12(4, ptr, ptr, nbytes, 1)
+        host.c12(5, ptr, ptr, nbytes, 1)
     ns, rc = np.zeros(1, np.int64), np.zeros(1, np.int32)
     assert host._lib.pp_lock(None, nbytes, 1, ns, rc) == nativelib.EARG
     assert host._lib.pp_null(-1, ns, rc) == nativelib.EARG
@@ -421,6 +458,22 @@ def test_cuda_c12_on_a_cuda_bindings_stream(cuda):
         assert (back == src).all()
     finally:
         rt.cudaStreamDestroy(stream)
+        rt.cudaFree(dev)
+
+
+def test_cuda_c11_race(cuda):
+    """C11 as meant on CUDA: B registers A's range, A's copies rely on it, B unregisters under them;
+    whatever the driver answers, B's lock and A's query are granted, the order holds and B's
+    range ends unregistered (its bytes: the experiment's test)."""
+    rt, ok, lib = cuda
+    src = np.arange(1 << 22, dtype=np.uint32).view(np.uint8)     # 16 MiB
+    dev = ok(rt.cudaMalloc(src.nbytes))
+    try:
+        r = lib.c11(src, int(dev), src.nbytes, 3, copies=4)
+        assert (r.rc[:, :2] == [0, 1]).all() and (r.rc[:, 5] == 0).all(), r.rc
+        assert (r.a_enqueue_end_ns <= r.b_unlock_start_ns).all() and (r.b_unlock_end_ns > 0).all()
+        assert lib.is_locked(src) is False
+    finally:
         rt.cudaFree(dev)
 
 

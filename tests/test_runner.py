@@ -49,16 +49,6 @@ def _notebook(path: Path, body: str, params: str = "") -> Path:
     return path
 
 
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """A project folder of its own (notebooks/, params/, outputs/), where the runner looks."""
-    for name, sub in (("PROJECT_ROOT", ""), ("NOTEBOOKS_DIR", "notebooks"), ("PARAMS_DIR", "params"),
-                      ("OUTPUTS_DIR", "outputs")):
-        monkeypatch.setattr(paths, name, tmp_path / sub if sub else tmp_path)
-    (tmp_path / "params").mkdir()
-    return tmp_path
-
-
 def _params(root: Path, text: str, preset: str = "smoke") -> Path:
     (root / "params").mkdir(exist_ok=True)
     (root / "params" / f"{preset}.yaml").write_text(text)
@@ -684,8 +674,14 @@ def test_latest_only_for_a_run_of_the_folder_of_runs(project, monkeypatch):
     _one_notebook(project)
     monkeypatch.setattr(local, "run_notebook", _fake_notebook)
     p = planning.plan("smoke", "host")
-    ref = planning.init_run(p, project / "outputs" / "reference", "h200")
-    local._execute(ref, ["00_ok"], say=lambda s: None)
+    with pytest.raises(BadParameter, match="committed references are read-only"):
+        planning.init_run(p, project / "outputs" / "reference", "h200")
+    ref = project / "outputs" / "reference" / "h200"        # a reference is made elsewhere, then committed
+    ref.parent.mkdir(parents=True)
+    planning.init_run(p, project / "made", "h200").rename(ref)
+    with pytest.raises(BadParameter, match="a committed reference is read-only"):
+        local._execute(ref, ["00_ok"], say=lambda s: None)
+    finalizing.finalize(ref, reference_ok=True)       # pinpath finalize --reference
     assert not (project / "outputs" / "reference" / "latest").exists()
     assert not (project / "outputs" / "latest").exists()
     run_dir, _ = local._execute(planning.init_run(p), ["00_ok"], say=lambda s: None)
@@ -782,10 +778,9 @@ def test_a_read_only_folder_of_runs_at_resume_and_share_is_one_sentence(project,
     monkeypatch.setattr(share, "share_run", read_only)
     before = sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*"))
     assert cli.main(["run", "--resume", "done"]) == 2
-    assert cli.main(["share", "done"]) == 1
+    assert cli.main(["share", "done"]) == 2         # share takes the run's lock too
     err = capsys.readouterr().err.splitlines()
-    assert err == [f"pinpath: {runs['done'] / 'runner.lock'}: cannot be written (Read-only file system); nothing was changed",
-                   f"pinpath: {runs['done'] / 'runner.lock'}: cannot be written or read (Read-only file system)"], err
+    assert err == [f"pinpath: {runs['done'] / 'runner.lock'}: cannot be written (Read-only file system); nothing was changed"] * 2, err
     assert sorted((str(p), p.stat().st_mtime_ns) for p in project.rglob("*")) == before
 
 
@@ -801,3 +796,24 @@ def test_one_check_of_the_cell_timeout(given, seconds):
 def test_a_bad_cell_timeout_is_one_sentence(given, said):
     with pytest.raises(BadParameter, match=f"^{re.escape(said)}$"):
         planning.cell_timeout_s(given)
+
+
+def test_plan_says_when_it_falls_back_to_another_platform(project, monkeypatch):
+    from pinpath.runtimes import open_runtime
+
+    def fallback(name):
+        rt = open_runtime("host")
+        rt.selection = [("cuda", "cuda runtime unavailable: no device"), ("host", "started")]
+        return rt
+    _sizes_project(project, "")
+    _params(project, "00_ok: {}\n")
+    monkeypatch.setattr(planning, "open_runtime", fallback)
+    p = planning.plan("smoke", "auto")
+    assert p.platform == "host"
+    assert p.fallback == "running on platform host, because cuda (cuda runtime unavailable: no device) did not start"
+    said = []
+    monkeypatch.setattr(local, "init_run", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "full")))
+    monkeypatch.setattr(local, "plan", lambda *a, **k: p)
+    with pytest.raises(Exception):
+        local.run("smoke", "auto", progress=said.append)
+    assert said[0] == "notice: " + p.fallback                  # the terminal says it first

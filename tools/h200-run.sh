@@ -15,7 +15,7 @@
 #                                      streams) and tools/pageable_probe.c, both pinned to one CPU -> $OUT/diag.tar
 #   tools/h200-run.sh advise           the region, the stencil and species traced and timed (the region --paired),
 #                                      each process pinned on and off the GPU's interrupt CPU, pinpath advise
-#                                      --designs (with the runtime term: build/offload's updates) -> $OUT/advise.tar
+#                                      --designs (with the runtime term: build/offload's updates) -> $OUT/advise.tar.xz
 #                                      (a reference after it carries it as advise/)
 # Steps may follow one another: tools/h200-run.sh test reference h200
 # The node's copy of the tree may carry stale git metadata: set PINPATH_GIT_COMMIT (and
@@ -107,9 +107,13 @@ while [ $# -gt 0 ]; do
       # the CPU(s) that receive the GPU's interrupts: a process timed there is in the stencil's slow mode (NEXT.md).
       # Every timed process runs once pinned to the first of them (placement irq_cpu) and once pinned to the
       # others (other_cpu); unpinned where the interrupt CPU is not found
-      irq_cpus=$(for n in $(awk -F: '/nvidia/ {gsub(/ /, "", $1); print $1}' /proc/interrupts); do
-                   cat /proc/irq/$n/effective_affinity_list 2>/dev/null; done | sort -u | paste -sd, -)
-      { grep nvidia /proc/interrupts; echo "irq_cpus=$irq_cpus"; } >$d/irq.txt
+      # the GPU has several MSI-X vectors, each with an affinity of its own, but one of them carries its
+      # interrupts (NEXT.md: IRQ 42, vector 0): the nvidia line with the most interrupts so far (the probe
+      # above made some), and the CPU(s) it is delivered to
+      irq=$(awk '/nvidia/ {n = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n += $i
+                           sub(":", "", $1); if (n > best) {best = n; irq = $1}} END {print irq}' /proc/interrupts)
+      irq_cpus=$([ -n "$irq" ] && cat /proc/irq/$irq/effective_affinity_list 2>/dev/null)
+      { grep nvidia /proc/interrupts; echo "active irq=$irq irq_cpus=$irq_cpus"; } >$d/irq.txt
       other_cpus=$(python3 -c 'import os, sys
 bad = set()
 for part in filter(None, sys.argv[1].split(",")):
@@ -157,7 +161,8 @@ print(",".join(str(c) for c in sorted(os.sched_getaffinity(0)) if c not in bad))
       py -m pinpath advise build/advise-100k.info --platform cuda --out build/advise-100k 2>&1 | tail -2 || status=1
       echo "advise of $(grep -c 'Copying data' build/advise-100k.info) transfers: $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}') s" \
         | tee $d/run-time-100k.txt
-      tar -C build -cf "$OUT/advise.tar" advise-run
+      # xz: three applications in two placements are over the 16 MiB a file may bring back as a plain tar
+      tar -C build -cJf "$OUT/advise.tar.xz" advise-run
       ;;
     *) echo "h200-run: unknown step $step" >&2; exit 2 ;;
   esac

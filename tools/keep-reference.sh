@@ -2,7 +2,8 @@
 # What of a reference run is committed: tools/keep-reference.sh RUN_DIR DEST [--data-report]
 #   RUN_DIR  a finished run folder (e.g. unpacked from tools/h200-run.sh reference's tar.xz)
 #   DEST     outputs/reference/<name> (replaced)
-# Kept: manifest.json, status/, data/, report/index.html and report/*.csv, share/summary.md and
+# Kept: manifest.json, status/, data/, report/index.html (rendered again for what is kept, with
+# report/CLAIMS.md) and report/*.csv, share/summary.md and
 # share/figures/, advise/ (where the run has one). --data-report keeps only manifest.json, status/,
 # data/ and report/ (index and CSVs), as a second reference does. Left out always: the executed
 # notebooks, the per-notebook report pages and figures/ (together about 10 MB a run: with them, two
@@ -20,4 +21,11 @@ if [ "$only" != "--data-report" ]; then
   cp -r "$src/share/summary.md" "$src/share/figures" "$dest/share/"
   [ -d "$src/advise" ] && cp -r "$src/advise" "$dest/"
 fi
+# the index again for what is kept: no link to a page left out, a notice of what was, its CLAIMS.md copy
+PYTHONPATH="$(cd "$(dirname "$0")/.." && pwd)/lib${PYTHONPATH:+:$PYTHONPATH}" "${PYTHON:-python3}" -c '
+import json, sys
+from pathlib import Path
+from pinpath.report.html import render_index
+d = Path(sys.argv[1])
+render_index(d, json.loads((d / "manifest.json").read_text()))' "$dest"
 du -sh "$dest"

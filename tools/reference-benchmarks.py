@@ -62,11 +62,24 @@ def advise(run: Path) -> str:
     p = run / "advise" / "prediction.csv"
     if not p.is_file():
         return "advise: no advise/prediction.csv in this run"
-    d = pd.read_csv(p)
-    rows = [f"  {x.application} {x.variant}: predicted {x.predicted_ns / 1e3:.1f} us, real {x.real_ns / 1e3:.1f} us, "
-            f"ratio {x.ratio:.3f} ({x.low:.3f}-{x.high:.3f}){'' if abs(x.ratio - 1) <= 0.2 else '  <- outside 20 %'}"
-            for x in d.itertuples()]
-    return "advise, predicted against real per region or step:\n" + "\n".join(rows)
+    d = pd.read_csv(p, keep_default_na=False, na_values=[""])
+    if "kind" not in d:                                   # before the difference rows: every row a variant
+        d["kind"] = "variant"
+    d = d[d.kind.isin(["variant", "difference"])]         # runtime designs have no real figure to meet
+    rows = []
+    for x in d.itertuples():
+        place = f" [{x.placement}]" if isinstance(getattr(x, "placement", None), str) and x.placement else ""
+        if pd.isna(x.real_ns):
+            rows.append(f"  {x.application} {x.variant}{place}: predicted {x.predicted_ns / 1e3:.1f} us, no real figure")
+        elif x.kind == "difference":
+            rows.append(f"  {x.application} {x.variant}{place}: predicted {x.predicted_ns / 1e3:+.1f} us, real "
+                        f"{x.real_ns / 1e3:+.1f} us ({x.real_low / 1e3:+.1f} to {x.real_high / 1e3:+.1f}): {x.verdict}")
+        else:
+            verdict = getattr(x, "verdict", "") or ("within 20 %" if abs(x.ratio - 1) <= 0.2 else "outside 20 %")
+            ratio = x.predicted_ns / x.real_ns
+            rows.append(f"  {x.application} {x.variant}{place}: predicted {x.predicted_ns / 1e3:.1f} us, real "
+                        f"{x.real_ns / 1e3:.1f} us, ratio {ratio:.3f} ({x.low:.3f}-{x.high:.3f}): {verdict}")
+    return "advise, predicted against real per region or step (and each variant's difference from plain):\n" + "\n".join(rows)
 
 
 def main(argv) -> int:

@@ -5,9 +5,22 @@ Every refusal is one sentence on stderr and exit code 2, with nothing written.""
 
 from __future__ import annotations
 
-import argparse
+import signal
 import sys
-from pathlib import Path
+
+
+def _stopped_early(signum, frame):
+    """A signal while the command line is still being imported: one line, no traceback."""
+    print(f"pinpath: stopped by signal {signal.Signals(signum).name}", file=sys.stderr)
+    raise SystemExit(128 + signum)
+
+
+if __name__ == "__main__":
+    for _s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_s, _stopped_early)
+
+import argparse  # noqa: E402 - after the early handlers
+from pathlib import Path  # noqa: E402
 
 from .errors import BadParameter, PinpathError, printable
 from .params import PRESETS
@@ -68,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cell-timeout", type=_cell_timeout, default=None, help="seconds a cell may run")
     p = sub.add_parser("finalize", help="fold the notebooks' statuses into the manifest, judge the claims, build the report")
     p.add_argument("run_dir", type=Path)
+    p.add_argument("--reference", action="store_true",
+                   help="judge a committed reference (outputs/reference/*) again: rewrites its manifest and report")
     sub.add_parser("list", help="list the notebooks and presets")
     p = sub.add_parser("compare", help="render the claims of two or more runs side by side")
     p.add_argument("runs", nargs="+", type=Path, help="run folders (outputs/<run-id>)")
@@ -157,10 +172,18 @@ def _run(args, out_dir: Path):
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from . import compare, paths, runfolder
-    from .run import finalize, notebook, plan
-    from .run.signals import Interrupted
+    from .run.signals import on_signals, threading_main
+    if threading_main():
+        signal.signal(signal.SIGINT, signal.default_int_handler)     # KeyboardInterrupt again, for the runner
+    with on_signals(signums=(signal.SIGTERM,)):    # SIGTERM as SIGINT: one line, exit 143 (130); then as it was
+        return _main(args)
+
+
+def _main(args) -> int:
+    from .run.signals import Interrupted, on_signals
     try:
+        from . import compare, paths, runfolder      # inside: a signal while these import is one line too
+        from .run import finalize, plan
         if args.cmd == "list":
             for nb in plan.available_notebooks():
                 print(nb.stem)
@@ -169,14 +192,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "compare":
             from .report import regress
             path, checked = compare.compare(args.runs, args.out)
-            print(path)
-            print("\n".join(regress.lines(checked)))
+            print(printable(path))
+            print(printable("\n".join(regress.lines(checked)), keep="\n"))
             return 1 if args.strict and len(regress.regressions(checked)) else 0
         if args.cmd == "runs":
             for rid, man, status in runfolder.list_runs(args.outputs or paths.OUTPUTS_DIR):
                 man = man or {}
-                print(f"{rid}  {status:11} {man.get('preset', '?'):8} {man.get('platform', '?'):5} "
-                      f"{man.get('duration_s', '?')} s")
+                print(printable(f"{rid}  {status:11} {man.get('preset', '?'):8} {man.get('platform', '?'):5} "
+                                f"{man.get('duration_s', '?')} s"))
             return 0
         if args.cmd == "advise":
             from .advise.main import advise
@@ -184,26 +207,28 @@ def main(argv: list[str] | None = None) -> int:
                          real=args.real, application=args.application, engine=args.engine,
                          runtime_term=not args.no_runtime_term, offload_dir=args.offload_dir,
                          construct=args.construct, designs=args.designs)
-            print("\n".join(f"- {a}" for a in res["advice"]))
-            print(f"advice: {res['html']}; summary: {res['summary']}")
+            print(printable("\n".join(f"- {a}" for a in res["advice"]), keep="\n"))
+            print(printable(f"advice: {res['html']}; summary: {res['summary']}"))
             return 0
         if args.cmd == "share":
             from .report.share import share_run
             run_dir = runfolder.find_run(args.run, args.outputs or paths.OUTPUTS_DIR)
-            runfolder.read_manifest(run_dir)      # one sentence for a broken run folder
-            share = share_run(run_dir, inline=args.inline)
-            print(share / "summary.md")
-            print(share / f"{share.parent.name}.zip")
+            with runfolder.open_for_write(run_dir, "share") as (run_dir, _, _):
+                share = share_run(run_dir, inline=args.inline)
+            print(printable(share / "summary.md"))
+            print(printable(share / f"{share.parent.name}.zip"))
             return 0
         if args.cmd == "slurm":
             return _slurm(args)
         if args.cmd == "run-notebook":
-            part = notebook.run_notebook(args.run_dir, args.stem, cell_timeout_s=args.cell_timeout)
-            print(f"{args.stem}: {part['status']}" + (f" - {part['error']}" if part.get("error") else ""))
+            from .run.local import run_one
+            part = run_one(args.run_dir, args.stem, cell_timeout_s=args.cell_timeout)
+            print(printable(f"{args.stem}: {part['status']}" + (f" - {part['error']}" if part.get("error") else "")))
             return 0 if part["status"] == "ok" else 1
         if args.cmd == "finalize":
-            man = finalize.finalize(args.run_dir)
-            print(f"{man['status']}: {args.run_dir}; report: {Path(args.run_dir) / 'report' / 'index.html'}")
+            with on_signals():
+                man = finalize.finalize(args.run_dir, reference_ok=args.reference)
+            print(printable(f"{man['status']}: {args.run_dir}; report: {runfolder.path(args.run_dir, 'index')}"))
             return 0 if man["status"] == "ok" else 1
         out_dir = args.outputs or paths.OUTPUTS_DIR
         if args.cmd in ("validate", "init"):
@@ -221,9 +246,9 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(done, int):           # the snakemake and slurm executors said their own summary
             return done
         run_dir, man = done
-    except Interrupted as e:                 # a second signal while the run was finishing
-        print(f"pinpath: {printable(e)}", file=sys.stderr)
-        return 130
+    except (Interrupted, KeyboardInterrupt) as e:      # a signal outside a run, or a second one in its end
+        print(f"pinpath: {printable(e) if str(e) else 'stopped by signal SIGINT'}", file=sys.stderr)
+        return 128 + getattr(e, "signum", signal.SIGINT)
     except PinpathError as e:
         print(f"pinpath: {printable(e)}", file=sys.stderr)
         return 2
@@ -231,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pinpath: {printable(e.filename or 'a file')}: cannot be written or read ({e.strerror or e})",
               file=sys.stderr)
         return 1
-    print(f"{man['status']}: {run_dir} ({man['duration_s']} s); report: {run_dir / 'report' / 'index.html'}")
+    print(printable(f"{man['status']}: {run_dir} ({man['duration_s']} s); report: {runfolder.path(run_dir, 'index')}"))
     return {"ok": 0, "interrupted": 130}.get(man["status"], 1)
 
 

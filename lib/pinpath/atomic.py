@@ -7,10 +7,11 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["write_text_atomic", "write_bytes_atomic", "write_json_atomic", "replacing"]
+__all__ = ["write_text_atomic", "write_bytes_atomic", "write_json_atomic", "replacing", "replacing_folder"]
 
 
 @contextlib.contextmanager
@@ -35,6 +36,29 @@ def replacing(path: str | os.PathLike) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+
+
+@contextlib.contextmanager
+def replacing_folder(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a fresh, empty temporary folder beside ``path``; on a clean exit it takes the place
+    of ``path`` (a folder there before is renamed away first and removed after, so a reader sees
+    the old folder or the new one, never a half-written one, and nothing old goes before the new
+    is whole); on an exception it is removed and ``path`` is left as it was."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stem = f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+    tmp, old = path.with_name(stem + ".tmp"), path.with_name(stem + ".old")
+    tmp.mkdir()
+    try:
+        yield tmp
+        had = path.exists() or path.is_symlink()
+        if had:
+            os.rename(path, old)
+        os.rename(tmp, path)
+        if had:
+            old.unlink() if old.is_symlink() else shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:

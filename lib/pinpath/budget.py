@@ -63,8 +63,10 @@ NEEDS: dict[str, Callable[[dict], tuple[int, int]]] = {
                                       3 * sum(_s(p, "SIZES_NBYTES")) + _peak(p, "SIZES_NBYTES")),
     "07_c8_semantics": lambda p: (64 * KiB, 64 * KiB),
     "08_c10_api_stats": lambda p: (8 * out_nbytes(p.get("NW", 0)), _mapped([p.get("NW", 0)])),
-    "09_c11_hazard_limits": lambda p: (3 * p.get("HAZARD_NBYTES", 0) + 8 * out_nbytes(p.get("NW", 0)),
-                                       max(2 * p.get("HAZARD_NBYTES", 0), _mapped([p.get("NW", 0)]))),
+    "09_c11_hazard_limits": lambda p: (3 * max(p.get("HAZARD_NBYTES", 0), p.get("RACE_NBYTES", 0))
+                                       + 8 * out_nbytes(p.get("NW", 0)),
+                                       max(2 * p.get("HAZARD_NBYTES", 0), p.get("RACE_NBYTES", 0),
+                                           _mapped([p.get("NW", 0)]))),
     "10_c13_concurrency": lambda p: (4 * _peak(p, "THREADS") * p.get("NBYTES", 0),
                                      2 * _peak(p, "THREADS") * p.get("NBYTES", 0)),
     "11_c14_tracked_locking": lambda p: (3 * sum(_s(p, "COPY_NBYTES")) + 40 * out_nbytes(_peak(p, "NW_VALUES")),
@@ -82,7 +84,7 @@ NEEDS: dict[str, Callable[[dict], tuple[int, int]]] = {
 }
 #: the size parameters that may be shrunk to fit, per notebook
 SHRINKABLE = ("SIZES_NBYTES", "KIND_NBYTES", "COPY_NBYTES", "NBYTES", "HAZARD_NBYTES", "AGE_NBYTES", "ALLOC_NBYTES",
-              "BACKING_NBYTES", "CACHE_NBYTES", "COLD_NBYTES")
+              "BACKING_NBYTES", "RACE_NBYTES", "CACHE_NBYTES", "COLD_NBYTES")
 
 
 def _any_notebook(p: dict) -> tuple[int, int]:

@@ -26,7 +26,7 @@ def compare(run_dirs: list[Path], out_path: Path) -> tuple[Path, "pd.DataFrame"]
     if out_path.is_dir():
         raise BadParameter(f"--out {out_path}: is a folder; name an HTML file")
     for folder in out_path.resolve().parents:
-        if (folder / "manifest.json").is_file():
+        if (folder / rf.MANIFEST).is_file():
             raise BadParameter(f"--out {out_path}: is inside the run folder {folder}; name a file outside every run")
     from .report.share import render_compare_markdown
     runs = []

@@ -10,13 +10,15 @@ every phase and every runtime call, so a per-transfer figure carries no interpre
 - ``why_not(platform)``: "" where the engine builds and loads, else one sentence.
 
 The vocabulary (policies, phases, paths, call names) is read from the library itself
-(``pe_name``), so the C and Python sides cannot drift apart.
+(``pe_name``), so the C and Python sides cannot drift apart; each policy's steps (``pe_policy``)
+must equal its row of ``vocab.POLICY_STEPS``, the Python reference's table, or the engine does
+not load.
 """
 
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -26,7 +28,7 @@ from .errors import BadParameter, PinpathError
 from .nativebuild import NativeLibrary, loader, reason_not
 from .schema import CALLS, TRANSFERS, frame
 from .toolchain import NativeUnavailable
-from .vocab import Direction, Policy, choose
+from .vocab import POLICY_STEPS, Direction, Policy, PolicySteps, choose
 
 __all__ = ["Plan", "Engine", "Executed", "EngineFailed", "load", "why_not", "OP_DTYPE", "DEFAULT_CALLS_PER_OP"]
 
@@ -120,6 +122,8 @@ class Plan:
 _p = ctypes.c_void_p
 _SIGNATURES = {"pe_sizes": (ctypes.c_int, (ctypes.c_int,)), "pe_name": (ctypes.c_char_p, (ctypes.c_int, ctypes.c_int)),
                "pe_queues_made": (ctypes.c_int, ()),
+               "pe_policy": (ctypes.c_char_p, (ctypes.c_int, *(ctypes.POINTER(t) for t in (
+                   ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int)))),
                "pe_run": (ctypes.c_int, (ctypes.c_int, ctypes.c_int, ctypes.c_int64, _p, ctypes.c_int64, _p, ctypes.c_int,
                                          ctypes.c_int, ctypes.c_uint64, _p, _p, ctypes.c_int64, _p, _p, ctypes.c_int64))}
 
@@ -139,6 +143,8 @@ class Engine(NativeLibrary):
         self.phases = self._names(1)
         self.paths = self._names(2)
         self.calls = self._names(3)
+        if why := _steps_differ(self.policy_steps()):
+            raise NativeUnavailable(f"{platform}: engine.c's policy table differs from vocab.POLICY_STEPS: {why}")
         self._scratch = np.zeros(0, np.uint8)   # the memory written to make a plan's buffers cold, kept
 
     def scratch(self, nbytes: int) -> np.ndarray:
@@ -157,6 +163,17 @@ class Engine(NativeLibrary):
         while (name := self._lib.pe_name(kind, i)) is not None:
             out.append(name.decode())
             i += 1
+        return out
+
+    def policy_steps(self) -> dict[str, PolicySteps]:
+        """Each policy's row of engine.c's table ``POLICIES``, in ``vocab.PolicySteps``'s words."""
+        qf, tr, mp, pool, asy, lm = (ctypes.c_int(), ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_char_p(),
+                                     ctypes.c_int(), ctypes.c_int())
+        out = {}
+        for i, name in enumerate(self.policies):
+            self._lib.pe_policy(i, *(ctypes.byref(v) for v in (qf, tr, mp, pool, asy, lm)))
+            out[name] = PolicySteps(tr.value.decode(), mp.value.decode(), bool(qf.value), pool.value.decode(),
+                                    bool(asy.value), bool(lm.value))
         return out
 
     def queues_made(self) -> int:
@@ -243,6 +260,14 @@ class Executed:
                  "start_ns": int(r["t0"]), "end_ns": int(r["t1"]), "duration_ns": int(r["t1"] - r["t0"]),
                  "rc": int(r["rc"]), "thread_id": int(r["thread"])} for r in c]
         return frame(rows, CALLS)
+
+
+def _steps_differ(native: dict[str, PolicySteps]) -> str:
+    """"" if engine.c's rows equal vocab.POLICY_STEPS (``allocates`` is Python's alone), else what differs."""
+    python = {str(p): replace(s, allocates=False) for p, s in POLICY_STEPS.items()}
+    diff = [f"{name}: C {native.get(name)} against Python {python.get(name)}"
+            for name in sorted(set(native) | set(python)) if native.get(name) != python.get(name)]
+    return "; ".join(diff)
 
 
 load = loader(Engine)

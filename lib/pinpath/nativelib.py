@@ -26,7 +26,7 @@ from .nativebuild import NativeLibrary, build, build_program, cache_dir, loader,
 from .toolchain import PLATFORMS, NativeUnavailable, Toolchain, compiler, toolchain
 
 __all__ = ["compiler", "NativeUnavailable", "NativeLib", "Toolchain", "Timed", "RelockUnlock", "Staged", "C12Timed",
-           "PLATFORMS", "toolchain", "build", "build_program", "load", "why_not", "reason_not", "cache_dir"]
+           "C11Raced", "PLATFORMS", "toolchain", "build", "build_program", "load", "why_not", "reason_not", "cache_dir"]
 
 ABI = 2                      #: must equal PP_ABI in ptime.c
 EARG, ENOTSUP, ERESTORE = -1, -2, -3
@@ -58,6 +58,21 @@ class C12Timed(NamedTuple):
     rc: np.ndarray           #: int32 (reps, 4): lock, enqueue, wait, unlock; -1 = phase not run
 
 
+class C11Raced(NamedTuple):
+    """pp_c11, one row per rep: thread B's lock of A's range, A's copies relying on it, B's
+    unlock while they run (CLOCK_MONOTONIC ns; 0 where the step did not run)."""
+    b_lock_start_ns: np.ndarray
+    b_lock_end_ns: np.ndarray
+    a_enqueue_start_ns: np.ndarray   #: A's first enqueue
+    a_enqueue_end_ns: np.ndarray     #: A's last enqueue returned; B unlocks from here on
+    b_unlock_start_ns: np.ndarray
+    b_unlock_end_ns: np.ndarray
+    copy_done_ns: np.ndarray         #: the first poll of A's queue that saw the copies done
+    a_wait_end_ns: np.ndarray
+    idle_unlock_ns: np.ndarray       #: the same unlock with nothing in flight, just before
+    rc: np.ndarray                   #: int32 (reps, 6): B lock, A query (1 locked), A enqueue, B unlock, A wait, idle
+
+
 _I64 = np.ctypeslib.ndpointer(np.int64, flags="C_CONTIGUOUS,WRITEABLE")
 _I32 = np.ctypeslib.ndpointer(np.int32, flags="C_CONTIGUOUS,WRITEABLE")
 _vp, _sz, _int = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
@@ -73,6 +88,8 @@ _SIGNATURES = {
     "pp_query": (_int, (_vp, _int, _I64, _I32)),
     "pp_stage": (_int, (ctypes.c_uint64, _sz, _int, _I64, _I64, _I32)),
     "pp_c12": (_int, (_int, _vp, _vp, _sz, _vp, _int, _I64, _I64, _I64, _I64, _I32)),
+    "pp_counted_relock_unlock": (_int, (_vp, _sz, _int, _I64, _I64, _I32, _I32)),
+    "pp_c11": (_int, (_vp, _sz, _sz, _vp, _int, _int, _int, _I64, _I32)),
 }
 
 
@@ -127,7 +144,7 @@ class NativeLib(NativeLibrary):
         if ret == ERESTORE:
             raise RuntimeCallFailed(self.platform, f"{what} (re-locking the caller's memory)", ret, "lock not restored")
         raise BadParameter(f"{self.platform}: {what} refused its arguments (a NULL pointer or array, reps < 0, "
-                           "or a case outside 1-3)")
+                           "or a case outside 1-4)")
 
     @staticmethod
     def _counts(reps: int, warmup: int) -> int:
@@ -183,6 +200,18 @@ class NativeLib(NativeLibrary):
         w = warmup
         return RelockUnlock(lns[w:], uns[w:], lrc[w:], urc[w:])
 
+    def counted_relock_unlock(self, buf, nbytes: int, reps: int, *, warmup: int = 0) -> RelockUnlock:
+        """The same path as a counting runtime takes it (the analogue of ROCT's registration count),
+        on memory the caller has locked: the re-lock counted by pinpath's own table (no runtime
+        call), then its unlock, which takes the count back down; each timed."""
+        self._ensure()
+        n = self._counts(reps, warmup)
+        lns, uns, lrc, urc = self._arrays(n, np.int64, np.int64, np.int32, np.int32)
+        self._check(self._lib.pp_counted_relock_unlock(self._ptr(buf), nbytes, n, lns, uns, lrc, urc),
+                    "pp_counted_relock_unlock")
+        w = warmup
+        return RelockUnlock(lns[w:], uns[w:], lrc[w:], urc[w:])
+
     def query(self, buf, reps: int, *, warmup: int = 0) -> Timed:
         """Pointer query: cudaPointerGetAttributes, hsa_amd_pointer_info (info.size set);
         the host has none (NativeUnavailable)."""
@@ -206,13 +235,14 @@ class NativeLib(NativeLibrary):
     def c12(self, case: int, host_buf, dev_ptr, nbytes: int, reps: int, *, stream=0, warmup: int = 0) -> C12Timed:
         """carlobertolli's cases, H2D, every phase timed apart in C: 1 lock+copy+wait+unlock of
         unlocked memory; 2 copy+wait of memory the caller locked; 3 re-lock (CUDA: refused,
-        712) + copy + wait + unlock of a granted re-lock. ``stream``: a CUDA stream made by
+        712) + copy + wait + unlock of a granted re-lock; 4 case 3 with the re-lock and its unlock
+        counted by pinpath (``counted_relock_unlock``). ``stream``: a CUDA stream made by
         the caller (cuda.bindings' cudaStream_t or CUstream, or its int; 0 = the legacy
         default stream); ignored on the host, where a worker thread copies."""
         if not self.has_copy:
             self._check(ENOTSUP, "pp_c12")
-        if case not in (1, 2, 3):
-            raise BadParameter(f"C12 has cases 1, 2 and 3, not {case!r}")
+        if case not in (1, 2, 3, 4):
+            raise BadParameter(f"C12 has cases 1, 2 and 3 (and 4, case 3 counted by pinpath), not {case!r}")
         self._ensure()
         n = self._counts(reps, warmup)
         lk, enq, wt, ul = self._arrays(n, np.int64, np.int64, np.int64, np.int64)
@@ -221,6 +251,24 @@ class NativeLib(NativeLibrary):
                                      lk, enq, wt, ul, rc), "pp_c12")
         w = warmup
         return C12Timed(lk[w:], enq[w:], wt[w:], ul[w:], rc.reshape(n, 4)[w:])
+
+    def c11(self, host_buf, dev_ptr, nbytes: int, reps: int, *, b_nbytes: int | None = None,
+            copies: int = 1) -> C11Raced:
+        """C11 as meant, in C with two threads: B locks ``b_nbytes`` (default ``nbytes``: exactly
+        A's range) from ``host_buf``; A, finding it locked, enqueues ``copies`` H2D copies of
+        ``nbytes`` to ``dev_ptr`` on a fresh queue without a lock of its own; B unlocks as soon
+        as they are enqueued; A polls its queue until they are done. The bytes are the caller's
+        to verify. Every platform (host: mlock/munlock and a worker thread's memcpy)."""
+        b_nbytes = nbytes if b_nbytes is None else b_nbytes
+        if b_nbytes < nbytes or copies < 1:
+            raise BadParameter(f"C11: B locks at least A's {nbytes} bytes ({b_nbytes}) and A copies at least once "
+                               f"({copies})")
+        self._ensure()
+        n = self._counts(reps, 0)
+        t, rc = np.zeros(9 * n, dtype=np.int64), np.zeros(6 * n, dtype=np.int32)
+        self._check(self._lib.pp_c11(self._ptr(host_buf), nbytes, b_nbytes, self._ptr(dev_ptr), copies,
+                                     self.device, n, t, rc), "pp_c11")
+        return C11Raced(*t.reshape(n, 9).T.copy(), rc.reshape(n, 6))
 
     # -- untimed helpers -------------------------------------------------------------------
     def lock_once(self, buf, nbytes: int) -> int:

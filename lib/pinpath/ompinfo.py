@@ -19,6 +19,11 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from .units import bounded_int
+
+MAX_STEP, MAX_INVOCATION = (1 << 31) - 1, 999_999      #: a region is numbered step * 1e6 + invocation
+MAX_NBYTES, MAX_DEVICE = 1 << 50, 1 << 16             #: a petabyte; devices of one node
+
 __all__ = ["DIRECTION", "MARK_RE", "COPY_RE", "LAUNCH_RE", "events"]
 
 DIRECTION = {"host": "h2d", "device": "d2h"}   # by where the copy starts
@@ -39,20 +44,23 @@ def events(text: str) -> Iterator[tuple[str, dict]]:
             m = MARK_RE.match(line)
             if m:
                 yield "marker", ({"segment": "teardown", "step": -1, "invocation": -1} if m.group(3) else
-                                 {"segment": "invocation", "step": int(m.group(1)), "invocation": int(m.group(2))})
+                                 {"segment": "invocation", "step": bounded_int(m.group(1), f"line {number}: step", MAX_STEP),
+                                  "invocation": bounded_int(m.group(2), f"line {number}: invocation", MAX_INVOCATION)})
             continue
         if " info: " not in line:
             continue
         c = COPY_RE.match(line)
         if c:
             ptrs = {c.group("l1"): c.group("p1"), c.group("l2"): c.group("p2")}
-            yield "copy", {"direction": DIRECTION[c.group("src")], "nbytes": int(c.group("nbytes")),
+            yield "copy", {"direction": DIRECTION[c.group("src")],
+                           "nbytes": bounded_int(c.group("nbytes"), f"line {number}: Size", MAX_NBYTES),
                            "name": c.group("name") or "", "source": c.group("source").strip('"'),
-                           "device": int(c.group("device")), "host_ptr": ptrs.get("Hst", ""),
+                           "device": bounded_int(c.group("device"), f"line {number}: device", MAX_DEVICE), "host_ptr": ptrs.get("Hst", ""),
                            "tgt_ptr": ptrs.get("Tgt", "")}
             continue
         k = LAUNCH_RE.match(line)
         if k:
-            yield "launch", {"kernel": k.group("kernel"), "device": int(k.group("device"))}
+            yield "launch", {"kernel": k.group("kernel"),
+                             "device": bounded_int(k.group("device"), f"line {number}: device", MAX_DEVICE)}
         elif "info: Copying data from" in line:
             yield "unreadable", {"line": number, "text": line}

@@ -85,6 +85,20 @@ class _Loader(yaml.SafeLoader):
             seen.add(key)
         return super().construct_mapping(node, deep)
 
+    def construct_yaml_int(self, node):
+        """YAML 1.1's readings of a whole number that nobody writing a parameter means: a leading 0
+        read as octal (``010`` is 8), ``1:30`` as base 60, ``_`` as nothing: refused, naming the value."""
+        text = self.construct_scalar(node)
+        digits = text.lstrip("+-")
+        if ":" in text or "_" in text or (len(digits) > 1 and digits[0] == "0" and digits[1] not in "xXoO"):
+            raise BadParameter(f"{self.where}: {text!r} is not a plain whole number (YAML would read it as "
+                               f"{super().construct_yaml_int(node)}); write it without leading zeros, ':' or '_' "
+                               f"(line {node.start_mark.line + 1})")
+        return super().construct_yaml_int(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+
 
 def _load_yaml(text: str, where: str):
     """``text`` read as one YAML document with ``_Loader``; BadParameter naming ``where``."""

@@ -16,7 +16,8 @@ from .errors import SchemaMismatch
 from .records import PHASE_FIELDS, TransferRecord
 
 __all__ = ["ENGINE_FIDELITY", "PLAIN_TRANSFERS", "PHASE_COMPARE", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
-           "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
+           "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "HAZARD_MEANT", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
+           "OVERLAP_REAL", "OVERLAP_STREAMS",
            "REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
            "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
@@ -46,7 +47,8 @@ CALLS = {"transfer_id": "int",   # row of the TRANSFERS frame the call belongs t
          "start_ns": "int", "end_ns": "int", "duration_ns": "int", "rc": "int", "thread_id": "int"}
 STATS = {"Name": "str", "Calls": "int", "TotalDurationNs": "int", "AverageNs": "int", "Percentage": "float"}
 LOCK_COST = {
-    "op": "str",        # lock, unlock, relock, unlock_after_relock, query
+    "op": "str",        # lock, unlock, relock, unlock_after_relock, query; relock_counted and
+                        # unlock_after_relock_counted: the re-lock counted by pinpath (call pinpath_count)
     "state": "str",     # what the memory was before the op: pageable, locked, pinned (runtime-allocated)
     "kind": "str",
     "backing": "str",   # the buffer's page backing as Linux reports it: 4k, thp, hugetlbfs, file, runtime
@@ -60,7 +62,8 @@ LOCK_COST = {
     "platform": "str",
 }
 C12 = {
-    "case": "str",      # "1_lock_copy", "2_prelocked_copy", "3_relock_copy", "pageable_copy"
+    "case": "str",      # "1_lock_copy", "2_prelocked_copy", "3_relock_copy", "pageable_copy";
+                        # "3_relock_counted_copy": case 3 with the re-lock counted by pinpath (native)
     "nbytes": "int",
     "repeat": "int",
     "lock_ns": "int",   # the lock inside the braces (case 1), the re-lock (case 3)
@@ -137,6 +140,28 @@ HAZARD = {
     "copy_verified": "bool?",
     "platform": "str",
 }
+HAZARD_MEANT = {               # C11 as meant (pp_c11): B locks A's whole range, unlocks it under A's copies
+    "iteration": "int",
+    "nbytes": "int",            # A's range, copied `copies` times back to back
+    "b_nbytes": "int",          # B's lock: A's range or more
+    "copies": "int",
+    "b_lock_start_ns": "int", "b_lock_end_ns": "int",           # CLOCK_MONOTONIC, from C
+    "a_enqueue_start_ns": "int", "a_enqueue_end_ns": "int",
+    "b_unlock_start_ns": "int", "b_unlock_end_ns": "int",
+    "copy_done_ns": "int",      # the first poll of A's queue that saw the copies done
+    "a_wait_end_ns": "int",
+    "idle_unlock_ns": "int",    # the same unlock with nothing in flight, just before the race
+    "b_unlock_ns": "int",
+    "unlock_end_after_copy_ns": "int",   # B's unlock end - copies done (< 0: returned mid-copy)
+    "b_lock_rc": "int", "a_found_locked": "bool?", "enqueue_rc": "int", "b_unlock_rc": "int", "wait_rc": "int",
+    "idle_rc": "int",
+    "rc_names": "str",          # the failed codes, named
+    "in_flight": "bool?",       # B's unlock began after A's enqueues and before the copies were done
+    "copy_verified": "bool?",   # A's bytes on the device, checked after the race
+    "answer": "str",            # limits.RACE_ANSWERS: waits, returns mid-copy, fails, corrupts, ...
+    "mechanism": "str",         # whose lock and copy: the runtime's, or the operating system's (host)
+    "platform": "str",
+}
 LIMITS = {"limit_nbytes": "int", "op": "str", "nbytes": "int", "call": "str", "rc": "int", "error": "str",
           "granted": "bool?", "vmlck_nbytes": "int", "platform": "str"}
 THREADS = {"policy": "str", "threads": "int", "thread": "int", "transfers": "int", "nbytes": "int",
@@ -149,10 +174,25 @@ THREADS = {"policy": "str", "threads": "int", "thread": "int", "transfers": "int
 NATIVE_THREADS = {"threads": "int", "thread": "int",
                   "repeat": "int",   # an independent repeat (fresh buffers, a new order of thread counts)
                   "call": "int",     # the call's index inside its repeat
-                  "op": "str",       # relock, unlock_after_relock
+                  "op": "str",       # relock, unlock_after_relock; relock_counted, unlock_after_relock_counted
                   "ns": "int", "rc": "int", "platform": "str"}
 OVERLAP = {"queues": "int", "chains": "int", "nbytes": "int", "repeat": "int", "wall_ns": "int",
            "verified": "bool?", "kernel": "bool?", "platform": "str"}
+OVERLAP_REAL = {          # C15 as meant: overlap.cpp through the real libomptarget, one row per round
+    "variant": "str",        # plain (pageable arrays) or app_pinned (registered by the application)
+    "mode": "str",           # nowait: N target nowait regions, one taskwait; wait: a taskwait after each
+    "round": "int", "process": "int",   # the process is the unit of repeat
+    "chains": "int", "nbytes": "int",   # regions per round; bytes each way per region
+    "ns": "int",             # the round's wall time, steady clock in the application
+    "verified": "bool?", "vendor": "str", "arch": "str",
+}
+OVERLAP_STREAMS = {       # the traced run: the CUDA plugin's calls per round (cudalog), none elsewhere
+    "variant": "str", "mode": "str", "round": "int",
+    "copies": "int", "kernels": "int", "syncs": "int", "streams_created": "int",
+    "streams": "int",        # distinct streams the round's copies and kernels were enqueued on
+    "source": "str",         # cudalog, or none (no NVIDIA driver: nothing recorded)
+    "vendor": "str",
+}
 LINK = {"link": "str", "peak_gb_per_s": "float", "platform": "str"}
 COPY_PATHS = {"policy": "str", "kind": "str", "nbytes": "int", "direction": "str",
               "path": "str",            # the path pinpath recorded

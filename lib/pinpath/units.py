@@ -7,12 +7,25 @@ import re
 
 from .errors import BadParameter
 
-__all__ = ["KiB", "MiB", "GiB", "parse_nbytes", "fmt_nbytes", "binary_size", "fmt_ns", "gb_per_s", "PAGE_NBYTES"]
+__all__ = ["KiB", "MiB", "GiB", "bounded_int", "INT64_MAX", "parse_nbytes", "fmt_nbytes", "binary_size", "fmt_ns", "gb_per_s", "PAGE_NBYTES"]
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 _UNITS = {"": 1, "b": 1, "kib": KiB, "mib": MiB, "gib": GiB, "tib": 1 << 40,
           "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "k": KiB, "m": MiB, "g": GiB}
 _SIZE = re.compile(r"^\s*(-?[0-9]+(?:\.[0-9]+)?(?:e[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+
+
+INT64_MAX = (1 << 63) - 1
+
+
+def bounded_int(text, what: str, limit: int = INT64_MAX) -> int:
+    """The whole number ``text`` (digits, as a trace or file spells it) if it is from 0 to ``limit``
+    (default: what an int64 column holds); BadParameter naming ``what`` otherwise, before a
+    number of a hundred digits reaches a frame or a multiplication."""
+    s = str(text).strip()
+    if not s.isdigit() or not s.isascii() or len(s) > 19 or int(s) > limit:
+        raise BadParameter(f"{what}: {s[:24]!r}{'...' if len(s) > 24 else ''} is not a whole number from 0 to {limit}")
+    return int(s)
 
 
 def _page_nbytes() -> int:

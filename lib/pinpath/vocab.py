@@ -3,9 +3,10 @@ data keeps the plain value."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["Platform", "Policy", "TransferPath", "MapOutcome", "MemoryKind", "Direction", "Phase",
+__all__ = ["Platform", "Policy", "PolicySteps", "POLICY_STEPS", "TransferPath", "MapOutcome", "MemoryKind", "Direction", "Phase",
            "PageableCopy", "Relock", "Capability", "Verdict", "choose"]
 
 
@@ -27,6 +28,36 @@ class Policy(StrEnum):
     PREPINNED = "prepinned"                      #: the application pinned the buffer beforehand
     DRIVER_PAGEABLE = "driver_pageable"          #: hand the pageable pointer to the runtime's copy
     PINNED_ALLOCATOR = "pinned_allocator"        #: hand out locked memory and track it (C11's idea)
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySteps:
+    """What a policy does, in the words of engine.c's table ``POLICIES`` (``engine.py`` checks the
+    two row by row when it loads the engine). A new policy made of existing steps is a ``Policy``
+    value, its row here and its row there."""
+    transfer: str              #: stage_fresh, stage_pooled, lock_copy_unlock, pinned_or_pageable, pageable, nextgen
+    maps: str = "none"         #: what map/unmap keep: none; prepinned (the application registers at map);
+                               #: nextgen (the map of pinned ranges, LLVM's PinnedAllocationMapTy)
+    query_first: bool = False  #: ask the runtime first: memory it says is locked goes as one DMA
+    pool: str = "none"         #: the staging pool: none, exact (sizes, LLVM's MemoryManagerTy), classes (2^k >= 4 KiB)
+    asynchronous: bool = False   #: copies wait once per target region (sync), not after each copy
+    lock_mapped: bool = False  #: nextgen's map locks what it maps (LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=on)
+    allocates: bool = False    #: Python only: host_buffer hands out runtime-pinned memory, entered in the map
+                               #: (an engine plan enters it with its adopt op)
+
+
+#: the policies as their steps, one row each (engine.c's POLICIES holds the same rows)
+POLICY_STEPS: dict[Policy, PolicySteps] = {
+    Policy.STAGE_PER_COPY: PolicySteps("stage_fresh"),
+    Policy.LOCK_ALWAYS: PolicySteps("lock_copy_unlock"),
+    Policy.QUERY_THEN_LOCK: PolicySteps("lock_copy_unlock", query_first=True),
+    Policy.NEXTGEN: PolicySteps("nextgen", "nextgen", pool="exact", asynchronous=True),
+    Policy.NEXTGEN_LOCK_MAPPED: PolicySteps("nextgen", "nextgen", pool="exact", asynchronous=True, lock_mapped=True),
+    Policy.STAGE_POOLED: PolicySteps("stage_pooled", pool="classes"),
+    Policy.PREPINNED: PolicySteps("pinned_or_pageable", "prepinned", asynchronous=True),
+    Policy.DRIVER_PAGEABLE: PolicySteps("pageable", asynchronous=True),
+    Policy.PINNED_ALLOCATOR: PolicySteps("nextgen", "nextgen", pool="exact", asynchronous=True, allocates=True),
+}
 
 
 class TransferPath(StrEnum):
@@ -111,6 +142,7 @@ class Relock(StrEnum):
 class Capability(StrEnum):
     """What a runtime may or may not offer beyond the core interface; each answers
     "not available: <reason>" where it is missing."""
+    EVENTS = "events"          #: time a copy on the device (new_event, free_event, record_event, elapsed_ns)
     KERNELS = "kernels"        #: launch the replica kernel (prepare_kernels, launch_replica)
     LATCH = "latch"            #: hold a queue until released (new_latch, hold, release, free_latch)
     COPY_LOOP = "copy_loop"    #: a bare native async copy loop that bypasses pinpath (plain_copy_ns)

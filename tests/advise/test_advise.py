@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import types
 
 import numpy as np
@@ -191,6 +192,10 @@ def test_cli_end_to_end_on_host(write, tr, tmp_path, capsys):
         assert (out / name).is_file(), name
     md = (out / "summary.md").read_text()
     assert "### Ranking" in md and "### Advice" in md and "no GPU" in md and "RLIMIT_MEMLOCK" in md and "C11" in md
+    page = (out / "advice.html").read_text()
+    assert page.index(">Advice</h3>") < page.index(">Pattern</h3>") < page.index(">All figures</h2>")  # advice first
+    figures = page.split(">All figures</h2>", 1)[1]
+    assert not re.search(r"\d\.\d+e[+-]\d|>\s*(NaN|nan|inf|True|False)\s*<", figures), figures[:400]
     pred = pd.read_csv(out / "prediction.csv")
     plain = pred[pred.variant == "plain"].iloc[0]
     assert plain.application == "miniqmc" and plain.real_ns == 500000 and plain.low <= plain.ratio <= plain.high

@@ -6,6 +6,7 @@ import pytest
 from pinpath import experiments as ex
 from pinpath.report import tables as claims
 from pinpath.runtimes import has
+from pinpath.experiments.lock_cost import COUNTED_CALL
 from pinpath.schema import BANDWIDTH, C12, HARNESS, LOCK_COST, TRANSFERS, check_frame
 
 
@@ -25,7 +26,7 @@ def test_bandwidth(any_rt, engine):
     if engine == "auto" and not native_why_not(any_rt):   # the engine's rows and the loops': ROUNDS a repeat
         assert df.groupby(["case", "direction", "nbytes", "repeat"]).size().eq(ROUNDS).all() and ROUNDS >= 8
         assert policies.dma_event_ns.isna().all()
-    elif any_rt.has_events:
+    elif has(any_rt, "events"):
         assert policies.dma_event_ns.notna().all()
     assert {"pinned", "pageable", "plain_loop"} <= set(df.case) <= {"pinned", "pageable", "plain_loop", "sync_loop"}
     assert df[df.case != "plain_loop"].verified.all()
@@ -48,11 +49,37 @@ def test_lock_cost(any_rt):
     refused = df[df.error != ""]
     assert (refused.rc != 0).all()
     assert len(claims.lock_table(df))
+    counted = df[df.op.isin(["relock_counted", "unlock_after_relock_counted"])]   # pinpath's count: from C,
+    if (df.source == "native").any() and any_rt.relock != "counted":             # where the runtime keeps none
+        assert set(counted.call) == {COUNTED_CALL} and (counted.rc == 0).all()
+        assert len(counted) == 2 * len(df[(df.op == "relock") & (df.source == "native")])
+    else:
+        assert counted.empty
+
+
+def test_concurrency_native_counts_where_the_runtime_does_not(any_rt):
+    from pinpath.experiments.threads import concurrency_native
+    from pinpath.nativelib import load
+    if not has(any_rt, "native"):
+        pytest.skip("no C library for this runtime")
+    lib = load(any_rt.name)
+    df = concurrency_native(any_rt, lib, threads=(1, 2), reps=4, warmup=1, repeats=1)
+    ops = set(df.op)
+    assert {"relock"} <= ops and (("relock_counted" in ops) == (not lib.locks_counted))
+    counted = df[df.op.str.endswith("_counted")]
+    assert (counted.rc == 0).all() and (counted.ns > 0).all()
+    assert set(counted.groupby("threads").thread.nunique().items()) <= {(1, 1), (2, 2)}
 
 
 def test_c12_cases(any_rt):
     df = check_frame(ex.c12_cases(any_rt, nbytes=1 << 22, repeats=2, warmup=1, verify="all"), C12)
-    assert set(df.case) == {"1_lock_copy", "2_prelocked_copy", "3_relock_copy", "pageable_copy"}
+    from pinpath.experiments.c12 import COUNTED
+    native = df[df.source == "native"]
+    counting = any_rt.relock == "counted"    # where the runtime keeps no count, pinpath's count is case 3 too
+    assert set(df.case) - {COUNTED} == {"1_lock_copy", "2_prelocked_copy", "3_relock_copy", "pageable_copy"}
+    assert (COUNTED in set(native.case)) == (len(native) > 0 and not counting)
+    counted = df[df.case == COUNTED]
+    assert (counted.lock_rc == 0).all() and (counted.lock_ns > 0).all() and (counted.unlock_ns > 0).all()
     assert df.verified.all()
     one = df[df.case == "1_lock_copy"]
     assert (one.lock_ns > 0).all() and (one.unlock_ns > 0).all()
@@ -118,6 +145,33 @@ def test_semantics_probes(any_rt):
     assert set(df.probe) == set(PROBES)
     assert df[df.action.str.startswith("query")].locked.notna().all()
     assert (df[df.error != ""].rc != 0).all()
+
+
+def test_relied_lock_race(any_rt):
+    from pinpath.experiments.limits import RACE_ANSWERS
+    from pinpath.schema import HAZARD_MEANT
+    race = check_frame(ex.relied_lock_race(any_rt, nbytes=1 << 20, copies=2, iterations=4, verify="all"),
+                       HAZARD_MEANT)
+    if not has(any_rt, "native"):
+        assert race.empty
+        return
+    assert len(race) == 4 and set(race.answer) <= set(RACE_ANSWERS) and race.copy_verified.all()
+    assert race.a_found_locked.astype(bool).all() and (race.b_lock_rc == 0).all()   # A relied on B's lock
+    assert (race.b_unlock_rc == 0).all() and (race.idle_unlock_ns > 0).all()
+    if any_rt.name == "host":   # the OS's share, labelled so (whether munlock returned mid-copy is up to the
+        assert race.mechanism.str.startswith("the operating system").all()   # scheduler on a loaded machine)
+
+
+def test_race_answer_reads_the_timestamps():
+    from pinpath.experiments.limits import race_answer
+    base = dict(premise=True, in_flight=True, failed=False, verified=True, unlock_start_ns=100, idle_unlock_ns=50)
+    assert race_answer(**base, unlock_end_ns=400, copy_done_ns=300) == "waits"        # idle would end at 150
+    assert race_answer(**base, unlock_end_ns=200, copy_done_ns=300) == "returns mid-copy"
+    assert race_answer(**{**base, "idle_unlock_ns": 250}, unlock_end_ns=400, copy_done_ns=300) == "undecided"
+    assert race_answer(**{**base, "verified": False}, unlock_end_ns=400, copy_done_ns=300) == "corrupts"
+    assert race_answer(**{**base, "failed": True}, unlock_end_ns=400, copy_done_ns=300) == "fails"
+    assert race_answer(**{**base, "in_flight": False}, unlock_end_ns=400, copy_done_ns=300) == "not in flight"
+    assert race_answer(**{**base, "premise": False}, unlock_end_ns=400, copy_done_ns=300) == "no premise"
 
 
 def test_hazard_and_limits(any_rt):
@@ -321,8 +375,8 @@ def test_the_fidelity_timing_thread_stays_on_the_gpus_node(monkeypatch):
 
     from pinpath import machine_state
     from pinpath.experiments import fidelity
-    assert fidelity.timing_cpu(SimpleNamespace(has_events=False)) is None   # host: copies run on worker threads
-    gpu = SimpleNamespace(has_events=True)
+    assert fidelity.timing_cpu(SimpleNamespace(reason=lambda cap: "no device")) is None   # host: worker threads
+    gpu = SimpleNamespace(reason=lambda cap: "")
     monkeypatch.setattr(machine_state, "cpus_by_node", lambda: {0: [0, 1], 1: [2, 3]})
     monkeypatch.setattr(machine_state, "gpu_node", lambda device=0: (1, "sysfs"))
     for now, pinned in ((0, 2), (3, 3), (-1, 2)):

@@ -1,6 +1,8 @@
 """Every policy x memory kind x direction on a real runtime, every transfer byte-verified,
 and the path each took is what that runtime observably did."""
 
+from dataclasses import replace
+
 import pytest
 
 from pinpath.experiments.sweep import DeviceBuffers, transfer
@@ -68,3 +70,26 @@ def test_stage_per_copy_calls(host_rt):
         names = [c.call for c in r.calls]
         assert names == ["mmap", "mlock", "memmove@worker", "worker_wait", "memcpy", "munlock", "munmap"]
         assert r.alloc_ns > 0 and r.free_ns > 0 and r.copy_out_ns > 0 and r.copy_in_ns == 0
+
+
+def test_query_first_is_a_step_any_policy_can_take(host_rt):
+    """query_first is a flag of a policy's row, not code of one policy: stage_pooled's steps with it
+    copy locked memory as one DMA after the query (no staging), and the rest through the pool."""
+    with make_policy("stage_pooled", host_rt) as pol, DeviceBuffers(host_rt) as dev:
+        pol.steps = replace(pol.steps, query_first=True)
+        for kind, path, first in (("pinned", "already_locked", ["smaps_lookup", "memmove@worker", "worker_wait"]),
+                                  ("heap", "staged_pooled_miss", ["smaps_lookup", "mmap", "mlock", "memcpy"])):
+            with host_buffer(kind, 8192, rt=host_rt) as buf:
+                r = transfer(pol, buf, dev, dev.get(8192), "h2d", verify=True)
+                assert r.path == path and [c.call for c in r.calls][:len(first)] == first, r
+
+
+def test_a_row_runs_only_on_the_class_of_its_maps(host_rt):
+    """A row's transfer step is a method of the class its maps name; built on another class it is
+    refused in one sentence, before any queue is made."""
+    from pinpath.errors import PinpathError
+    from pinpath.policies import MAPS, PolicyBase
+    from pinpath.vocab import POLICY_STEPS
+    assert {s.maps for s in POLICY_STEPS.values()} <= set(MAPS)
+    with pytest.raises(PinpathError, match="PolicyBase has no transfer step 'nextgen'"):
+        PolicyBase(host_rt, "nextgen")

@@ -6,9 +6,9 @@ from pinpath.experiments.sweep import DeviceBuffers, transfer
 from pinpath.memkinds import host_buffer
 from pinpath.policies import make_policy
 from pinpath.runtimes import open_runtime
+from pinpath.vocab import POLICY_STEPS
 
-POLICY = st.sampled_from(["stage_per_copy", "stage_pooled", "lock_always", "query_then_lock", "nextgen",
-                          "nextgen_lock_mapped", "prepinned", "driver_pageable"])
+POLICY = st.sampled_from([str(p) for p in POLICY_STEPS])
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

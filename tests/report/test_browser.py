@@ -70,11 +70,11 @@ class _Page:
         return out
 
 
-async def _look(url: str, shot: Path, profile: Path) -> dict:
+async def _look(url: str, shot: Path, profile: Path, width: int = WIDTH_PX, height: int = 900) -> dict:
     from tornado.websocket import websocket_connect
     proc = subprocess.Popen([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                              "--host-resolver-rules=MAP * ~NOTFOUND", "--hide-scrollbars", "--remote-debugging-port=0",
-                             f"--window-size={WIDTH_PX},900", f"--user-data-dir={profile}", "about:blank"],
+                             f"--window-size={width},{height}", f"--user-data-dir={profile}", "about:blank"],
                             stderr=subprocess.PIPE, text=True)
     try:
         line = ""
@@ -96,7 +96,7 @@ async def _look(url: str, shot: Path, profile: Path) -> dict:
         page = _Page(ws, msg["result"]["sessionId"])
         for domain in ("Page", "Runtime", "Log"):
             await page.call(f"{domain}.enable")
-        await page.call("Emulation.setDeviceMetricsOverride", width=WIDTH_PX, height=900, deviceScaleFactor=1,
+        await page.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
                         mobile=False)
         await page.call("Page.navigate", url=url)
         await page.settle(2.0)
@@ -106,10 +106,15 @@ async def _look(url: str, shot: Path, profile: Path) -> dict:
             wide: [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1
                    && getComputedStyle(e).display !== 'none').slice(0, 5).map(e => e.tagName + '.' + e.className),
             height: document.documentElement.scrollHeight,
+            links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+            clipped: [...document.querySelectorAll('td, th, p, li, dd, span, code, table, div')].filter(e => e.scrollWidth > e.clientWidth + 1
+                      && e.clientWidth > 0 && getComputedStyle(e).overflowX !== 'visible').slice(0, 5).map(e => e.tagName + ': ' + e.innerText.slice(0, 60)),
+            first_screen: document.elementFromPoint(10, window.innerHeight - 5) ? [...document.querySelectorAll('#at-a-glance li')]
+                          .filter(e => e.getBoundingClientRect().bottom <= window.innerHeight).length : 0,
             broken: [...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt)})""")
         value = res["result"]["value"]
         shot_png = await page.call("Page.captureScreenshot", format="png", captureBeyondViewport=True, clip={
-            "x": 0, "y": 0, "width": WIDTH_PX, "height": min(value["height"], 6000), "scale": 1})
+            "x": 0, "y": 0, "width": width, "height": min(value["height"], 6000), "scale": 1})
         shot.parent.mkdir(parents=True, exist_ok=True)
         shot.write_bytes(base64.b64decode(shot_png["data"]))
         await page.settle(0.3)

@@ -164,11 +164,22 @@ def _c10(word):
     return {"api_calls": pd.DataFrame(rows)}
 
 
+def _race(answers: list[str], in_flight: bool = True) -> pd.DataFrame:
+    """hazard_meant rows: one race per answer, B's unlock inside A's copies."""
+    return pd.DataFrame([{"iteration": i, "nbytes": 16 << 20, "copies": 8, "in_flight": in_flight, "answer": a,
+                          "b_unlock_ns": 1_300_000, "idle_unlock_ns": 40_000, "unlock_end_after_copy_ns": 60_000,
+                          "copy_verified": a != "corrupts", "mechanism": "the runtime's own lock, copy and unlock (cuda)"}
+                         for i, a in enumerate(answers)])
+
+
 def _c11(word):
-    k = {H: 3, I: 0}[word]      # none seen in 20 proves no absence: the interval reaches 0
+    """As meant: the unlock took effect under the copies in 3 races (holds), waited in all (does not
+    hold), or no race could tell (inconclusive); the page-sharing case beside it."""
+    answers = {H: ["returns mid-copy"] * 3 + ["waits"] * 17, N: ["waits"] * 20, I: ["undecided"] * 20}[word]
+    k = {H: 3, N: 0, I: 0}[word]      # none seen in 20 proves no absence: the interval reaches 0
     rows = [{"policy": "query_then_lock", "unlock_inside_copy": True, "hazard": i < k, "observed_by": "smaps",
              "a_path": "already_locked", "a_copy_end_ns": 100, "b_unlock_end_ns": 90} for i in range(20)]
-    return {"hazard": pd.DataFrame(rows)}
+    return {"hazard_meant": _race(answers), "hazard": pd.DataFrame(rows)}
 
 
 def _c12(word, wait: bool = False):
@@ -183,13 +194,18 @@ def _c12(word, wait: bool = False):
     return {"c12": pd.DataFrame(rows)}
 
 
-def _c13(word):
+def _c13(word, counted: bool = True):
+    """CUDA: every re-lock refused (712, 100 ns); the figures are pinpath's count's (with ``counted``)."""
     lo, hi, how = {H: (1500, 4000, "tight"), N: (1000, 1200, "tight"), I: (1600, 1600, "wide")}[word]
     rows = []
     for threads, c in ((1, lo), (16, hi)):
         for i, v in enumerate(_spread(c, how)):
-            rows += [{"threads": threads, "thread": 0, "repeat": i, "call": k, "op": "relock", "ns": int(v), "rc": 712}
-                     for k in range(3)]   # three calls a repeat: the figure is per call, not their sum
+            for k in range(3):   # three calls a repeat: the figure is per call, not their sum
+                rows.append({"threads": threads, "thread": 0, "repeat": i, "call": k, "op": "relock", "ns": 100,
+                             "rc": 712})
+                if counted:
+                    rows += [{"threads": threads, "thread": 0, "repeat": i, "call": k, "op": op, "ns": int(v) // 2,
+                              "rc": 0} for op in ("relock_counted", "unlock_after_relock_counted")]
     return {"concurrency": pd.DataFrame([{"policy": "lock_always", "threads": 1, "overhead_ns": 1, "native_ns": 1}]),
             "concurrency_native": pd.DataFrame(rows)}
 
@@ -211,11 +227,25 @@ def _c14(word):
     return {**_tracked(0.2, "tight"), "real_runs": _real_runs(), "real_invocations": pd.DataFrame(rows)}
 
 
-def _c15(word):
+def _overlap_real(vendor: str, f: float, how: str) -> pd.DataFrame:
+    """Rounds of the real runtime on ``vendor``: nowait rounds ``f`` times the waited ones, per process."""
+    return pd.DataFrame([{"variant": "plain", "mode": m, "round": 0, "process": i, "chains": 8, "nbytes": 1 << 24,
+                          "ns": int(v), "verified": True, "vendor": vendor, "arch": "x"}
+                         for m, c in (("wait", 1e6), ("nowait", 1e6 * f)) for i, v in enumerate(_spread(c, how))])
+
+
+def _c15(word, vendors=("nvidia", "amd")):
+    """The CUDA plugin overlaps (0.5) and the AMD plugin does not (1.0): holds; the CUDA plugin does
+    not: does not hold; wide: inconclusive. Both vendors' rounds are in one data set here, as two
+    machines' runs joined."""
     f, how = {H: (0.5, "tight"), N: (1.0, "tight"), I: (0.9, "wide")}[word]
     rows = [{"queues": q, "repeat": i, "wall_ns": int(v)} for q, c in ((1, 1000), (4, 1000 * f))
             for i, v in enumerate(_spread(c, how))]
-    return {"overlap": pd.DataFrame(rows)}
+    real = pd.concat([_overlap_real(v, f if v == "nvidia" else 1.0, how if v == "nvidia" else "tight") for v in vendors])
+    streams = pd.DataFrame([{"variant": "plain", "mode": m, "round": 0, "copies": 16, "kernels": 8, "syncs": 8,
+                             "streams_created": 0, "streams": n, "source": "cudalog", "vendor": "nvidia"}
+                            for m, n in (("nowait", 8), ("wait", 1))])
+    return {"overlap": pd.DataFrame(rows), "overlap_real": real, "overlap_streams": streams}
 
 
 BUILDERS = {
@@ -224,7 +254,7 @@ BUILDERS = {
     "C6": (_lock_pair(("lock", "pageable"), ("query", "pageable"), 50, 2, 10), "cuda", (H, N, I)),
     "C7": (_lock_pair(("relock", "locked"), ("query", "locked"), 1, 5, 2), "cuda", (H, N, I)),
     "C8": (_c8, "hsa", (H, N)), "C9": (_c9, "cuda", (H, N, I)), "C10": (_c10, "cuda", (H, N, I)),
-    "C11": (_c11, "host", (H, I)), "C12a": (_c12, "cuda", (H, N, I)),
+    "C11": (_c11, "host", (H, N, I)), "C12a": (_c12, "cuda", (H, N, I)),
     "C12b": (lambda w: _c12(w, wait=True), "cuda", (H, N, I)), "C13": (_c13, "cuda", (H, N, I)),
     "C14": (_c14, "hsa", (H, N, I)), "C15": (_c15, "cuda", (H, N, I)),
 }
@@ -312,20 +342,65 @@ def test_c14_model_counts_the_locks_of_map_events():
     assert "1 lock calls" in row.detail and "1 in map events" in row.detail
 
 
-def test_c9_on_a_runtime_that_refuses_the_second_lock_is_shown_in_part_only():
-    lc = _lock_cost({("lock", "pageable"): 40000, ("relock", "locked"): 1000, ("unlock", "locked"): 5000})
+def _refused_lock_cost(counted: bool) -> pd.DataFrame:
+    """CUDA's answers: every re-lock refused (712) and no unlock of it; with ``counted`` pinpath's count too."""
+    ns = {("lock", "pageable"): 40000, ("relock", "locked"): 1000, ("unlock", "locked"): 5000,
+          ("query", "locked"): 500}
+    if counted:
+        ns.update({("relock_counted", "locked"): 60, ("unlock_after_relock_counted", "locked"): 50})
+    lc = _lock_cost(ns)
     lc.loc[lc.op == "relock", "error"] = "cudaErrorHostMemoryAlreadyRegistered (712)"
-    row = judge(["C9"], {"lock_cost": lc}, "cuda").iloc[0]
-    assert row.verdict == I and "never arose" in row.why and "in part only" in row.why
-    assert "refuses" in row.why and "712" in row.why
+    lc.loc[lc.op == "relock", "rc"] = 712
+    return lc
+
+
+def test_a_relock_no_call_performed_is_not_applicable():
+    """CUDA refused every re-lock and pinpath's count was not measured: C7 and C9 rest on no re-lock."""
+    lc = _refused_lock_cost(counted=False)
+    for cid in ("C7", "C9"):
+        row = judge([cid], {"lock_cost": lc}, "cuda").iloc[0]
+        assert row.verdict == Verdict.NOT_APPLICABLE, (cid, row.why)
+        assert "no re-lock was performed" in row.why and "712" in row.why and "for information" in row.why
+
+
+def test_where_the_runtime_refuses_the_relock_pinpaths_count_is_the_labelled_analogue():
+    lc = _refused_lock_cost(counted=True)
+    c7 = judge(["C7"], {"lock_cost": lc}, "cuda").iloc[0]
+    assert c7.reading == claims.ANALOGUE and c7.verdict == H and "counted by pinpath" in c7.metric
+    assert c7.measured == pytest.approx(110 / 500, rel=0.1) and "refuses the re-lock itself" in c7.why
+    assert "counted by pinpath" in c7.analogue
+    c9 = judge(["C9"], {"lock_cost": lc}, "cuda").iloc[0]
+    assert c9.verdict == H and "counted by pinpath" in c9.metric and "never arose" not in c9.detail
+
+
+def test_c12_case_3_refused_is_counted_by_pinpath_or_not_applicable():
+    data = _c12(H)
+    c = data["c12"]
+    c["lock_rc"] = np.where(c.case == "3_relock_copy", 712, 0)
+    row = judge(["C12a"], {"c12": c}, "cuda").iloc[0]
+    assert row.verdict == Verdict.INCONCLUSIVE and "no re-lock was performed" in row.detail   # case 3: in part only
+    counted = c[c.case == "3_relock_copy"].assign(case="3_relock_counted_copy", lock_rc=0)
+    row = judge(["C12a"], {"c12": pd.concat([c, counted])}, "cuda").iloc[0]
+    assert row.verdict == H and "counted by pinpath" in row.detail
 
 
 def test_c11_whose_premise_never_arose_is_not_applicable():
     rows = [{"policy": "query_then_lock", "unlock_inside_copy": False, "hazard": False, "observed_by": "query",
-             "a_path": "locked", "a_copy_end_ns": 100, "b_unlock_end_ns": 190} for _ in range(20)]
-    row = judge(["C11"], {"hazard": pd.DataFrame(rows)}, "cuda").iloc[0]
+             "a_path": "locked", "a_copy_end_ns": 100, "b_unlock_end_ns": 190, "b_unlock_start_ns": 0}
+            for _ in range(20)]
+    row = judge(["C11"], {"hazard_meant": _race(["waits"] * 5, in_flight=False), "hazard": pd.DataFrame(rows)},
+                "cuda").iloc[0]
     assert row.reading == claims.AS_MEANT and row.verdict == Verdict.NOT_APPLICABLE
-    assert "never arose" in row.why and "locked 20" in row.why
+    assert "never arose" in row.why and "locked 20" in row.why and "ended after A's copy in 20 of 20" in row.why
+
+
+def test_c11_as_meant_the_driver_waiting_decides_against_the_claim():
+    """B's unlock waited for the copies in every race: the hazard does not arise as meant, whatever
+    the page-sharing case (not applicable there: never arose) says."""
+    data = _c11(N)
+    data["hazard"] = data["hazard"].assign(a_path="locked")
+    row = judge(["C11"], data, "cuda").iloc[0]
+    assert row.verdict == N and "waits 20" in row.why and "ms" not in row.metric
 
 
 def test_c10_needs_the_applications_own_pinning_calls():
@@ -335,13 +410,14 @@ def test_c10_needs_the_applications_own_pinning_calls():
     assert row.verdict == M and "application's own pinning calls" in row.why
 
 
-def test_c10_labels_refused_locks_as_a_path():
+def test_c10_lock_test_on_refused_locks_is_not_applicable():
     data = _c10(H)
     ac = data["api_calls"]
     ac.loc[ac.user_pinned & (ac.caller == "runtime"), "rc"] = 712
     row = judge(["C10"], data, "cuda").iloc[0]
-    assert "all refused: the path a runtime that always tries pays" in row.why
-    assert "always tries" in row.analogue
+    assert row.verdict == H or row.verdict == I   # the whole replica's test decides; the lock test rests on no re-lock
+    assert "no re-lock was performed" in row.detail and "re-lock refused by the runtime" in row.detail
+    assert "refused (712)" in row.analogue
 
 
 # -- the why sentence and the readings of C12 ----------------------------------------------------
@@ -424,10 +500,24 @@ def test_c7_as_meant_counts_the_unlock_a_granted_relock_needs():
     assert row.verdict == N and row.measured == pytest.approx(6, rel=0.05) and "its unlock" in row.why
 
 
-def test_c13_says_when_the_relock_path_is_a_refusal():
+def test_c13_labels_the_counted_path_and_without_it_is_not_applicable():
     row = judge(["C13"], _c13(H), "cuda").iloc[0]
-    assert row.reading == claims.ANALOGUE and "a re-lock, refused (rc 712), and no unlock" in row.why
+    assert row.reading == claims.ANALOGUE and "counted by pinpath" in row.metric and "712" in row.why
     assert 3600 <= row.measured <= 4400      # one call's path at 16 threads (about 4 us), not three calls' sum
+    row = judge(["C13"], _c13(H, counted=False), "cuda").iloc[0]
+    assert row.verdict == Verdict.NOT_APPLICABLE and "no re-lock was performed" in row.why
+
+
+def test_c15_on_cuda_alone_leaves_the_amd_half_not_measured():
+    data = _c15(H, vendors=("nvidia",))
+    row = judge(["C15"], data, "cuda").iloc[0]
+    assert row.reading == claims.AS_MEANT and row.verdict == M
+    assert "AMDGPU plugin's half needs an AMD GPU" in row.why and "8 stream(s) in a nowait round" in row.why
+    reason = pd.DataFrame([{"not_applicable": "no offload build: build/offload/manifest.json is missing"}])
+    row = judge(["C15"], {**data, "overlap_real": reason, "overlap_streams": reason}, "cuda").iloc[0]
+    assert row.verdict == M and "no offload build" in row.why
+    host = judge(["C15"], {**data, "overlap_real": reason, "overlap_streams": reason}, "host").iloc[0]
+    assert host.verdict == Verdict.NOT_APPLICABLE and "offload plugins" in host.why and "raw queues" in host.detail
 
 
 def test_measures_shared_by_tests_and_claims_are_computed_once(monkeypatch):

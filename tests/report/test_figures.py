@@ -347,3 +347,80 @@ def test_the_cache_ratio_shows_each_policy_and_size_with_its_interval():
         sorted([round(f * 0.5, 6) for f in (6.0, 6.0, 3.5, 3.5)])
     _legend_outside(fig)
     assert "no cache here" in " ".join(_texts(cache_ratio(pd.DataFrame([{"not_available": "no cache here"}]))))
+
+
+# -- each verdict's figure against claims.csv ----------------------------------------------------
+def _reference_claims() -> list[pd.DataFrame]:
+    """The committed references' claims.csv (measured on H200s), and one made up to cover every
+    comparison and unit."""
+    from pinpath.paths import OUTPUTS_DIR
+    frames = [pd.read_csv(p) for p in sorted((OUTPUTS_DIR / "reference").glob("*/report/claims.csv"))]
+    frames.append(pd.DataFrame({
+        "id": ["A", "B", "C", "D", "E"], "metric": ["a ratio", "a time", "a share", "a count", "near 1"],
+        "measured": [3.2, 2824.5, 0.97, 1.0, 1.36], "low": [2.1, 2241.5, 0.95, 1.0, 1.07],
+        "high": [4.4, 3778.5, 0.98, 1.0, 1.58], "unit": ["x", "ns", "fraction", "count", "x"],
+        "comparison": ["<=", ">", ">=", ">=", "within"], "threshold": [2.0, 1600, 0.5, 1, 0.1],
+        "verdict": ["does not hold", "holds", "holds", "holds", "inconclusive"]}))
+    return frames
+
+
+@pytest.mark.parametrize("frame", range(len(_reference_claims())))
+def test_each_verdict_figure_shows_its_claims_csv_value_and_threshold(frame):
+    """Deliver 1 of issue 37: the figure beside a verdict plots the verdict's own figure (value,
+    interval) in its unit, with its threshold, and greens the side where the claim holds."""
+    from pinpath.report import strip
+    df = _reference_claims()[frame]
+    fig = figures.verdicts(df)
+    judged = df[pd.to_numeric(df.measured, errors="coerce").notna()]
+    assert fig is not None and figures.problems(fig) == []
+    panels = {ax.get_gid(): ax for ax in fig.axes}
+    assert set(panels) == set(judged.id.astype(str))
+    for r in judged.to_dict("records"):
+        ax = panels[str(r["id"])]
+        dot = next(line for line in ax.lines if line.get_marker() == "o")
+        assert dot.get_xdata()[0] == pytest.approx(r["measured"]), r["id"]
+        bar = ax.collections[-1].get_segments()[0]            # the errorbar's interval
+        assert sorted(bar[:, 0]) == pytest.approx([r["low"], r["high"]]), r["id"]
+        marks = sorted(line.get_xdata()[0] for line in ax.lines if line.get_linestyle() == "--")
+        want = [1 - r["threshold"], 1 + r["threshold"]] if r["comparison"] == "within" else [r["threshold"]]
+        assert marks == pytest.approx(want), r["id"]
+        span = ax.patches[0]                                   # axvspan: a Rectangle (a Polygon before 3.9)
+        green = [span.get_x(), span.get_x() + span.get_width()] if hasattr(span, "get_width") else span.get_xy()[:, 0]
+        lo, hi = min(green), max(green)
+        holds_side = r["measured"] if r["verdict"] == "holds" else None
+        if holds_side is not None:
+            assert lo <= holds_side <= hi, r["id"]           # a verdict that holds sits in the green
+        if r["verdict"] == "does not hold":
+            assert not (lo <= r["measured"] <= hi), r["id"]
+        assert ax.get_xscale() == ("log" if strip.scale(r).log else "linear")
+    plt.close(fig)
+    # the same figure in the index's claims table (SVG): the dot read back through its axis
+    for r in judged.to_dict("records"):
+        svg = str(strip.svg(r))
+        lo, hi = float(re.search(r"data-lo='([^']+)'", svg)[1]), float(re.search(r"data-hi='([^']+)'", svg)[1])
+        log = re.search(r"data-log='(\d)'", svg)[1] == "1"
+        pad, width = float(re.search(r"data-pad='([^']+)'", svg)[1]), float(re.search(r"data-width='([^']+)'", svg)[1])
+        f = (float(re.search(r"<circle class='value'[^>]* cx='([^']+)'", svg)[1]) - pad) / width
+        back = lo * (hi / lo) ** f if log else lo + f * (hi - lo)
+        assert back == pytest.approx(r["measured"], rel=0.02 if log else 0, abs=0 if log else 0.01 * (hi - lo)), r["id"]
+        assert "<line class='threshold'" in svg and "<rect class='holds'" in svg
+
+
+def test_bars_start_at_zero_unless_the_values_span_decades():
+    near = pd.DataFrame({"case": ["a"] * 5 + ["b"] * 5, "ns": [3800.0] * 5 + [5200.0] * 5})
+    ax = figures.case_bars(near, "case", "ns", title="near").figure.axes[0]
+    assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0       # 3.8 against 5.2 us reads as 1.4x
+    far = pd.DataFrame({"case": ["a"] * 5 + ["b"] * 5, "ns": [1e3] * 5 + [1e6] * 5})
+    assert figures.case_bars(far, "case", "ns", title="far").figure.axes[0].get_yscale() == "log"
+    plt.close("all")
+
+
+def test_size_ticks_keep_apart_on_a_narrow_axis():
+    df = pd.DataFrame([{"nbytes": 4096 << k, "ns": 1e3 * (k + 1), "policy": "p"} for k in range(15) for _ in range(3)])
+    fig = figures.vs_size(df, "ns", hue="policy", title="narrow")
+    fig.set_size_inches(3.2, 3)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    boxes = sorted((t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()), key=lambda b: b.x0)
+    assert len(boxes) >= 2 and all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:])), [t.get_text() for t in ax.get_xticklabels()]
+    plt.close(fig)

@@ -184,7 +184,7 @@ def test_index_reads_claims_fidelity_and_links_only_existing_pages(tmp_path):
         assert f">{word}</span>" in page, word
     assert "12.3x (95 % CI 11.1\u201313.6)" in text and "35.1 us (95 % CI 31.6\u201338.6 us)" in text
     assert "holds if \u2265 10.0x" in text
-    local = [r for r in p.refs if not r.startswith(("#", "data:"))]
+    local = [r for r in p.refs if not r.startswith(("#", "data:", H.THREAD_URL))]
     assert local and all((run_dir / "report" / r).is_file() for r in local), local
     assert "href='03_c6_c7_c9_lock_cost.html'" in page and "99_missing_page.html" not in page
     assert "href='00_nb_ok.html'" in page and "href='01_nb_failed.html'" not in page
@@ -262,6 +262,25 @@ def test_render_notebook_is_offline(tmp_path):
     page = html_path.read_text()
     assert H.external_scripts(page) == [] and "cdn." not in page.lower()
     no_machine_paths(page, tmp_path)
+
+
+def test_notebook_page_is_titled_leads_back_and_says_the_runners_check(tmp_path):
+    import nbformat
+    nb = nbformat.read(FIXTURES / "00_ok.ipynb", as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell("# 03 · C6, C7, C9: what a lock costs\n\nwords"))
+    check = nbformat.v4.new_code_cell("pinpath.session.finish(RUN_DIR, NOTEBOOK)", metadata={"tags": ["pinpath-injected"]})
+    check.outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": "{'vmlck_before_nbytes': 0,\n "
+                     "'vmlck_after_nbytes': 8192, 'mmap_threshold_nbytes': 131072, 'unreleased': {}}"}, execution_count=3)]
+    nb.cells.append(check)
+    src = tmp_path / "03_x.ipynb"
+    nbformat.write(nb, src)
+    html_path = tmp_path / "run" / "report" / "03_x.html"
+    H.render_notebook(src, html_path)
+    page = html_path.read_text()
+    assert "<title>03 \u00b7 C6, C7, C9: what a lock costs \u2014 pinpath</title>" in page
+    assert "<a href='index.html'>" in page
+    assert "vmlck_before_nbytes" not in page and "{&#39;" not in page        # no raw dict
+    assert "locked memory 0 B before, 8 KiB after; nothing left unreleased." in page
 
 
 CHROMIUM = next((c for c in ("chromium", "chromium-browser", "google-chrome") if shutil.which(c)), None)
@@ -387,3 +406,28 @@ def test_each_notebook_opens_with_what_it_measures_and_why():
         title, first = src.split("\n\n")[:2]
         assert title.startswith("# ") and first.startswith("This notebook "), nb.name
         assert 2 <= len(re.findall(r"[.:](\s|$)", first)) <= 3 and len(first) < 500, (nb.name, first)
+
+
+def test_conclusion_says_a_verdict_word_once():
+    from pinpath.report import tables
+    df = pd.DataFrame([{"id": "C6", "verdict": "not applicable", "reading": "not applicable", "platform": "host",
+                        "why": "not applicable on host: the claim is about NVIDIA's runtime", "thread": "t",
+                        "metric": "register / query", "measured": math.nan, "low": math.nan, "high": math.nan, "unit": "x"},
+                       {"id": "C7", "verdict": "holds", "reading": "analogue", "platform": "cuda", "why": "it meets 2x",
+                        "thread": "t", "metric": "m", "measured": 1.5, "low": 1.2, "high": 1.8, "unit": "x", "who": "w"}])
+    md = tables.conclusion(df, final=True)
+    assert md.count("not applicable") == 1 and "**C6** not applicable on host: the claim is about NVIDIA" in md
+    assert "**C7 holds** (by an analogue) on cuda: m = 1.50x (95 % CI 1.20\u20131.80). it meets 2x." in md
+    df["who"] = "w"
+    assert list(tables.beside(df).measured) == ["\u2014", "1.50x (95 % CI 1.20\u20131.80)"]   # no verdict word here
+
+
+def test_a_claim_not_judged_here_shows_what_was_measured_anyway():
+    detail = ("measured here for information: register / query of pageable memory: 0.0144x (95 % CI 0.0139\u20130.0166) "
+              "[4 KiB] -> inconclusive (only 3 independent repeats)")
+    assert H._for_information(detail) == "register / query of pageable memory: 0.0144x (95 % CI 0.0139\u20130.0166) [4 KiB]"
+    assert H._for_information("measured here for information: a / b: not measured (no staging data in this run); "
+                              "c: not measured (no x data)") == ""
+    df = pd.DataFrame([{"id": "C6", "verdict": "not applicable", "platform": "host", "detail": detail, "why": "w"}])
+    body = str(H.claims_section(df))
+    assert "the operating system&#39;s share: register / query of pageable memory: 0.0144x" in body

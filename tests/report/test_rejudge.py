@@ -3,7 +3,9 @@ preset on this project's development VM, commit 5dad07e) judged again by today's
 committed claims.csv, every column; and judged as if it came from CUDA (most claims then read as
 analogues, so the tests' measures and verdicts run, not only "not applicable") it gives what the
 code of 5dad07e gave (report/claims-as-cuda.csv). Their C13 rows were judged again after the fix
-that takes C13's re-lock path per call (it had summed a thread's calls): nothing else changed; the
+that takes C13's re-lock path per call (it had summed a thread's calls); their C7, C9, C10, C11,
+C12, C13 and C15 rows after issue 34 (each figure labelled with the re-lock mechanism it measures;
+C11 and C15 as meant, whose data sets this run predates: not measured): nothing else changed; the
 ``state`` column, added later, is checked apart."""
 
 import io

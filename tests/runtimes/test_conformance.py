@@ -37,7 +37,6 @@ from pinpath.vocab import Capability, Direction, PageableCopy, Platform, Relock
 
 PLATFORMS = [p.value for p in RUNTIMES]
 RELOCK = {"host": Relock.UNCOUNTED, "cuda": Relock.REFUSED, "hsa": Relock.COUNTED, "hip": Relock.REFUSED}
-EVENT_MEMBERS = ("new_event", "free_event", "record_event", "elapsed_ns")
 NBYTES = 3 * 4096 + 123        # not a whole number of pages
 
 
@@ -88,22 +87,36 @@ def test_class_has_every_core_member(platform):
 
 
 def test_the_core_is_start_buffers_and_capabilities():
-    """The core stays about a dozen calls; the per-call layer mirrors native/platform.h's table."""
+    """The core is at most 12 calls; the per-call layer mirrors native/platform.h's table and no
+    more (device events are a capability); what every backend shares is RuntimeBase's."""
     core_calls = [m for m in CORE_MEMBERS if callable(getattr(Runtime, m, None))]
-    assert len(core_calls) <= 13, core_calls
-    assert set(CALL_MEMBERS) >= {"lock", "unlock", "query", "copy_async", "wait", "host_copy"}
+    assert len(core_calls) <= 12, core_calls
+    assert set(CALL_MEMBERS) == {"lock", "unlock", "query", "new_queue", "free_queue", "copy_async", "wait",
+                                 "host_copy"}
     assert not set(CORE_MEMBERS) & set(CALL_MEMBERS)
+    assert not set(CAPABILITY_MEMBERS[Capability.EVENTS]) & set(CORE_MEMBERS + CALL_MEMBERS)
+    for shared in ("capabilities", "reason", "host_copy", "fill_device"):
+        assert callable(getattr(RuntimeBase, shared)), shared
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_backend_writes_no_member_it_does_not_offer(platform):
+    """Events are a capability: a backend that declares them unavailable has none of their
+    members (no stubs that only refuse); one that offers them has all of them."""
+    cls = _class(platform)
+    events = CAPABILITY_MEMBERS[Capability.EVENTS]
+    have = [m for m in events if callable(getattr(cls, m, None))]
+    assert have == ([] if Capability.EVENTS in cls.unavailable else list(events))
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_core_methods_take_the_protocols_parameters(platform):
-    """Same names in the same order (callers pass some by keyword). A runtime without
-    events (``has_events`` False) is never asked for one: its event members only refuse."""
+    """Same names in the same order (callers pass some by keyword)."""
     cls = _class(platform)
     wrong = {}
     for name in CORE_MEMBERS + CALL_MEMBERS:
         proto = getattr(Runtime if name in CORE_MEMBERS else RuntimeCalls, name, None)
-        if not callable(proto) or (name in EVENT_MEMBERS and not cls.has_events):
+        if not callable(proto):
             continue
         impl = inspect.getattr_static(cls, name)
         if isinstance(impl, staticmethod):
@@ -125,7 +138,7 @@ def test_declared_semantics_and_capabilities(platform):
     cls = _class(platform)
     assert cls.relock is RELOCK[platform]
     assert isinstance(cls.pageable_copy, PageableCopy)
-    assert isinstance(cls.has_events, bool) and isinstance(cls.needs_grant, bool)
+    assert isinstance(cls.needs_grant, bool)
     core_categories = {"lock", "unlock", "query", "alloc", "free", "copy", "wait", "host_copy"}
     assert core_categories <= set(cls.call_categories.values())
     for cap, reason in cls.unavailable.items():

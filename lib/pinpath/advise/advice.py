@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..osinfo import memlock_limit_nbytes
 from ..report.fmt import binary_size as fmt_bytes, format_measured
+from ..report.share import md_code       # a trace's variable name: a code span nothing in it can end
 from ..units import fmt_ns
 from .pattern import Pattern
 from .predict import Prediction
@@ -126,7 +127,7 @@ def _pin_list(p: Pattern, pred: Prediction) -> list[str]:
     pays = arr[arr.pays]
     if not len(pays):
         return ["No array is moved often enough for registering it to pay back its cost on this node."]
-    lines = [f"`{r.name or r.array}` ({fmt_bytes(r.nbytes)}, moved {r.transfers}x; registering pays after "
+    lines = [f"{md_code(r.name or r.array)} ({fmt_bytes(r.nbytes)}, moved {r.transfers}x; registering pays after "
              f"{math.ceil(r.uses)} transfer(s), at most {math.ceil(r.high)})" for r in pays.head(12).itertuples()]
     more = f" and {len(pays) - 12} more" if len(pays) > 12 else ""
     return ["Arrays worth registering: " + "; ".join(lines) + more +

@@ -10,9 +10,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import runfolder as rf
+from ..atomic import replacing_folder
 from ..errors import BadParameter
 from ..experiments.real_runtime import MODELS, VARIANTS
-from ..paths import OUTPUTS_DIR
+from .. import paths
 from ..report.fmt import format_measured
 from ..runtimes import open_runtime
 from .advice import advice
@@ -188,6 +190,42 @@ def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construc
                    f"{time.perf_counter() - t0:.1f} s), less the replay's copy of the same class")
 
 
+MAX_REPEATS = 1000       #: replays of each class: 10 give the intervals, 1000 are minutes already
+_OURS = ("advice.html", "summary.md")     #: what tells an earlier advise's folder
+
+
+def _new_out() -> Path:
+    """``outputs/advise-<time>``, made here without exist-ok so that two advises never share one
+    (``-2``, ``-3`` ... where taken)."""
+    base = Path(paths.OUTPUTS_DIR) / f"advise-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"
+    base.parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        cand = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        try:
+            cand.mkdir()
+            return cand
+        except FileExistsError:
+            continue
+    raise BadParameter(f"{base}: 999 advise folders of that second exist already")
+
+
+def _check_out(out: Path) -> Path:
+    """``--out``, checked before anything runs: a new folder, an empty one or an earlier advise's
+    (replaced whole, ``atomic.replacing_folder``), not a link, not inside a committed reference."""
+    out = Path(out)
+    if out.is_symlink():
+        raise BadParameter(f"--out {out}: is a link; name a plain folder")
+    if out.exists():
+        if not out.is_dir():
+            raise BadParameter(f"--out {out}: is a file; name a folder")
+        if any(out.iterdir()) and not all((out / n).is_file() for n in _OURS):
+            raise BadParameter(f"--out {out}: holds files that are not an earlier advise's; name a new or empty folder")
+    for folder in (out.resolve(), *out.resolve().parents):
+        if rf.is_reference(folder) and (folder == out.resolve() or (folder / rf.MANIFEST).is_file()):
+            raise BadParameter(f"--out {out}: is inside the committed reference {folder}, which is read-only")
+    return out
+
+
 def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
            repeats: int = 10, real: Path | None = None, application: str | None = None,
            engine: str = "auto", runtime_term: bool = True, offload_dir: Path | None = None,
@@ -200,8 +238,9 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     check_construct(construct)
     if engine not in ENGINES:
         raise BadParameter(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    if repeats < 5:
-        raise BadParameter(f"--repeats must be at least 5 (intervals need them), got {repeats}")
+    if not 5 <= repeats <= MAX_REPEATS:
+        raise BadParameter(f"--repeats must be at least 5 (intervals need them) and at most {MAX_REPEATS}, got {repeats}")
+    out = _check_out(out) if out is not None else None
     real_df = None
     if real is not None:
         try:   # a CSV of variant, ns per step, or the offload binaries' stdout ('#' lines are facts)
@@ -245,30 +284,31 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             rep_designs = pd.concat([rep_designs, design_runtime_rows(probe, rep, rep_designs)], ignore_index=True)
         if len(probe):
             rep = pd.concat([rep, runtime_rows(probe, rep)], ignore_index=True)
-    out = Path(out) if out else OUTPUTS_DIR / f"advise-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"
-    out.mkdir(parents=True, exist_ok=True)
-    write_dataset(p, out)
-    if rep is not None:
-        rep.to_csv(out / "replay.csv", index=False)
-        if len(probe):
-            probe.to_csv(out / "runtime_probe.csv", index=False)
-        pred = predict(p, rep, pols)
-        for name in ("totals", "regions", "steps", "break_even", "by_class", "typical", "arrays"):
-            getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
-        lines = advice(p, pred, platform=meta["platform"], vendor=vendor, engine=meta["engine"])
-        name = application or Path(trace_path).stem
-        rows = _real_rows(name, pred, real_df)
-        lines += _measured_apart(rows, pred)
-        if rep_designs is not None:
-            rep_designs.to_csv(out / "designs_replay.csv", index=False)
-            design_tab = design_table(predict(p, rep_designs, DESIGNS), pred)
-            design_tab.to_csv(out / "designs.csv", index=False)
-            rows += design_rows(name, design_tab)
-        write_prediction(out / "prediction.csv", rows)
-    elif trace.stats is not None:
-        lines = _stats_advice(trace.stats)
-    else:
-        lines = _durations(trace.copies) + ["Nothing can be replayed from this trace: " + "; ".join(trace.lacks) + "."]
-    meta["total"] = f"{time.perf_counter() - t0:.1f} s"
-    pages = write_pages(out, p, pred, lines, meta, designs=design_tab)
-    return {"out": out, **pages, "meta": meta, "advice": lines, "prediction": pred}
+    final = out or _new_out()
+    with replacing_folder(final) as out:     # a fresh folder that takes final's place whole, at the end
+        write_dataset(p, out)
+        if rep is not None:
+            rep.to_csv(out / "replay.csv", index=False)
+            if len(probe):
+                probe.to_csv(out / "runtime_probe.csv", index=False)
+            pred = predict(p, rep, pols)
+            for name in ("totals", "regions", "steps", "break_even", "by_class", "typical", "arrays"):
+                getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
+            lines = advice(p, pred, platform=meta["platform"], vendor=vendor, engine=meta["engine"])
+            name = application or Path(trace_path).stem
+            rows = _real_rows(name, pred, real_df)
+            lines += _measured_apart(rows, pred)
+            if rep_designs is not None:
+                rep_designs.to_csv(out / "designs_replay.csv", index=False)
+                design_tab = design_table(predict(p, rep_designs, DESIGNS), pred)
+                design_tab.to_csv(out / "designs.csv", index=False)
+                rows += design_rows(name, design_tab)
+            write_prediction(out / "prediction.csv", rows)
+        elif trace.stats is not None:
+            lines = _stats_advice(trace.stats)
+        else:
+            lines = _durations(trace.copies) + ["Nothing can be replayed from this trace: " + "; ".join(trace.lacks) + "."]
+        meta["total"] = f"{time.perf_counter() - t0:.1f} s"
+        pages = write_pages(out, p, pred, lines, meta, designs=design_tab)
+    pages = {k: final / v.name if isinstance(v, Path) else v for k, v in pages.items()}
+    return {"out": final, **pages, "meta": meta, "advice": lines, "prediction": pred}

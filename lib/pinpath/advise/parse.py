@@ -22,6 +22,7 @@ import pandas as pd
 
 from .. import ompinfo
 from ..errors import BadParameter
+from ..safeio import read_text
 from ..report.rocprof import V1_HEADER, read_stats
 from ..schema import frame
 
@@ -61,13 +62,16 @@ class Trace:
         return bool(len(self.copies)) and not self.copies.nbytes.isna().any()
 
 
+MAX_TRACE_NBYTES = 1 << 30     #: a trace of 100,000 copies is 15 MB
+
+
 def read_trace(path: str | Path) -> Trace:
     """The trace in ``path``, its format recognised from its content; BadParameter (one
     sentence naming the file) for a missing, empty, unknown or malformed file."""
     p = Path(path)
     if not p.is_file():
         raise BadParameter(f"{path}: no such trace file")
-    text = p.read_text(encoding="utf-8-sig", errors="replace")
+    text = read_text(p, MAX_TRACE_NBYTES, errors="replace")     # a regular file, not past the cap
     first = next((l.strip() for l in text.splitlines() if l.strip()), "")
     if not first:
         raise BadParameter(f"{path}: the trace file is empty")
@@ -89,7 +93,11 @@ def _numeric(fields) -> bool:
 
 def _libomptarget(path: str, text: str) -> Trace:
     rows, where, region, launches, marked = [], {"segment": "invocation", "step": -1}, 0, 0, False
-    for kind, ev in ompinfo.events(text):
+    try:
+        found = list(ompinfo.events(text))
+    except BadParameter as e:          # a number no int64 column holds (units.bounded_int)
+        raise BadParameter(f"{path}: {e}") from None
+    for kind, ev in found:
         if kind == "unreadable":
             raise BadParameter(f"{path}: line {ev['line']} is a libomptarget copy line that cannot be read "
                                f"({ev['text'][:80]!r})")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..report.fmt import binary_size, format_measured
+from ..units import fmt_ns
 from ..report.share import _table, md_cell
 from .pattern import Pattern
 from .predict import Prediction
@@ -31,6 +32,7 @@ def figure(pred: Prediction, path: Path) -> Path | None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
     later = c[c.use == c.groupby(["variant", "nbytes", "direction"]).use.transform("max")]
     g = later.groupby(["variant", "direction", "nbytes"]).agg(median_ns=("median_ns", "median"), low=("low", "min"),
                                                              high=("high", "max")).reset_index()
@@ -42,9 +44,12 @@ def figure(pred: Prediction, path: Path) -> Path | None:
                         marker="o", capsize=3, label=v)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: binary_size(v) if v >= 1 else ""))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: fmt_ns(v)))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _p: ""))
         ax.set_title(d.upper())
-        ax.set_xlabel("size class (bytes)")
-        ax.set_ylabel("time per transfer (ns, median, 95 % CI)")
+        ax.set_xlabel("size class")
+        ax.set_ylabel("time per transfer (median, 95 % CI)")
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -145,23 +150,60 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
                              md_cell(r.verdict)] for r in be.itertuples()], right=(3, 4)), ""]
         if fig:
             md += ["![cost per policy by size class](cost_by_size.png)", ""]
-    md += ["### Advice", "", *[f"- {a}" for a in advice], ""] + _design_lines(designs)
-    text = "\n".join(md)
+    advice_md = ["### Advice", "", *[f"- {a}" for a in advice], ""]
+    if pred is not None and len(pred.break_even) and (pred.break_even.one_off_ns < 0).any():
+        advice_md += ["*A negative one-off cost: the variant's once-per-buffer events (map, unmap, and its "
+                      "register and unregister where it pins) cost less than the baseline's, so it has nothing "
+                      "to pay back: it saves from the first transfer.*", ""]
+    advice_md += _design_lines(designs)
+    head, rest = md[:3], md[3:]
+    text = "\n".join(md + advice_md)
     (out / "summary.md").write_text(text)
     import mistune   # nbconvert's Markdown renderer, a dependency already; escapes raw HTML
-    body = mistune.create_markdown(escape=True, plugins=["table"])(text)
+    render = mistune.create_markdown(escape=True, plugins=["table"])
+    body = render("\n".join(head + advice_md + rest))          # the advice first: what a reader came for
+    (out / "advice.html").write_text(_page(body, pred, designs))
+    return {"summary": out / "summary.md", "html": out / "advice.html", "figure": fig}
+
+
+#: the page's style: tables wrap their words and, where still too wide, scroll inside the page
+_STYLE = ("body{font-family:system-ui,sans-serif;font-size:15px;line-height:1.45;max-width:70em;margin:1.2em auto;"
+          "padding:0 1em}table{border-collapse:collapse;font-size:90%;margin:.5em 0}td,th{border:1px solid #ccc;"
+          "padding:2px 6px;vertical-align:top}.wide{overflow-x:auto;max-width:100%}"
+          "img{max-width:100%;height:auto}code{overflow-wrap:normal}")
+
+
+def _narrow(df: pd.DataFrame, most_columns: int = 8, most_rows: int = 6) -> pd.DataFrame:
+    """A wide table of a few rows turned on its side (a row per column, a column per row, the
+    first column's values as headers), each cell already in words: it fits a window's width."""
+    if df.shape[1] <= most_columns or len(df) > most_rows:
+        return df
+    from ..report.tables import cell_words
+    key = df.columns[0]
+    side = pd.DataFrame({str(r[key]): [cell_words(c, r[c]) for c in df.columns[1:]] for _, r in df.iterrows()},
+                        index=[str(c) for c in df.columns[1:]])
+    return side.rename_axis(f"{key}:").reset_index()
+
+
+def _page(body: str, pred: Prediction | None, designs: pd.DataFrame | None = None) -> str:
+    """advice.html: the advice's Markdown as HTML, then every figure of the prediction as tables
+    whose cells read as words (``tables.cell_words``: units, no NaN / inf / e-notation, yes / no)."""
+    from ..report.tables import table_html
     tables = []
     if pred is not None:
         for name, df in (("ranking", pred.totals), ("per region", pred.regions), ("per step", pred.steps),
                          ("break-evens", pred.break_even), ("arrays", pred.arrays), ("by class", pred.by_class),
                          ("runtime designs", designs if designs is not None else pd.DataFrame())):
             if len(df):
-                tables.append(f"<h3>{html.escape(name)}</h3>" + df.to_html(index=False, float_format=lambda x: f"{x:.4g}"))
-    (out / "advice.html").write_text(
-        "<!doctype html><meta charset='utf-8'><title>pinpath advise</title>"
-        "<style>body{font-family:sans-serif;max-width:70em;margin:auto}table{border-collapse:collapse;font-size:90%}"
-        "td,th{border:1px solid #ccc;padding:2px 6px}</style>"
-        f"{body}<h2>All figures</h2>{''.join(tables)}")
+                if "predicted_ns" in df.columns:      # its interval is of that time: in its unit too
+                    df = df.rename(columns={"low": "low_ns", "high": "high_ns"})
+                tables.append(f"<h3>{html.escape(name)}</h3><div class='wide'>{table_html(_narrow(df))}</div>")
+    body = body.replace("<table>", "<div class='wide'><table>").replace("</table>", "</table></div>")
+    return ("<!doctype html><meta charset='utf-8'><meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>pinpath advise</title><style>{_STYLE}</style>"
+            f"{body}<h2>All figures</h2>{''.join(tables)}")
+
+
     return {"summary": out / "summary.md", "html": out / "advice.html", "figure": fig}
 
 

@@ -6,15 +6,15 @@ from .copy_paths import copy_paths, label_paths
 from .fidelity import engine_fidelity, engine_fidelity_or_reason
 from . import native
 from .harness import harness
-from .limits import lock_limits, page_sharing_hazard
+from .limits import lock_limits, page_sharing_hazard, relied_lock_race
 from .lock_cost import lock_cost
-from .overlap import overlap, overlap_or_reason
+from .overlap import overlap, overlap_or_reason, real_overlap, real_overlap_or_reason
 from .policy_sweep import lock_outcomes, policy_sweep
 from .replica import api_calls, api_stats, replica
 from .semantics import semantics
 from .sweep import DeviceBuffers, grid, rounds, transfer, transfers_frame
 from .threads import concurrency, concurrency_native
 
-__all__ = ["engine_fidelity", "engine_fidelity_or_reason", "native", "bandwidth", "link_peak", "c12_cases", "copy_paths", "label_paths", "harness", "lock_limits", "page_sharing_hazard", "lock_cost",
-           "overlap", "overlap_or_reason", "lock_outcomes", "policy_sweep", "api_calls", "api_stats", "replica", "semantics",
+__all__ = ["engine_fidelity", "engine_fidelity_or_reason", "native", "bandwidth", "link_peak", "c12_cases", "copy_paths", "label_paths", "harness", "lock_limits", "page_sharing_hazard", "relied_lock_race", "lock_cost",
+           "overlap", "overlap_or_reason", "real_overlap", "real_overlap_or_reason", "lock_outcomes", "policy_sweep", "api_calls", "api_stats", "replica", "semantics",
            "DeviceBuffers", "grid", "rounds", "transfer", "transfers_frame", "concurrency", "concurrency_native"]

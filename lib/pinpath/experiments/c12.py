@@ -14,10 +14,12 @@ from ..schema import C12
 from ..vocab import Capability, Direction, MemoryKind
 from .sweep import Sweep
 
-__all__ = ["c12_cases", "CASES"]
+__all__ = ["c12_cases", "CASES", "COUNTED"]
 _now = time.perf_counter_ns
 
 CASES = ("1_lock_copy", "2_prelocked_copy", "3_relock_copy", "pageable_copy")
+#: case 3 with the re-lock and its unlock counted by pinpath (native only, where the runtime keeps no count)
+COUNTED = "3_relock_counted_copy"
 
 
 def _stream(q) -> int:
@@ -40,7 +42,8 @@ def c12_cases(rt, *, nbytes: int, repeats: int = 5, warmup: int = 1, verify: str
     copy's enqueue with no wait: ``braces_ns`` is that reading (his code), ``braces_wait_ns``
     the reading that includes the wait; the unlock is timed apart, after. Where a runtime
     answers the re-lock "already registered" the copy uses the first lock, as his code would.
-    From C as well (``source`` native) where the library builds and can copy.
+    From C as well (``source`` native) where the library builds and can copy; there, where the
+    runtime keeps no count of locks, case 3 also as a counting runtime takes it (``COUNTED``).
     """
     lib = None
     if native and has(rt, Capability.NATIVE):
@@ -55,10 +58,12 @@ def c12_cases(rt, *, nbytes: int, repeats: int = 5, warmup: int = 1, verify: str
         e0, e1 = stack.enter_context(event_pair(rt))
         sources = ["python"] + (["native"] if lib is not None else [])
         points = [(case, src) for case in CASES for src in sources if not (src == "native" and case == "pageable_copy")]
+        if lib is not None and not lib.locks_counted:   # the path a counting runtime takes (ROCT's count's analogue)
+            points.append((COUNTED, "native"))
         for i, (case, src) in sweep.rounds(points):
             dst = sweep.poisoned(rt, Direction.H2D, b.array, dptr, nbytes, i)
             if src == "native":
-                row = _native_case(lib, int(case[0]), b, dptr, nbytes, q)
+                row = _native_case(lib, 4 if case == COUNTED else int(case[0]), b, dptr, nbytes, q)
             else:
                 row = _python_case(rt, case, b, dptr, nbytes, q, e0, e1)
             row["verified"] = dst.verdict(f"C12 {case} ({src})")
@@ -108,14 +113,14 @@ def _python_case(rt, case, b, dptr, nbytes, q, e0, e1) -> dict:
 
 
 def _native_case(lib, case: int, b, dptr, nbytes, q) -> dict:
-    if case in (2, 3):
+    if case in (2, 3, 4):
         rc = lib.lock_once(b.ptr, nbytes)
         if rc != 0:
             raise LockFailed(lib.platform, "lock (native, before the braces)", rc, lib.rc_name(rc), nbytes, b.ptr)
     try:
         r = lib.c12(case, b.ptr, dptr, nbytes, 1, stream=_stream(q))
     finally:
-        if case in (2, 3):
+        if case in (2, 3, 4):
             lib.unlock_once(b.ptr, nbytes)
     lock_rc = int(r.rc[0][0]) if r.rc[0][0] > 0 else 0
     lock, enq, wait = int(r.lock_ns[0]), int(r.enqueue_ns[0]), int(r.wait_ns[0])

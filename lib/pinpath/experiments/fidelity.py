@@ -20,8 +20,10 @@ import pandas as pd
 from .. import machine_state, nativelib
 from ..errors import NotAvailable
 from ..paths import PROJECT_ROOT
+from ..runtimes.base import has
 from ..schema import ENGINE_FIDELITY, PLAIN_TRANSFERS, frame
 from ..stats import median_ci, paired_ratio_ci
+from ..vocab import Capability
 from .native import ROUNDS, cache_state, native_policy_sweep, native_why_not
 from .sweep import SEED, Sweep
 
@@ -145,7 +147,7 @@ def timing_cpu(rt) -> int | None:
     node is unknown), else the first CPU of that node this process may use. None for a runtime
     without device events (host): its copies are done by worker threads that a pinned thread
     would start on its one CPU."""
-    if not rt.has_events:
+    if not has(rt, Capability.EVENTS):
         return None
     now = max(machine_state.thread_cpu(), 0)
     local = machine_state.cpus_by_node().get(machine_state.gpu_node()[0], [])

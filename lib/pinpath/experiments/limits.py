@@ -1,4 +1,5 @@
-"""The page-sharing hazard and how much memory can be locked (C11)."""
+"""C11: another thread's unlock of a lock a copy relies on (as meant: the whole range; and the
+page-sharing case), and how much memory can be locked."""
 
 from __future__ import annotations
 
@@ -12,18 +13,95 @@ from contextlib import ExitStack
 
 import pandas as pd
 
-from ..errors import RuntimeCallFailed
+from ..errors import RuntimeCallFailed, VerificationFailed
 from ..memkinds import HostBuffer, host_buffer, view
 from ..osinfo import memlock_limit_nbytes, vmlck_nbytes
 from ..runtimes.base import device_alloc, has
-from ..schema import HAZARD, LIMITS, frame
+from ..schema import HAZARD, HAZARD_MEANT, LIMITS, frame
 from ..units import PAGE_NBYTES
 from ..vocab import Capability, Direction, MemoryKind, Policy, Relock
 from .sweep import Sweep, page_locked
 
 _now = time.perf_counter_ns
 
-__all__ = ["page_sharing_hazard", "lock_limits"]
+__all__ = ["relied_lock_race", "page_sharing_hazard", "lock_limits", "race_answer", "RACE_ANSWERS"]
+
+#: the driver's answer to an unlock of a lock another thread's copies rely on, per race
+RACE_ANSWERS = ("waits", "returns mid-copy", "fails", "corrupts", "undecided", "not in flight", "no premise")
+
+
+def race_answer(*, premise: bool, in_flight: bool, failed: bool, verified, unlock_end_ns: int, copy_done_ns: int,
+                unlock_start_ns: int, idle_unlock_ns: int) -> str:
+    """One race's answer. ``no premise``: B's lock was refused or A did not find its range locked;
+    ``not in flight``: B's unlock began outside A's copies; ``corrupts``: A's bytes differ;
+    ``fails``: a call of the race failed; ``waits``: B's unlock returned after the copies ended
+    although the same unlock with nothing in flight would have ended before they did;
+    ``returns mid-copy``: it returned while they ran; ``undecided``: it ended after them, but an
+    idle unlock would have too (the copies were too short to tell). On a machine with fewer free
+    cores than the race's three threads, a descheduled unlock can read as a wait: the timestamps
+    stay in the row."""
+    if not premise:
+        return "no premise"
+    if verified is False:
+        return "corrupts"
+    if failed:
+        return "fails"
+    if not in_flight:
+        return "not in flight"
+    if unlock_end_ns < copy_done_ns:
+        return "returns mid-copy"
+    return "waits" if unlock_start_ns + idle_unlock_ns < copy_done_ns else "undecided"
+
+
+def relied_lock_race(rt, *, nbytes: int = 16 << 20, copies: int = 16, iterations: int = 50,
+                     verify: str = "all") -> pd.DataFrame:
+    """C11 as meant, timed in C (``pp_c11``): thread B locks exactly A's range; thread A finds
+    it locked and enqueues ``copies`` async copies of it (H2D) relying on B's lock; B unlocks
+    as soon as they are enqueued. Per race: the timestamps (was B's unlock in flight, did it
+    return before or after the copies ended, and would an idle unlock of the same range have
+    ended before them), every call's code, A's bytes verified on the device outside the C call,
+    and the driver's answer (``race_answer``). On the host platform the lock is mlock and the
+    copies a worker thread's memcpy: the operating system's share (``mechanism``).
+
+    Needs pinpath's C library for the platform (not on HIP); without it, no rows."""
+    if not has(rt, Capability.NATIVE):
+        return frame([], HAZARD_MEANT)
+    from ..nativelib import load
+    lib = load(rt.name)
+    mechanism = ("the operating system's share: mlock, munlock and a worker thread's memcpy"
+                 if rt.relock == Relock.UNCOUNTED else f"the runtime's own lock, copy and unlock ({rt.name})")
+    sweep = Sweep(repeats=iterations, verify=verify, label="C11 as meant", platform=rt.name, key="iteration")
+    with ExitStack() as stack:
+        a = stack.enter_context(host_buffer(MemoryKind.HEAP, nbytes))
+        dptr = stack.enter_context(device_alloc(rt, nbytes))
+        for i, _ in sweep.rounds(["race"]):
+            dst = sweep.poisoned(rt, Direction.H2D, a.array, dptr, nbytes, i)
+            r = lib.c11(a.ptr, dptr, nbytes, 1, copies=copies)
+            try:
+                ok = dst.verdict("C11 as meant: A's copies")
+            except VerificationFailed:
+                ok = False      # the driver's answer, not an error of the harness
+            rc = [int(x) for x in r.rc[0]]
+            t = {k: int(getattr(r, k)[0]) for k in ("b_lock_start_ns", "b_lock_end_ns", "a_enqueue_start_ns",
+                                                    "a_enqueue_end_ns", "b_unlock_start_ns", "b_unlock_end_ns",
+                                                    "copy_done_ns", "a_wait_end_ns", "idle_unlock_ns")}
+            premise = rc[0] == 0 and rc[1] == 1
+            in_flight = premise and t["a_enqueue_end_ns"] <= t["b_unlock_start_ns"] < t["copy_done_ns"]
+            failed = any(c != 0 for c in (rc[2], rc[3], rc[4]))
+            answer = race_answer(premise=premise, in_flight=in_flight, failed=failed, verified=ok,
+                                 unlock_end_ns=t["b_unlock_end_ns"], copy_done_ns=t["copy_done_ns"],
+                                 unlock_start_ns=t["b_unlock_start_ns"], idle_unlock_ns=t["idle_unlock_ns"])
+            sweep.add(i, {"nbytes": nbytes, "b_nbytes": nbytes, "copies": copies, **t,
+                          "b_unlock_ns": t["b_unlock_end_ns"] - t["b_unlock_start_ns"] if rc[3] != -1 else 0,
+                          "unlock_end_after_copy_ns": t["b_unlock_end_ns"] - t["copy_done_ns"],
+                          "b_lock_rc": rc[0], "a_found_locked": rc[1] == 1, "enqueue_rc": rc[2],
+                          "b_unlock_rc": rc[3], "wait_rc": rc[4], "idle_rc": rc[5],
+                          "rc_names": "; ".join(f"{w} {lib.rc_name(c)} ({c})" for w, c in
+                                                zip(("B lock", "A enqueue", "B unlock", "A wait"),
+                                                    (rc[0], rc[2], rc[3], rc[4])) if c > 0),
+                          "in_flight": in_flight, "copy_verified": ok, "answer": answer, "mechanism": mechanism})
+    return sweep.frame(HAZARD_MEANT)
+
 
 
 def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,

@@ -15,7 +15,7 @@ from ..schema import LOCK_COST
 from ..vocab import Capability, MemoryKind
 from .sweep import Sweep, grid
 
-__all__ = ["lock_cost"]
+__all__ = ["lock_cost", "COUNTED_CALL"]
 
 def _timed(rt, fn, *args) -> tuple[str, int, int, str]:
     """Run one runtime operation: (its last native call's name, duration, return code, the
@@ -45,10 +45,17 @@ def _python_round(rt, b, add) -> None:
     add("query", "pageable", *_timed(rt, rt.query, b.ptr))
 
 
+#: the call of a re-lock counted by pinpath (no runtime call), as LOCK_COST's ``call`` names it
+COUNTED_CALL = "pinpath_count"
+
+
 def _native_round(lib, b, add) -> None:
-    """The same calls from C on the same buffer, one rep each (the C loop times each call)."""
-    def put(op, state, ns, rc):
-        add(op, state, op, int(ns), int(rc), "" if rc == 0 else f"{lib.rc_name(rc)} ({int(rc)})", "native")
+    """The same calls from C on the same buffer, one rep each (the C loop times each call). Where
+    the runtime keeps no count of locks (CUDA refuses a re-lock, mlock does not stack), the re-lock
+    and its unlock also as a counting runtime takes them, counted by pinpath (ROCT's count's
+    analogue; ``call`` pinpath_count, ops ``relock_counted`` and ``unlock_after_relock_counted``)."""
+    def put(op, state, ns, rc, call=None):
+        add(op, state, call or op, int(ns), int(rc), "" if rc == 0 else f"{lib.rc_name(rc)} ({int(rc)})", "native")
     put("lock", "pageable", *(v[0] for v in lib.lock(b.ptr, b.nbytes, 1)))
     put("unlock", "locked", *(v[0] for v in lib.unlock(b.ptr, b.nbytes, 1)))
     if lib.has_query:
@@ -62,6 +69,10 @@ def _native_round(lib, b, add) -> None:
         put("relock", "locked", rl.lock_ns[0], rl.lock_rc[0])
         if rl.unlock_rc[0] != -1:
             put("unlock_after_relock", "locked", rl.unlock_ns[0], rl.unlock_rc[0])
+        if not lib.locks_counted:
+            cr = lib.counted_relock_unlock(b.ptr, b.nbytes, 1)
+            put("relock_counted", "locked", cr.lock_ns[0], cr.lock_rc[0], COUNTED_CALL)
+            put("unlock_after_relock_counted", "locked", cr.unlock_ns[0], cr.unlock_rc[0], COUNTED_CALL)
     finally:
         lib.unlock_once(b.ptr, b.nbytes)
 

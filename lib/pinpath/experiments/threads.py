@@ -113,7 +113,10 @@ def concurrency_native(rt, lib, *, threads=(1, 2, 4, 8, 16), nbytes: int = 15360
     """The same re-lock path from C, with no interpreter: each of ``threads`` Python threads
     calls the C library's loop (which runs with the interpreter lock released) on its own
     buffer, which the application has locked: per call, the re-lock and, where the runtime
-    granted it, the unlock of that re-lock (C13's 0.9 us + 0.7 us). ``repeats`` independent
+    granted it, the unlock of that re-lock (C13's 0.9 us + 0.7 us); where the runtime keeps no
+    count, then the same path counted by pinpath (ops ``relock_counted``,
+    ``unlock_after_relock_counted``: ROCT's count's analogue, one mutex for all threads as fmm's).
+    ``repeats`` independent
     repeats (fresh buffers, the thread counts in a new shuffled order), ``reps`` calls each
     (``call``)."""
     sweep = Sweep(repeats=repeats, seed=SEED + 13, platform=rt.name)   # repeat r in its own order (seed + r)
@@ -127,18 +130,25 @@ def concurrency_native(rt, lib, *, threads=(1, 2, 4, 8, 16), nbytes: int = 15360
             barrier = threading.Barrier(n_threads)
             out: list = [None] * n_threads
 
+            counted: list = [None] * n_threads
+
             def work(i: int) -> None:
                 lib.relock_unlock(bufs[i].ptr, nbytes, 1)      # this thread's runtime start, untimed
                 barrier.wait()
                 out[i] = lib.relock_unlock(bufs[i].ptr, nbytes, reps, warmup=warmup)
+                if not lib.locks_counted:   # the same path as a counting runtime takes it, all threads at once
+                    barrier.wait()
+                    counted[i] = lib.counted_relock_unlock(bufs[i].ptr, nbytes, reps, warmup=warmup)
 
             _run_threads(n_threads, work, barrier)
-            for i, res in enumerate(out):
-                for c in range(len(res.lock_ns)):
-                    sweep.add(r, {"threads": n_threads, "thread": i, "call": c, "op": "relock",
-                                  "ns": int(res.lock_ns[c]), "rc": int(res.lock_rc[c])})
-                    if res.unlock_rc[c] != -1:
-                        sweep.add(r, {"threads": n_threads, "thread": i, "call": c, "op": "unlock_after_relock",
-                                      "ns": int(res.unlock_ns[c]), "rc": int(res.unlock_rc[c])})
+            for suffix, results in (("", out), ("_counted", counted)):
+                for i, res in enumerate(results):
+                    for c in range(len(res.lock_ns) if res is not None else 0):
+                        sweep.add(r, {"threads": n_threads, "thread": i, "call": c, "op": "relock" + suffix,
+                                      "ns": int(res.lock_ns[c]), "rc": int(res.lock_rc[c])})
+                        if res.unlock_rc[c] != -1:
+                            sweep.add(r, {"threads": n_threads, "thread": i, "call": c,
+                                          "op": "unlock_after_relock" + suffix,
+                                          "ns": int(res.unlock_ns[c]), "rc": int(res.unlock_rc[c])})
         progress.step("C13 native", k + 1, len(points))
     return sweep.frame(NATIVE_THREADS)

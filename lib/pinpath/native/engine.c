@@ -22,11 +22,7 @@
 
 /* -- the vocabulary, exported by name so Python reads it from here ---------------------- */
 enum { PE_MAP, PE_TRANSFER, PE_SYNC, PE_UNMAP, PE_KERNEL, PE_ADOPT, PE_PIN, PE_UNPIN, PE_NOPS };
-enum { POL_STAGE_PER_COPY, POL_LOCK_ALWAYS, POL_QUERY_THEN_LOCK, POL_NEXTGEN, POL_NEXTGEN_LOCK_MAPPED,
-       POL_STAGE_POOLED, POL_PREPINNED, POL_DRIVER_PAGEABLE, POL_PINNED_ALLOCATOR, POL_N };
-static const char *const POLICY_NAMES[POL_N] = {
-    "stage_per_copy", "lock_always", "query_then_lock", "nextgen", "nextgen_lock_mapped",
-    "stage_pooled", "prepinned", "driver_pageable", "pinned_allocator"};
+/* the policies are one table, POLICIES, after their steps (just before "one op") */
 enum { PH_QUERY, PH_LOCK, PH_ALLOC, PH_GRANT, PH_COPY_IN, PH_DMA, PH_WAIT, PH_COPY_OUT, PH_UNLOCK, PH_FREE, PH_N,
        PH_NONE = -1 };
 static const char *const PHASE_NAMES[PH_N] = {"query", "lock", "alloc", "grant", "copy_in", "dma", "wait",
@@ -70,7 +66,8 @@ typedef struct { uintptr_t lo, hi; int users[PE_MAXUSERS]; int nusers, live; } u
 typedef struct { void *ptr; size_t cls; int state; } slot_t;   /* state: -1 free, -2 in use, t >= 0 pending on t */
 
 typedef struct {
-    int policy, device, asynchronous, lock_mapped;
+    const struct policy_s *pol;  /* its entry of POLICIES; the flags below are copied from it */
+    int device, asynchronous, lock_mapped;
     int64_t threshold;
     const pe_buf *bufs;
     int nbufs;
@@ -532,6 +529,76 @@ static int prepinned_unmap(ctx_t *x, int b) {
     return M_UNLOCKED;
 }
 
+/* -- the policies: one entry each ---------------------------------------------------------
+ * A policy is its steps: whether it asks the runtime first (query_first), its transfer step,
+ * what its map and unmap keep (none, prepinned: the application's register, nextgen: the map of
+ * pinned ranges), its staging pool (none, exact sizes, power-of-two classes), whether it waits
+ * once per region (asynchronous) and whether nextgen's map locks (lock_mapped). The Python
+ * reference has the same table (vocab.POLICY_STEPS); engine.py compares the two when it loads.
+ * Everything is read from here by pe_run, before any op's timestamps. */
+enum { POOL_NONE, POOL_EXACT, POOL_CLASSES, POOL_N };
+static const char *const POOL_NAMES[POOL_N] = {"none", "exact", "classes"};
+/* ask the runtime first: memory it says is locked goes as one DMA from its alias; else -1 */
+static int query_first(ctx_t *x, void *h, void *d, size_t n, int dir) {
+    pp_info info;
+    if (C(C_QUERY, PH_QUERY, query_info(h, &info))) { after_refusal(); info.locked = 0; }
+    if (!info.locked) return -1;
+    int rc = dma(x, info.dev_ptr ? (void *)info.dev_ptr : h, d, n, dir, 1);
+    if (rc) { x->o->error = rc; return P_COPY_FAILED; }
+    return P_ALREADY_LOCKED;
+}
+/* the transfer steps: (ctx, host side, device side, bytes, direction) -> path; besides these,
+ * stage_pooled, lock_copy_unlock, pageable and nextgen_transfer above */
+static int stage_fresh_path(ctx_t *x, void *h, void *d, size_t n, int dir) {
+    int rc = stage_fresh(x, h, d, n, dir);
+    if (rc) { x->o->error = rc; return P_COPY_FAILED; }
+    return P_STAGED_FRESH;
+}
+static int pinned_or_pageable(ctx_t *x, void *h, void *d, size_t n, int dir) {
+    if (!x->th->e->pinned[x->th->ops[x->i].buf]) return pageable(x, h, d, n, dir);
+    int rc = dma(x, h, d, n, dir, 0);
+    if (rc) { x->o->error = rc; return P_COPY_FAILED; }
+    return P_PINNED_DIRECT;
+}
+/* the map steps: (ctx, buffer) -> path; nextgen's run under the policy's mutex */
+static int nextgen_map_op(ctx_t *x, int b) {
+    pthread_mutex_lock(&x->th->e->mu);
+    int path = nextgen_map(x, b);
+    pthread_mutex_unlock(&x->th->e->mu);
+    return path;
+}
+static int nextgen_unmap_op(ctx_t *x, int b) {
+    pthread_mutex_lock(&x->th->e->mu);
+    int path = nextgen_unmap(x, b);
+    pthread_mutex_unlock(&x->th->e->mu);
+    return path;
+}
+typedef struct policy_s {
+    const char *name;
+    int query_first;
+    const char *transfer_name;
+    int (*transfer)(ctx_t *x, void *h, void *d, size_t n, int dir);
+    const char *maps_name;
+    int (*map)(ctx_t *x, int b), (*unmap)(ctx_t *x, int b);   /* NULL: no state for mapped buffers */
+    int pool, asynchronous, lock_mapped;
+} policy_t;
+#define MAPS_NONE "none", NULL, NULL
+#define MAPS_PREPINNED "prepinned", prepinned_map, prepinned_unmap
+#define MAPS_NEXTGEN "nextgen", nextgen_map_op, nextgen_unmap_op
+static const policy_t POLICIES[] = {
+    /* name                 query first  transfer step                               maps            pool          async lock_mapped */
+    {"stage_per_copy",      0,           "stage_fresh", stage_fresh_path,            MAPS_NONE,      POOL_NONE,    0,    0},
+    {"lock_always",         0,           "lock_copy_unlock", lock_copy_unlock,       MAPS_NONE,      POOL_NONE,    0,    0},
+    {"query_then_lock",     1,           "lock_copy_unlock", lock_copy_unlock,       MAPS_NONE,      POOL_NONE,    0,    0},
+    {"nextgen",             0,           "nextgen", nextgen_transfer,                MAPS_NEXTGEN,   POOL_EXACT,   1,    0},
+    {"nextgen_lock_mapped", 0,           "nextgen", nextgen_transfer,                MAPS_NEXTGEN,   POOL_EXACT,   1,    1},
+    {"stage_pooled",        0,           "stage_pooled", stage_pooled,               MAPS_NONE,      POOL_CLASSES, 0,    0},
+    {"prepinned",           0,           "pinned_or_pageable", pinned_or_pageable,   MAPS_PREPINNED, POOL_NONE,    1,    0},
+    {"driver_pageable",     0,           "pageable", pageable,                       MAPS_NONE,      POOL_NONE,    1,    0},
+    {"pinned_allocator",    0,           "nextgen", nextgen_transfer,                MAPS_NEXTGEN,   POOL_EXACT,   1,    0},
+};
+#define POL_N ((int)(sizeof POLICIES / sizeof POLICIES[0]))
+
 /* -- one op ------------------------------------------------------------------------------ */
 /* The end of a region: wait for the queue, unless nothing was enqueued since its last wait (a
  * staged D2H waits before its copy out): LLVM's AMDGPU plugin returns from a stream's
@@ -544,46 +611,17 @@ static int sync_queue(ctx_t *x) {
     return rc;
 }
 static int transfer(ctx_t *x, const pe_op *op) {
-    engine_t *e = x->th->e;
-    const pe_buf *b = &e->bufs[op->buf];
+    const policy_t *pol = x->th->e->pol;
+    const pe_buf *b = &x->th->e->bufs[op->buf];
     void *h = (void *)(uintptr_t)(b->host + (uint64_t)op->offset);
     void *d = (void *)(uintptr_t)(b->dev + (uint64_t)op->offset);
     size_t n = (size_t)op->nbytes;
     int dir = op->direction;
-    pp_info info;
-    switch (e->policy) {
-    case POL_STAGE_PER_COPY: {
-        int rc = stage_fresh(x, h, d, n, dir);
-        if (rc) { x->o->error = rc; return P_COPY_FAILED; }
-        return P_STAGED_FRESH;
+    if (pol->query_first) {
+        int path = query_first(x, h, d, n, dir);
+        if (path >= 0) return path;
     }
-    case POL_STAGE_POOLED:
-        return stage_pooled(x, h, d, n, dir);
-    case POL_LOCK_ALWAYS:
-        return lock_copy_unlock(x, h, d, n, dir);
-    case POL_QUERY_THEN_LOCK:
-        if (C(C_QUERY, PH_QUERY, query_info(h, &info))) { after_refusal(); info.locked = 0; }
-        if (info.locked) {
-            int rc = dma(x, info.dev_ptr ? (void *)info.dev_ptr : h, d, n, dir, 1);
-            if (rc) { x->o->error = rc; return P_COPY_FAILED; }
-            return P_ALREADY_LOCKED;
-        }
-        return lock_copy_unlock(x, h, d, n, dir);
-    case POL_PREPINNED:
-        if (e->pinned[op->buf]) {
-            int rc = dma(x, h, d, n, dir, 0);
-            if (rc) { x->o->error = rc; return P_COPY_FAILED; }
-            return P_PINNED_DIRECT;
-        }
-        return pageable(x, h, d, n, dir);
-    case POL_DRIVER_PAGEABLE:
-        return pageable(x, h, d, n, dir);
-    default:   /* the nextgen family */
-        return nextgen_transfer(x, h, d, n, dir);
-    }
-}
-static int nextgen_family(int policy) {
-    return policy == POL_NEXTGEN || policy == POL_NEXTGEN_LOCK_MAPPED || policy == POL_PINNED_ALLOCATOR;
+    return pol->transfer(x, h, d, n, dir);
 }
 static int run_op(ctx_t *x, const pe_op *op) {
     engine_t *e = x->th->e;
@@ -611,14 +649,8 @@ static int run_op(ctx_t *x, const pe_op *op) {
     }
     case PE_MAP:
     case PE_UNMAP:
-        if (nextgen_family(e->policy)) {
-            pthread_mutex_lock(&e->mu);
-            path = op->op == PE_MAP ? nextgen_map(x, op->buf) : nextgen_unmap(x, op->buf);
-            pthread_mutex_unlock(&e->mu);
-            return path;
-        }
-        if (e->policy == POL_PREPINNED) return op->op == PE_MAP ? prepinned_map(x, op->buf) : prepinned_unmap(x, op->buf);
-        return M_UNTRACKED;   /* the other policies keep no state for mapped buffers */
+        if (!e->pol->map) return M_UNTRACKED;   /* the policy keeps no state for mapped buffers */
+        return op->op == PE_MAP ? e->pol->map(x, op->buf) : e->pol->unmap(x, op->buf);
     case PE_PIN:     /* the application's own register of its array (QMCPACK's hipHostRegister) */
     case PE_UNPIN: {
         const pe_buf *b = &e->bufs[op->buf];
@@ -700,16 +732,27 @@ PE_API int pe_sizes(int which) {
     default: return -1;
     }
 }
-/* the names behind the numbers: kind 0 policy, 1 phase, 2 path, 3 call; NULL past the end */
+/* the names behind the numbers: kind 0 policy, 1 phase, 2 path, 3 call; NULL past the end
+ * (a policy's steps: pe_policy) */
 PE_API const char *pe_name(int kind, int i) {
     if (i < 0) return NULL;
     switch (kind) {
-    case 0: return i < POL_N ? POLICY_NAMES[i] : NULL;
+    case 0: return i < POL_N ? POLICIES[i].name : NULL;
     case 1: return i < PH_N ? PHASE_NAMES[i] : NULL;
     case 2: return i < P_N ? PATH_NAMES[i] : NULL;
     case 3: return i < C_N ? CALL_NAMES[i] : NULL;
     default: return NULL;
     }
+}
+/* policy i's steps as its table entry names them: query_first, the transfer step, the maps, the
+ * pool, asynchronous, lock_mapped (ints 0/1; NULL past the end) */
+PE_API const char *pe_policy(int i, int *query_first_, const char **transfer_, const char **maps_,
+                             const char **pool_, int *asynchronous_, int *lock_mapped_) {
+    if (i < 0 || i >= POL_N) return NULL;
+    const policy_t *p = &POLICIES[i];
+    *query_first_ = p->query_first; *transfer_ = p->transfer_name; *maps_ = p->maps_name;
+    *pool_ = POOL_NAMES[p->pool]; *asynchronous_ = p->asynchronous; *lock_mapped_ = p->lock_mapped;
+    return p->name;
 }
 PE_API int pe_init(int device) { return rt_start(device); }   /* once per thread or process (platform.h) */
 PE_API int pe_fini(void) {   /* closes the kept queues, then pairs a per-process start (else nothing) */
@@ -748,12 +791,12 @@ PE_API int pe_run(int policy, int device, int64_t threshold_nbytes, const pe_op 
     }
     engine_t e;
     memset(&e, 0, sizeof e);
-    e.policy = policy; e.device = device; e.threshold = threshold_nbytes;
+    e.pol = &POLICIES[policy]; e.device = device; e.threshold = threshold_nbytes;
     e.bufs = bufs; e.nbufs = nbufs; e.kernel_fn = kernel_fn;
     e.evict = evict; e.evict_nbytes = evict_nbytes;
-    e.asynchronous = nextgen_family(policy) || policy == POL_PREPINNED || policy == POL_DRIVER_PAGEABLE;
-    e.lock_mapped = policy == POL_NEXTGEN_LOCK_MAPPED;
-    e.pool_exact = policy != POL_STAGE_POOLED;
+    e.asynchronous = e.pol->asynchronous;
+    e.lock_mapped = e.pol->lock_mapped;
+    e.pool_exact = e.pol->pool == POOL_EXACT;
     e.refs = calloc((size_t)(nbufs ? nbufs : 1) * PE_MAXREFS, sizeof *e.refs);
     e.nrefs = calloc((size_t)(nbufs ? nbufs : 1), sizeof *e.nrefs);
     e.pinned = calloc((size_t)(nbufs ? nbufs : 1), 1);

@@ -195,6 +195,84 @@ PP_API int pp_stage(uint64_t pool, size_t n, int reps, int64_t *alloc_ns, int64_
     return 0;
 }
 
+/* pinpath's own count of locks: the analogue of ROCT's registration count (fmm keeps one per
+ * registered range, under a mutex), for runtimes that refuse a re-lock (CUDA: 712) or keep no count
+ * (mlock). A table of locked ranges under one mutex: a lock of a range inside one of them adds one
+ * to its count and calls nothing of the runtime; an unlock takes one off and unlocks through the
+ * runtime only at zero. Ranges the caller locked itself are adopted (count 1, no call) and forgotten
+ * (no call) around the timed reps, so the caller's own lock is left as it was. */
+#define PP_COUNTS 4096
+static struct { uintptr_t base; size_t n; int count; } counts[PP_COUNTS];
+static int ncounts;
+static pthread_mutex_t counts_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int count_find(uintptr_t p, size_t n) {   /* under counts_mu */
+    for (int k = 0; k < ncounts; ++k)
+        if (counts[k].count > 0 && counts[k].base <= p && p + n <= counts[k].base + counts[k].n) return k;
+    return -1;
+}
+static int count_add(uintptr_t p, size_t n) {    /* under counts_mu; a free slot, else a new one */
+    int k = 0;
+    while (k < ncounts && counts[k].count > 0) ++k;
+    if (k == PP_COUNTS) return -1;
+    if (k == ncounts) ++ncounts;
+    counts[k].base = p; counts[k].n = n; counts[k].count = 1;
+    return k;
+}
+static int counted_lock(void *p, size_t n) {
+    pthread_mutex_lock(&counts_mu);
+    int k = count_find((uintptr_t)p, n), rc = 0;
+    if (k >= 0) {
+        counts[k].count++;
+    } else if ((rc = do_lock(p, n)) == 0 && count_add((uintptr_t)p, n) < 0) {
+        do_unlock(p, n);
+        rc = PP_EARG;
+    }
+    pthread_mutex_unlock(&counts_mu);
+    return rc;
+}
+static int counted_unlock(void *p, size_t n) {
+    pthread_mutex_lock(&counts_mu);
+    int k = count_find((uintptr_t)p, n), rc = 0;
+    if (k < 0) rc = do_unlock(p, n);
+    else if (--counts[k].count == 0) rc = do_unlock((void *)counts[k].base, counts[k].n);
+    pthread_mutex_unlock(&counts_mu);
+    return rc;
+}
+/* adopt: the caller's own lock of [p, p + n) counted as one (PP_EARG if the table is full);
+ * forget: that entry gone, without an unlock */
+static int count_adopt(void *p, size_t n) {
+    pthread_mutex_lock(&counts_mu);
+    int k = count_add((uintptr_t)p, n);
+    pthread_mutex_unlock(&counts_mu);
+    return k < 0 ? PP_EARG : 0;
+}
+static void count_forget(void *p, size_t n) {
+    pthread_mutex_lock(&counts_mu);
+    int k = count_find((uintptr_t)p, n);
+    if (k >= 0) counts[k].count = 0;
+    pthread_mutex_unlock(&counts_mu);
+}
+
+/* C7, C9, C13's path as a counting runtime takes it, on memory the caller has locked: the re-lock
+ * counted by pinpath (timed), then its unlock (timed), which only takes the count back down. */
+PP_API int pp_counted_relock_unlock(void *p, size_t n, int reps, int64_t *lock_ns, int64_t *unlock_ns,
+                                    int32_t *lock_rc, int32_t *unlock_rc) {
+    if (!p) return PP_EARG;
+    CHECK_ARRAYS(reps, lock_ns, unlock_ns, lock_rc, unlock_rc);
+    if (count_adopt(p, n) != 0) return PP_EARG;
+    for (int i = 0; i < reps; ++i) {
+        int r;
+        TIME(lock_ns[i], r, counted_lock(p, n));
+        lock_rc[i] = r;
+        unlock_ns[i] = 0;
+        unlock_rc[i] = PP_NOT_RUN;
+        if (r == 0) { TIME(unlock_ns[i], r, counted_unlock(p, n)); unlock_rc[i] = r; }
+    }
+    count_forget(p, n);
+    return 0;
+}
+
 /* carlobertolli's three cases (C12), an H2D copy of `n` bytes from host_ptr to dev_ptr
  * on `stream` (CUDA: a cudaStream_t/CUstream handle made by the caller; host: ignored,
  * a worker thread of this call copies). Every phase is timed apart:
@@ -202,15 +280,17 @@ PP_API int pp_stage(uint64_t pool, size_t n, int reps, int64_t *alloc_ns, int64_
  *   case 2: enqueue copy(a); wait                              (a locked by the caller)
  *   case 3: re-lock(a); enqueue copy(a); wait; unlock of the re-lock when granted
  *           (CUDA refuses with 712 and copies from a as it is)
+ *   case 4: case 3 with the re-lock and its unlock counted by pinpath (pp_counted_relock_unlock)
  * rc is reps x 4 (lock, enqueue, wait, unlock); a phase not run has ns 0 and rc -1.
  * Case 1 stops the rep after a refused lock. */
 PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stream, int reps,
                   int64_t *lock_ns, int64_t *enqueue_ns, int64_t *wait_ns, int64_t *unlock_ns, int32_t *rc) {
 #if HAS_COPY
-    if (which < 1 || which > 3 || !host_ptr || !dev_ptr) return PP_EARG;
+    if (which < 1 || which > 4 || !host_ptr || !dev_ptr) return PP_EARG;
     CHECK_ARRAYS(reps, lock_ns, enqueue_ns, wait_ns, unlock_ns, rc);
     queue_t q;
     if (queue_open(stream, &q) != 0) return PP_EARG;
+    if (which == 4 && count_adopt(host_ptr, n) != 0) { queue_close(&q); return PP_EARG; }
     int status = 0;
     for (int i = 0; i < reps; ++i) {
         int32_t *r4 = rc + 4 * (size_t)i;
@@ -218,7 +298,7 @@ PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stre
         lock_ns[i] = enqueue_ns[i] = wait_ns[i] = unlock_ns[i] = 0;
         r4[0] = r4[1] = r4[2] = r4[3] = PP_NOT_RUN;
         if (which != 2) {
-            TIME(lock_ns[i], r, do_lock(host_ptr, n));
+            TIME(lock_ns[i], r, which == 4 ? counted_lock(host_ptr, n) : do_lock(host_ptr, n));
             r4[0] = r;
             if (r) { after_refusal(); if (which == 1) continue; }
         }
@@ -228,6 +308,9 @@ PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stre
         if (which == 1 && r4[0] == 0) {
             TIME(unlock_ns[i], r, do_unlock(host_ptr, n));
             r4[3] = r;
+        } else if (which == 4 && r4[0] == 0) {
+            TIME(unlock_ns[i], r, counted_unlock(host_ptr, n));
+            r4[3] = r;
         } else if (which == 3 && r4[0] == 0) {
             int64_t ns;
             int32_t ur;
@@ -236,6 +319,7 @@ PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stre
             r4[3] = ur;
         }
     }
+    if (which == 4) count_forget(host_ptr, n);
     queue_close(&q);
     return status;
 #else
@@ -243,4 +327,116 @@ PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stre
     (void)lock_ns; (void)enqueue_ns; (void)wait_ns; (void)unlock_ns; (void)rc;
     return PP_ENOTSUP;
 #endif
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* C11 as meant: can another thread's unlock pull the lock out from under a copy that relies
+ * on it? Per rep, on a fresh queue:
+ *   idle:     lock [a, a + b_nbytes) untimed, then its unlock timed with nothing in flight;
+ *   thread B: locks [a, a + b_nbytes) (b_nbytes >= n: exactly A's range, or more) and says so;
+ *   thread A: asks the runtime whether a is locked (what a query-then-lock runtime asks),
+ *             enqueues `copies` async H2D copies of [a, a + n) to dev_ptr without a lock of
+ *             its own (it relies on B's: on HSA it copies from the agent alias the query
+ *             returned), then says so;
+ *   thread B: unlocks its range at once (timed);
+ *   thread A: polls the queue until the copies are done (the first poll that sees them done),
+ *             then waits on it.
+ * The driver's answer is in the timestamps and codes: B's unlock returning after the copies
+ * ended although an idle unlock would have ended before (it waited), a failed code, or (checked
+ * by the caller, outside this call) bytes that differ. The poll is a tight loop of the queue's
+ * own query (cudaStreamQuery, hsa_signal_load, the host worker's flag) with sched_yield between
+ * polls, as the waits between the threads are (two spinning threads on few cores).
+ * t is reps x C11_T: B's lock start/end, A's first enqueue start, last enqueue end, B's unlock
+ * start/end, copies seen done, A's wait end (CLOCK_MONOTONIC ns), the idle unlock's ns.
+ * rc is reps x C11_RC: B's lock, A's query (1 locked, 0 not, -1000 - rc failed), A's enqueues
+ * (the first failure), B's unlock, A's wait, the idle lock or unlock (the first failure);
+ * a step not run has rc PP_NOT_RUN. */
+#include <sched.h>
+#include <stdatomic.h>
+
+enum { C11_T = 9, C11_RC = 6 };
+
+static int queue_done(queue_t *q) {
+#if defined(PINPATH_CUDA)
+    return cudaStreamQuery(q->s) != cudaErrorNotReady;
+#elif defined(PINPATH_HSA)
+    return hsa_signal_load_scacquire(q->sig) == 0;
+#else
+    pthread_mutex_lock(&q->mu);
+    int done = !q->pending;
+    pthread_mutex_unlock(&q->mu);
+    return done;
+#endif
+}
+
+typedef struct {
+    void *a;
+    size_t b_nbytes;
+    int device;
+    atomic_int stage;    /* 1: B locked (or failed to), 2: A enqueued */
+    int64_t *t;          /* this rep's row */
+    int32_t *rc;
+} c11_b;
+
+static void *c11_thread_b(void *arg) {
+    c11_b *b = arg;
+    int r = rt_start(b->device);
+    b->t[0] = now_ns();
+    if (r == 0) r = do_lock(b->a, b->b_nbytes);
+    b->t[1] = now_ns();
+    b->rc[0] = r;
+    if (r) after_refusal();
+    atomic_store(&b->stage, 1);
+    while (atomic_load(&b->stage) < 2) sched_yield();
+    if (b->rc[0] == 0) {
+        b->t[4] = now_ns();
+        r = do_unlock(b->a, b->b_nbytes);
+        b->t[5] = now_ns();
+        b->rc[3] = r;
+    }
+    return NULL;
+}
+
+PP_API int pp_c11(void *a, size_t n, size_t b_nbytes, void *dev_ptr, int copies, int device, int reps,
+                  int64_t *t, int32_t *rc) {
+    if (!a || !dev_ptr || b_nbytes < n || copies < 1) return PP_EARG;
+    CHECK_ARRAYS(reps, t, rc);
+    for (int i = 0; i < reps; ++i) {
+        int64_t *ti = t + C11_T * (size_t)i;
+        int32_t *ri = rc + C11_RC * (size_t)i;
+        for (int k = 0; k < C11_T; ++k) ti[k] = 0;
+        for (int k = 0; k < C11_RC; ++k) ri[k] = PP_NOT_RUN;
+        int r = do_lock(a, b_nbytes);
+        if (r == 0) { TIME(ti[8], r, do_unlock(a, b_nbytes)); } else after_refusal();
+        ri[5] = r;
+        queue_t q;
+        if ((r = queue_new(&q)) != 0) { ri[2] = r; continue; }
+        c11_b b = {.a = a, .b_nbytes = b_nbytes, .device = device, .t = ti, .rc = ri};
+        atomic_init(&b.stage, 0);
+        pthread_t th;
+        if (pthread_create(&th, NULL, c11_thread_b, &b) != 0) { queue_close(&q); return PP_EARG; }
+        while (atomic_load(&b.stage) < 1) sched_yield();
+        pp_info info;
+        r = query_info(a, &info);
+        ri[1] = r ? -1000 - r : info.locked;
+        if (r) after_refusal();
+        const void *src = a;
+#if defined(PINPATH_HSA)
+        if (!r && info.locked && info.dev_ptr) src = (const void *)info.dev_ptr;   /* B's lock's agent alias */
+#endif
+        ri[2] = 0;
+        ti[2] = now_ns();
+        for (int k = 0; k < copies && ri[2] == 0; ++k) ri[2] = copy_async(&q, dev_ptr, src, n, PP_H2D);
+        ti[3] = now_ns();
+        atomic_store(&b.stage, 2);
+        if (ri[2] == 0) {
+            while (!queue_done(&q)) sched_yield();
+            ti[6] = now_ns();
+            ri[4] = queue_wait(&q);
+            ti[7] = now_ns();
+        }
+        pthread_join(th, NULL);
+        queue_close(&q);
+    }
+    return 0;
 }

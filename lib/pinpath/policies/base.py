@@ -1,4 +1,5 @@
-"""Mechanics shared by every policy: phase timing, the DMA step, staging, records.
+"""Mechanics shared by every policy: phase timing, the DMA step, staging, records, and the
+transfer steps a policy's row in ``vocab.POLICY_STEPS`` names (``_step_<name>``).
 
 A policy is written once against the runtime interface; nothing here or in a policy
 looks at which runtime it is.
@@ -11,13 +12,13 @@ import time
 from typing import Any
 
 from ..closing import Closing
-from ..errors import LockFailed, RuntimeCallFailed
+from ..errors import LockFailed, PinpathError, RuntimeCallFailed
 from ..memkinds import HostBuffer, host_buffer
 from ..records import TransferRecord
-from ..runtimes.base import Backend
+from ..runtimes.base import Backend, has
 from ..trace import records
 from ..units import MiB
-from ..vocab import Direction, MapOutcome, PageableCopy, Phase, TransferPath
+from ..vocab import POLICY_STEPS, Capability, Direction, MapOutcome, PageableCopy, Phase, Policy, TransferPath
 
 __all__ = ["PolicyBase", "Phases", "StagingPool", "DEFAULT_THRESHOLD_NBYTES"]
 
@@ -103,11 +104,13 @@ class StagingPool:
 
 
 class PolicyBase(Closing):
-    """The shared shape of a policy: ``map``, ``transfer``, ``unmap``, ``close``.
+    """The shared shape of a policy: ``map``, ``transfer``, ``unmap``, ``close``; a policy whose
+    maps keep nothing (``PolicySteps.maps`` "none") is this class with its row's steps.
 
     Parameters
     ----------
     rt : the runtime
+    policy : the policy's name; its row of ``vocab.POLICY_STEPS`` says what it does
     q : the queue transfers go on (the policy makes its own if None)
     threshold_nbytes : the size at and above which nextgen locks instead of staging
     events : time each DMA with device events too, where the runtime has them
@@ -115,13 +118,18 @@ class PolicyBase(Closing):
         async info), for transfers from several threads at once
     """
 
-    policy: str = ""
-    #: the runtime this policy models runs its copies asynchronously on one stream and waits once
-    #: per target region (``sync``); a synchronous one waits after every copy
-    asynchronous: bool = False
-
-    def __init__(self, rt: Backend, *, q: Any = None, threshold_nbytes: int = DEFAULT_THRESHOLD_NBYTES,
-                 events: bool = False, per_thread_queues: bool = False) -> None:
+    def __init__(self, rt: Backend, policy: Policy | str, *, q: Any = None,
+                 threshold_nbytes: int = DEFAULT_THRESHOLD_NBYTES, events: bool = False,
+                 per_thread_queues: bool = False) -> None:
+        self.policy = Policy(policy)
+        self.steps = POLICY_STEPS[self.policy]
+        #: the runtime this policy models runs its copies asynchronously on one stream and waits once
+        #: per target region (``sync``); a synchronous one waits after every copy
+        self.asynchronous = self.steps.asynchronous
+        self._step = getattr(self, f"_step_{self.steps.transfer}", None)
+        if self._step is None:
+            raise PinpathError(f"policy {self.policy}: {type(self).__name__} has no transfer step "
+                               f"{self.steps.transfer!r} (its maps are {self.steps.maps!r})")
         self.rt = rt
         self.threshold_nbytes = threshold_nbytes
         self._own: list[Any] = []                 # queues this policy made and must free
@@ -130,9 +138,9 @@ class PolicyBase(Closing):
         self._per_thread = per_thread_queues
         self._q = q if q is not None or per_thread_queues else self._new_queue()
         self._events = None
-        self._pools: list[StagingPool] = []    # pools whose buffers wait for ``sync``
+        self.pool = None if self.steps.pool == "none" else StagingPool(rt, exact=self.steps.pool == "exact")
         self._pending: set[int] = set()        # ids of queues holding work not waited for yet
-        if events and rt.has_events:
+        if events and has(rt, Capability.EVENTS):
             self._events = (rt.new_event(), rt.new_event())
 
     def _new_queue(self) -> Any:
@@ -192,14 +200,16 @@ class PolicyBase(Closing):
                 if id(self.q) in self._pending:
                     ph.run(Phase.WAIT, self.rt.wait, self.q)
                     self._pending.discard(id(self.q))
-                for pool in self._pools:
-                    pool.synced(self.q)
+                if self.pool is not None:
+                    self.pool.synced(self.q)
             t1 = _now()
         return TransferRecord(event="sync", policy=self.policy, path="sync", kind="", direction="", nbytes=0,
                               thread_id=self.rt.recorder.thread_id, start_ns=t0, end_ns=t1,
                               calls=tuple(records(calls)), **{f"{k}_ns": v for k, v in ph.ns.items()})
 
     def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
         if self._events:
             for ev in self._events:
                 self.rt.free_event(ev)
@@ -212,10 +222,37 @@ class PolicyBase(Closing):
             self.rt.free_queue(q)
         self._q = None
 
-    # -- for subclasses ------------------------------------------------------------------
+    # -- the steps ---------------------------------------------------------------------------
     def _transfer(self, ph: Phases, buf: HostBuffer, hptr: int, dev_ptr: int, nbytes: int,
                   direction: Direction) -> TransferPath:
-        raise NotImplementedError
+        """``query_first`` (the 2021-22 plugin's ``hsa_amd_pointer_info`` / ``is_locked``: memory
+        the runtime says is locked goes as one DMA, no lock, no unlock), then the transfer step."""
+        if self.steps.query_first:
+            info = ph.run(Phase.QUERY, self.rt.query, hptr)
+            if info.locked:
+                self._dma(ph, info.dev_ptr if info.dev_ptr is not None else hptr, dev_ptr, nbytes, direction)
+                return TransferPath.ALREADY_LOCKED
+        return self._step(ph, buf, hptr, dev_ptr, nbytes, direction)
+
+    def _step_stage_fresh(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
+        """A pinned staging buffer for every copy: allocate, grant, host copy, DMA, wait, (host
+        copy out for D2H), free. The 2020 ATMI plugin (``core::Runtime::Memcpy``): what ye-luo's
+        trace showed (C1, C2)."""
+        self._stage_fresh(ph, hptr, dev_ptr, nbytes, direction)
+        return TransferPath.STAGED_FRESH
+
+    def _step_lock_copy_unlock(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
+        """Lock the user pointer, DMA from the locked alias, wait, unlock; a refused lock stages
+        through a fresh buffer; "already registered" copies from the pointer and leaves it
+        locked. ROCm amd-llvm-project PR #174 (``locking_async_memcpy``), C3 and C5."""
+        try:
+            return self._lock_dma_unlock(ph, hptr, dev_ptr, nbytes, direction)
+        except LockFailed as e:   # rodata and the like: stage through a fresh buffer instead
+            ph.error = e.answer
+            self._stage_fresh(ph, hptr, dev_ptr, nbytes, direction)
+            return TransferPath.LOCK_FAILED_STAGED
+
+    # -- for the steps ---------------------------------------------------------------------
 
     def _event(self, event: str, buf: HostBuffer, body) -> TransferRecord:
         ph = Phases()
@@ -274,11 +311,13 @@ class PolicyBase(Closing):
         finally:
             ph.run(Phase.FREE, self.rt.free_pinned, staging, nbytes)
 
-    def _stage_pooled(self, ph: Phases, pool: StagingPool, hptr: int, dev_ptr: int, nbytes: int,
-                      direction: Direction) -> TransferPath:
-        """Stage through a buffer of ``pool``; the path says whether the pool had one. An H2D
-        on an asynchronous policy does not wait: the pool takes the buffer back only at ``sync``,
-        as LLVM's stream releases it when the stream completes."""
+    def _step_stage_pooled(self, ph: Phases, buf, hptr: int, dev_ptr: int, nbytes: int,
+                           direction: Direction) -> TransferPath:
+        """Stage through a buffer of the policy's pool; the path says whether the pool had one
+        (JonChesterfield in the thread: "we should do some buffer reuse instead", C2). An H2D on
+        an asynchronous policy does not wait: the pool takes the buffer back only at ``sync``, as
+        LLVM's stream releases it when the stream completes."""
+        pool = self.pool
         staging, cls, hit = pool.get(nbytes, ph)
         deferred = self.asynchronous and direction == Direction.H2D
         try:
@@ -315,9 +354,12 @@ class PolicyBase(Closing):
             self._unlock_own(owner, hptr, nbytes, ph)
         return TransferPath.LOCKED
 
-    def _pageable(self, ph: Phases, hptr: int, dev_ptr: int, nbytes: int, direction: Direction) -> TransferPath:
+    def _step_pageable(self, ph: Phases, buf, hptr: int, dev_ptr: int, nbytes: int,
+                       direction: Direction) -> TransferPath:
         """Hand the pointer to the runtime's copy as it is; the runtime decides what happens
-        (what it did is observed later where the runtime can be watched: CUPTI)."""
+        (what it did is observed later where the runtime can be watched: CUPTI). Maps cost
+        nothing: LLVM's CUDA plugin, which never registers host memory and whose pinned-pointer
+        check always answers no."""
         try:
             self._dma(ph, hptr, dev_ptr, nbytes, direction, wait=False)
         except RuntimeCallFailed as e:

@@ -1,5 +1,4 @@
-"""Policies that hand the user's pointer straight to the runtime's copy (asynchronous: one
-wait per target region)."""
+"""The maps "prepinned": the application registers its array at map time (``vocab.POLICY_STEPS``)."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ from ..memkinds import HostBuffer
 from ..vocab import Direction, MapOutcome, Phase, Policy, TransferPath
 from .base import Phases, PolicyBase
 
-__all__ = ["Prepinned", "DriverPageable"]
+__all__ = ["Prepinned"]
 
 
 class Prepinned(PolicyBase):
@@ -17,11 +16,8 @@ class Prepinned(PolicyBase):
     is pinned already (hipHostMalloc / cudaMallocHost). Transfers are one DMA each (C9, C10);
     the application unregisters what it registered at unmap."""
 
-    policy = Policy.PREPINNED
-    asynchronous = True
-
-    def __init__(self, rt, **kw) -> None:
-        super().__init__(rt, **kw)
+    def __init__(self, rt, policy=Policy.PREPINNED, **kw) -> None:
+        super().__init__(rt, policy, **kw)
         self._pinned: dict[int, bool] = {}
         self._ours: dict[int, int] = {}      # ptr -> nbytes the application registered at map time
 
@@ -41,11 +37,11 @@ class Prepinned(PolicyBase):
             return MapOutcome.LOCKED
         return self._event("map", buf, body)
 
-    def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
+    def _step_pinned_or_pageable(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
         if self._pinned.get(buf.ptr, False):
             self._dma(ph, hptr, dev_ptr, nbytes, direction, wait=False)
             return TransferPath.PINNED_DIRECT
-        return self._pageable(ph, hptr, dev_ptr, nbytes, direction)
+        return self._step_pageable(ph, buf, hptr, dev_ptr, nbytes, direction)
 
     def unmap(self, buf: HostBuffer):
         def body(ph: Phases) -> MapOutcome:
@@ -62,16 +58,3 @@ class Prepinned(PolicyBase):
             self.rt.unlock(ptr, nbytes)
         self._ours.clear()
         super().close()
-
-
-class DriverPageable(PolicyBase):
-    """Hand the pointer to the runtime's copy as it is and let the driver deal with it: LLVM's
-    CUDA plugin, which never registers host memory and whose pinned-pointer check always
-    answers no. Maps cost nothing; what the driver did with each copy is observed (CUPTI)
-    where that is possible, else the path says it was not observed."""
-
-    policy = Policy.DRIVER_PAGEABLE
-    asynchronous = True
-
-    def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
-        return self._pageable(ph, hptr, dev_ptr, nbytes, direction)

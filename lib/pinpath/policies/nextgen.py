@@ -1,5 +1,5 @@
-"""Today's LLVM offload plugin (plugin-nextgen), its lock-mapped-buffers mode, and C11's
-pinned allocator.
+"""The maps "nextgen" (``vocab.POLICY_STEPS``): today's LLVM offload plugin (plugin-nextgen), its
+lock-mapped-buffers mode, and C11's pinned allocator.
 
 The map of pinned ranges is exact under concurrency: map, unmap and the map's part of a
 transfer run under one mutex; a map takes a reference only when it says so (``refcounted``,
@@ -19,10 +19,9 @@ from ..errors import LockFailed, PinpathError
 from ..memkinds import HostBuffer, host_buffer
 from ..units import PAGE_NBYTES
 from ..vocab import Direction, MapOutcome, MemoryKind, Phase, Policy, Relock, TransferPath
-from .base import Phases, PolicyBase, StagingPool
+from .base import Phases, PolicyBase
 
-__all__ = ["PinnedMap", "PinnedEntry", "LockUnits", "Nextgen", "NextgenLockMapped", "PinnedAllocator",
-           "OverlapRefused"]
+__all__ = ["PinnedMap", "PinnedEntry", "LockUnits", "Nextgen", "OverlapRefused"]
 
 
 class OverlapRefused(PinpathError):
@@ -166,17 +165,20 @@ class Nextgen(PolicyBase):
     locked, copied, waited for and unlocked, a refused lock being an error; else it is staged
     through a pooled buffer of exactly the same size. At map time a pointer that the runtime
     says is pinned is entered as external (``notifyDataMapped`` -> ``isPinnedPtrImpl``).
+
+    ``lock_mapped`` (``nextgen_lock_mapped``, ``LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=on``,
+    reviews.llvm.org/D142514): host buffers are locked once when mapped, refcounted, unlocked at
+    unmap; a refused lock is ignored; memory already pinned by someone else is external, never
+    unlocked. ``allocates`` (``pinned_allocator``, JonChesterfield's idea in the thread, C11:
+    "hand out locked memory in omp allocate and keep track of the pointers thus handed out"):
+    memory the application takes from ``host_buffer`` is runtime-pinned and entered in the map,
+    so its transfers are one DMA with no lock and no query; anything else goes as in ``nextgen``.
     """
 
-    policy = Policy.NEXTGEN
-    asynchronous = True
-    lock_mapped = False
-
-    def __init__(self, rt, **kw) -> None:
-        super().__init__(rt, **kw)
+    def __init__(self, rt, policy=Policy.NEXTGEN, **kw) -> None:
+        super().__init__(rt, policy, **kw)
+        self.lock_mapped = self.steps.lock_mapped
         self.pinned = PinnedMap()
-        self.pool = StagingPool(rt, exact=True)
-        self._pools.append(self.pool)
         self._mutex = threading.RLock()
         self._refs: dict[tuple[int, int], list[PinnedEntry]] = {}   # (ptr, nbytes) -> entries its maps hold
         self.units = LockUnits(rt) if rt.relock == Relock.UNCOUNTED else None
@@ -275,7 +277,7 @@ class Nextgen(PolicyBase):
             return MapOutcome.UNLOCKED if last and not entry.external else MapOutcome.RELEASED
 
     # -- transfers -------------------------------------------------------------------------
-    def _transfer(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
+    def _step_nextgen(self, ph: Phases, buf, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
         with self._mutex:
             entry, ph.error = self.pinned.holding(hptr, nbytes)   # a range running past its entry misses
             if entry is not None:
@@ -289,7 +291,7 @@ class Nextgen(PolicyBase):
             return TransferPath.EXTERNAL_PINNED if entry.external else TransferPath.MAP_HIT
         if nbytes >= self.threshold_nbytes:
             return self._locked_copy(ph, hptr, dev_ptr, nbytes, direction)
-        return self._stage_pooled(ph, self.pool, hptr, dev_ptr, nbytes, direction)
+        return self._step_stage_pooled(ph, buf, hptr, dev_ptr, nbytes, direction)
 
     def _locked_copy(self, ph: Phases, hptr, dev_ptr, nbytes, direction: Direction) -> TransferPath:
         """The plugin's synchronous path: a raw lock (the map is not consulted), copy, wait,
@@ -321,31 +323,14 @@ class Nextgen(PolicyBase):
                 self.pinned.remove(e)
                 if not e.external:
                     self._unlock_own(e, e.host_ptr, e.nbytes, ph)
-        self.pool.close()
         super().close()
 
-
-class NextgenLockMapped(Nextgen):
-    """``nextgen`` with ``LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=on`` (reviews.llvm.org/D142514):
-    host buffers are locked once when mapped, refcounted, unlocked at unmap; a refused lock is
-    ignored; memory already pinned by someone else is external, never unlocked.
-    """
-
-    policy = Policy.NEXTGEN_LOCK_MAPPED
-    lock_mapped = True
-
-
-class PinnedAllocator(Nextgen):
-    """JonChesterfield's idea in the thread (C11): "hand out locked memory in omp allocate
-    and keep track of the pointers thus handed out". Memory the application takes from
-    ``host_buffer`` is runtime-pinned and entered in the map, so its transfers are one
-    DMA with no lock and no query; anything else goes as in ``nextgen``.
-    """
-
-    policy = Policy.PINNED_ALLOCATOR
+    def host_buffer(self, kind, nbytes: int, *, seed: int = 0):
+        """``allocates``: runtime-pinned memory entered in the map, whatever ``kind`` asked for."""
+        return self._allocated(nbytes, seed) if self.steps.allocates else super().host_buffer(kind, nbytes, seed=seed)
 
     @contextmanager
-    def host_buffer(self, kind, nbytes: int, *, seed: int = 0):
+    def _allocated(self, nbytes: int, seed: int):
         with host_buffer(MemoryKind.PINNED, nbytes, rt=self.rt, seed=seed) as buf:
             entry = PinnedEntry(buf.ptr, buf.ptr, buf.nbytes, external=True)   # freed by its maker, never unlocked
             with self._mutex:

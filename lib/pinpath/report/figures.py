@@ -26,7 +26,7 @@ from ..units import fmt_ns
 from ..units import binary_size
 
 __all__ = ["theme", "words", "problems", "vs_size", "phase_bars", "case_bars", "timeline", "vs_threads", "overlap_bars",
-           "answers_grid", "stats_bars", "limits_bars", "lock_cost_by_backing", "binary_size", "LABELS"]
+           "answers_grid", "stats_bars", "limits_bars", "lock_cost_by_backing", "verdicts", "binary_size", "LABELS"]
 
 Reference = Union[tuple[str, float], Sequence[tuple[str, float]], Mapping[str, float], None]
 
@@ -93,8 +93,11 @@ def _label(col: str) -> str:
 
 # -- axes ------------------------------------------------------------------------------------
 class _Pow2Locator(mticker.Locator):
-    """Ticks at powers of two whose exponent is a multiple of 1, 2, 4, 10 or 20 (4 KiB, 64 KiB,
-    1 MiB, 16 MiB ...), the finest spacing that keeps at most ``most`` ticks."""
+    """Ticks at powers of two whose exponent is a multiple of 1, 2, 3, 4, 5, 6, 8, 10 or 20 (4 KiB, 64 KiB,
+    1 MiB, 16 MiB ...), the finest spacing that keeps at most ``most`` ticks, and no more than
+    one per ``TICK_PX`` of the axis' length (labels such as "256 KiB" never touch)."""
+
+    TICK_PX = 64
 
     def __init__(self, most: int = 8) -> None:
         self.most = most
@@ -103,13 +106,26 @@ class _Pow2Locator(mticker.Locator):
         lo, hi = self.axis.get_view_interval()
         return self.tick_values(lo, hi)
 
+    def _room(self) -> int:
+        axes = getattr(self.axis, "axes", None)
+        if axes is None:
+            return self.most
+        box = axes.get_window_extent()
+        length = box.width if self.axis is axes.xaxis else box.height
+        return max(2, min(self.most, int(length // self.TICK_PX)))
+
     def tick_values(self, vmin, vmax):
         vmin, vmax = max(min(vmin, vmax), 1e-9), max(vmin, vmax, 2e-9)
         a, b = math.ceil(math.log2(vmin) - 1e-9), math.floor(math.log2(vmax) + 1e-9)
-        for step in (1, 2, 4, 10, 20):
+        most = self._room() if getattr(self, "axis", None) is not None else self.most
+        previous: list[float] = []
+        for step in (1, 2, 3, 4, 5, 6, 8, 10, 20):
             ticks = [2.0 ** e for e in range(a, b + 1) if e % step == 0]
-            if len(ticks) <= self.most:
+            if len(ticks) < 2 and len(previous) >= 2 and len(previous) <= most + 1:
+                return previous            # two ticks a little crowded read better than one
+            if len(ticks) <= most:
                 return ticks or [2.0 ** a]
+            previous = ticks
         return ticks
 
 
@@ -319,10 +335,11 @@ def phase_bars(df: pd.DataFrame, phases: list[str], *, row: str, col: str | None
 
 
 def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, col: str | None = None,
-              title: str = "", logy: bool | None = True, ylabel: str = "", xlabel: str = "",
+              title: str = "", logy: bool | None = None, ylabel: str = "", xlabel: str = "",
               reference: Reference = None):
     """Median of ``y`` (a time in ns) per ``x`` (and ``hue``, one panel per ``col``) with a 5-95 %
-    interval: seaborn's catplot, the legend titled in words beside the panels."""
+    interval: seaborn's catplot, the legend titled in words beside the panels. The bars start at
+    zero (a bar's length is its value) unless the values span 20x or more, or ``logy``."""
     words = _label(hue) if hue else None
     d = df.rename(columns={hue: words}) if hue else df
     g = sns.catplot(data=d, x=x, y=y, hue=words, col=col, kind="bar", estimator="median", errorbar=("pi", 90),
@@ -331,6 +348,8 @@ def case_bars(df: pd.DataFrame, x: str, y: str, *, hue: str | None = None, col: 
     refs = _references(reference)
     for i, ax in enumerate(g.axes.flat):
         _ns_axis(ax, log)
+        if not log:
+            ax.set_ylim(bottom=0)
         ax.set_ylabel((ylabel or _label(y)) if i == 0 else "")
         ax.set_xlabel(xlabel or _label(x))
         if max((len(t.get_text()) for t in ax.get_xticklabels()), default=0) > 6:
@@ -607,3 +626,48 @@ def lock_cost_by_backing(df: pd.DataFrame, *, ops: Sequence[str] | None = ("lock
         _draw_references(ax, refs)
     _retitle_legend(g, "call (memory state)" + ("; memory kind" if style else ""))
     return _titled(g, None, title)
+
+
+_UNIT_TICKS = {"x": lambda v: f"{v:.3g}x", "fraction": lambda v: f"{100 * v:.0f} %", "count": lambda v: f"{v:g}",
+               "ns": lambda v: fmt_ns(v) if v > 0 else "0"}
+
+
+def verdicts(judged: pd.DataFrame, title: str = ""):
+    """One panel per judged claim of ``judged`` (claims.csv's rows): the quantity its verdict
+    judges (``measured``, dot) with its 95 % interval (bar) on an axis in the verdict's unit,
+    the threshold (dashed) and, in green, the side where the claim holds: the figure says what
+    the verdict says. Each panel's gid is the claim's id. None where no row has a figure."""
+    from . import strip
+    rows = [(r, strip.scale(r)) for r in judged.to_dict("records")]
+    rows = [(r, sc) for r, sc in rows if sc is not None]
+    if not rows:
+        return None
+    fig, axes = plt.subplots(len(rows), 1, figsize=(9, 1.05 * len(rows) + 0.6), squeeze=False)
+    for ax, (r, sc) in zip(axes[:, 0], rows):
+        ax.set_gid(str(r.get("id", "")))
+        ax.axvspan(*sc.holds, color="#dcf2dc", zorder=0, label="the claim holds here")
+        for m in sc.marks:
+            ax.axvline(m, color="0.2", ls=(0, (4, 2)), lw=1.1, zorder=1)
+        ax.errorbar([sc.value], [0], xerr=[[sc.value - sc.low], [sc.high - sc.value]], fmt="o", color="#0b57b0",
+                    ecolor="#1f2328", elinewidth=3, capsize=0, zorder=3)
+        if sc.log:
+            ax.set_xscale("log")
+        ax.set_xlim(sc.lo, sc.hi)
+        ax.set_ylim(-1, 1)
+        ax.set_yticks([])
+        ax.grid(False, axis="y")
+        fmt = _UNIT_TICKS.get(sc.unit, lambda v: f"{v:g}")
+        ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _p, f=fmt: f(v)))
+        ax.xaxis.set_minor_formatter(mticker.NullFormatter())
+        if sc.log:
+            ax.xaxis.set_major_locator(mticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        else:
+            ax.xaxis.set_major_locator(mticker.MaxNLocator(nbins=5))
+        ax.set_ylabel(f"{r.get('id', '')}\n{r.get('verdict') or ''}", rotation=0, ha="right", va="center",
+                      fontsize="small")
+        ax.set_xlabel(textwrap.shorten(str(r.get("metric") or r.get("short") or ""), 100), fontsize="small")
+    fig.suptitle(textwrap.fill(title or "each verdict's figure: the measured value and its 95 % interval against "
+                                        "the claim's threshold (dashed; green: where the claim holds)", 110),
+                 fontsize="small")
+    fig.tight_layout()
+    return fig

@@ -23,10 +23,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import jinja2
 from markupsafe import Markup
 
-from ..paths import PROJECT_ROOT
+from ..paths import OUTPUTS_DIR, PROJECT_ROOT
 from ..units import fmt_ns
 from ..atomic import write_text_atomic
-from . import regress
+from . import pays, regress, strip
 from .fmt import READINGS, _exact_binary, _isnum, binary_size, format_measured, format_threshold, verdict_groups
 
 __all__ = ["render_notebook", "render_index", "restate_conclusions", "external_scripts", "claims_section", "figures_section",
@@ -63,6 +63,17 @@ _ENV = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
     trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
 )
+
+_NAME_JOINT = re.compile(r"(?<=[A-Za-z0-9])([_/])(?=[A-Za-z0-9])")
+
+
+def soft_breaks(text) -> Markup:
+    """``text`` escaped, with a line-break opportunity after each ``_`` or ``/`` inside a name
+    (``memory_pool_allocate``): a narrow column wraps a name at its joints, never mid-word."""
+    return Markup(_NAME_JOINT.sub(r"\1<wbr>", str(Markup.escape(text))))
+
+
+_ENV.filters["soft"] = soft_breaks
 
 
 # -- paths of this machine ----------------------------------------------------------------------
@@ -126,6 +137,13 @@ def verdict_word(v) -> str:
     return _OLD_VERDICTS.get(text, text) or "not measured"
 
 
+def device_words(device) -> str:
+    """The runtime's device for a reader: the host runtime's "none: host platform (...)" reads
+    "no GPU: host platform (...)"."""
+    text = _text(device)
+    return "no GPU: " + text.split(":", 1)[1].strip() if text.lower().startswith("none:") else text
+
+
 # -- page parts ---------------------------------------------------------------------------------
 def external_scripts(text: str) -> list[str]:
     """Script blocks and stylesheet links of a page that would fetch something from the network."""
@@ -140,11 +158,63 @@ def _text(x) -> str:
     return str(x)
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,199}")    #: a notebook name a link may be made of (no "javascript:")
 #: where a claims.csv with readings keeps the sentence on the intervals that decided (shown under the reason)
 _INTERVAL_COLUMNS = ("rule_detail", "interval", "decided")
 
 
-def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None) -> list[dict]:
+#: the committed reference whose verdicts stand beside the claims a run cannot judge
+REFERENCE_DIR = OUTPUTS_DIR / "reference" / "h200"
+#: verdicts that judge a claim; the others say it was not judged here
+JUDGED = ("holds", "does not hold", "inconclusive")
+
+
+def reference_verdicts(run_dir: Path | None, manifest: Mapping | None,
+                       ref_dir: Path | None = None) -> tuple[str, dict[str, dict]]:
+    """The committed reference's label ("from the committed reference (cuda, NVIDIA H200,
+    commit fd7ef95)") and its claims by id, for a run on another platform ('' and {} for the
+    reference itself, a run on the reference's platform, or where no reference is kept)."""
+    ref_dir = Path(ref_dir or REFERENCE_DIR)
+    try:
+        import json
+        import pandas as pd
+        ref_man = json.loads((ref_dir / "manifest.json").read_text())
+        if run_dir is not None and Path(run_dir).resolve() == ref_dir.resolve():
+            return "", {}
+        if manifest is not None and str(manifest.get("platform")) == str(ref_man.get("platform")):
+            return "", {}
+        ref = pd.read_csv(ref_dir / "report" / "claims.csv")
+    except (OSError, ValueError, UnicodeDecodeError):
+        return "", {}
+    device = (ref_man.get("runtime") or {}).get("device") or "an unnamed device"
+    commit = str((ref_man.get("judged_by") or ref_man.get("git") or {}).get("commit") or "unknown")[:7]
+    label = f"from the committed reference ({ref_man.get('platform', '?')}, {device}, commit {commit})"
+    return label, {str(r["id"]): r for r in ref.to_dict("records")}
+
+
+def _ref_cell(rec: Mapping | None) -> dict | None:
+    if rec is None:
+        return None
+    v = verdict_word(rec.get("verdict"))
+    if v not in JUDGED:
+        return None
+    return {"verdict": v, "vclass": VERDICTS.get(v, "v-other"), "why": _text(rec.get("why")),
+            "measured": format_measured(rec.get("measured"), rec.get("low"), rec.get("high"), _text(rec.get("unit")))}
+
+
+_INFO = re.compile(r"^measured here for information: (.+?)(?: -> |; |$)")
+
+
+def _for_information(detail: str) -> str:
+    """What a claim it cannot judge measured here anyway (claims.csv's detail opens with it):
+    "register / query of pageable memory: 0.0144x (95 % CI 0.0139–0.0166) [4 KiB]"; '' where
+    nothing was."""
+    m = _INFO.match(detail)
+    return "" if not m or m.group(1).rstrip().endswith(")") and "not measured (" in m.group(1) else m.group(1)
+
+
+def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None,
+                reference: Mapping[str, Mapping] | None = None) -> list[dict]:
     link = None if linkable is None else set(linkable)
     rows = []
     for rec in claims_df.to_dict("records"):
@@ -163,8 +233,11 @@ def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None) -> l
             "bar": format_threshold(g("comparison"), g("threshold"), _text(g("unit"))),
             "verdict": verdict, "vclass": VERDICTS.get(verdict, "v-other"),
             "why": _text(g("why")), "detail": _text(g("detail")), "rule": _text(g("rule")),
-            "notebook": nb, "nb_href": f"{nb}.html" if nb and (link is None or nb in link) else "",
+            "notebook": nb, "nb_href": f"{nb}.html" if _PLAIN.fullmatch(nb) and (link is None or nb in link) else "",
             "platform": _text(g("platform")),
+            "ref": _ref_cell((reference or {}).get(_text(g("id")))) if verdict not in JUDGED else None,
+            "strip": strip.svg(rec) if verdict in JUDGED else "",
+            "info": _for_information(_text(g("detail"))) if verdict not in JUDGED else "",
         })
     return [scrub.tree(r) for r in rows]
 
@@ -176,25 +249,97 @@ class _ClaimsHTML(Markup):
     claims = None
 
 
-def claims_section(claims_df, *, linkable: Iterable[str] | None = None) -> Markup:
+def claims_section(claims_df, *, linkable: Iterable[str] | None = None,
+                   reference: tuple[str, Mapping] = ("", {})) -> Markup:
     """The claims table: claim, the thread's figure, the measured figure with its interval,
     the verdict (coloured) and why, with the rule and other readings beneath.
 
     ``linkable``: the notebook stems that have an HTML page (None: link every notebook;
-    ``render_index`` fills it in)."""
-    rows = _claim_rows(claims_df, Scrubber(), linkable)
+    ``render_index`` fills it in). ``reference``: (label, claims by id) of the committed
+    reference, whose verdict is shown beside each claim this run cannot judge."""
+    rows = _claim_rows(claims_df, Scrubber(), linkable, reference[1])
     groups = verdict_groups([r["verdict"] for r in rows],
                             [r["reading"] and next((k for k, v in READINGS.items() if v == r["reading"]), r["reading"])
                              for r in rows])
     summary = [(label, [(w, VERDICTS.get(w, "v-other"), n) for w, n in c.items() if n]) for label, c in groups]
-    out = _ClaimsHTML(_ENV.get_template("_claims.html").render(rows=rows, summary=summary))
+    out = _ClaimsHTML(_ENV.get_template("_claims.html").render(rows=rows, summary=summary, ref_label=reference[0]))
     out.claims = claims_df
     return out
 
 
+def glance_section(claims_df, reference: tuple[str, Mapping] = ("", {})) -> Markup:
+    """Every claim named with its verdict, each linked to its row of the claims table: what a
+    reader sees first. Claims this run cannot judge show the reference's verdict, labelled."""
+    rows = _claim_rows(claims_df, Scrubber(), (), reference[1])
+    return Markup(_ENV.get_template("_glance.html").render(rows=rows, ref_label=reference[0]))
+
+
+def pays_section(run_dir: Path, manifest: Mapping) -> Markup:
+    """Which policy pays: per direction and size, the cheapest policy and its interval, the
+    runner-up, the break-even sizes (``pays``), computed from the run's policy sweep."""
+    from .rundata import RunData
+    data = RunData.read(Path(run_dir), names=pays.SOURCES)
+    df = next((data.get(n) for n in pays.SOURCES if data.get(n) is not None), None)
+    picks = pays.cheapest(df)
+    runtime = manifest.get("runtime") or {}
+    ctx = {"platform": _text(manifest.get("platform")), "device": device_words(runtime.get("device")),
+           "rows": [p.words() for p in picks],
+           "evens": [{"direction": d, "below": a, "above": b, "size": binary_size(round(n))}
+                     for d, a, b, n in pays.break_evens(df, [p for p in picks if p.sure])],
+           "prepared": [p for p in pays.PREPARED[:1] if any(p in x.prepared for x in picks)]}
+    return Markup(_ENV.get_template("_pays.html").render(**ctx))
+
+
+#: what the report's words mean (the glossary at the end of the index)
+GLOSSARY = (
+    ("d2h, h2d", "the direction of a copy: device to host, host to device."),
+    ("lock, pin, register", "making host memory non-pageable so the device can copy it by DMA "
+     "(cudaHostRegister / hipHostRegister / hsa_amd_memory_lock); unlock undoes it."),
+    ("staging", "copying through a pinned buffer of the runtime's own instead of the user's memory."),
+    ("grant", "giving the device access to a staging buffer (HSA's agents_allow_access)."),
+    ("re-lock path", "what a runtime that always locks pays on memory already locked: a lock that is "
+     "refused or granted again, and no unlock."),
+    ("braces", "the timed region of C12's three cases in the thread: which calls the thread's "
+     "figures enclose (lock + copy, with or without the wait); C12a and C12b are its two readings."),
+    ("as meant", "the claim measured on the runtime it is about."),
+    ("by an analogue", "the claim's mechanism measured on this platform's runtime (e.g. CUDA's register for "
+     "HSA's lock); the verdict is about the analogue."),
+    ("holds / does not hold", "the whole 95 % interval lies on one side of the claim's threshold."),
+    ("inconclusive", "the interval straddles the threshold, or too few repeats."),
+    ("not applicable", "this platform has no such mechanism, so the claim cannot be judged here."),
+    ("not measured", "the notebook that measures it did not run or left no data."),
+    ("95 % CI", "the bootstrap interval over independent repeats."),
+)
+
+
+def glossary_section(claims_href: str = "") -> Markup:
+    """The glossary: the report's words and the nine policies, with links to CLAIMS.md
+    (``claims_href``, where the report keeps a copy) and to the thread."""
+    return Markup(_ENV.get_template("_glossary.html").render(
+        terms=GLOSSARY, policies=list(pays.POLICY_WORDS.items()), claims_href=claims_href, thread_href=THREAD_URL))
+
+
+def keep_claims_md(report: Path) -> str:
+    """A copy of the checkout's CLAIMS.md in ``report/`` (what the claims and rules were when the
+    run was judged; it travels with the zip); its link from the index, '' where there is none."""
+    source = Path(PROJECT_ROOT) / "CLAIMS.md"
+    target = Path(report) / "CLAIMS.md"
+    if not source.is_file() or target.is_symlink():
+        return ""
+    write_text_atomic(target, source.read_text())
+    return "CLAIMS.md"
+
+
+#: the public thread the claims come from
+THREAD_URL = "https://github.com/ROCm/aomp/issues/160"
+
+
 def _headline_figures(run_dir: Path, per_notebook: int) -> list[Path]:
     by_stem: dict[str, list[Path]] = {}
-    for p in sorted((Path(run_dir) / "figures").glob("*.png")):
+    figs = Path(run_dir) / "figures"
+    if not figs.is_dir():
+        figs = Path(run_dir) / "share" / "figures"       # a committed reference keeps only the shared ones
+    for p in sorted(figs.glob("*.png")):
         by_stem.setdefault(p.name.split("-", 1)[0], []).append(p)
     return [p for paths in by_stem.values() for p in paths[:per_notebook]]
 
@@ -208,7 +353,7 @@ def figures_section(run_dir: Path, per_notebook: int = 1, *, embed: bool = True)
     for p in _headline_figures(run_dir, per_notebook):
         stem = p.name.split("-", 1)[0]
         src = (f"data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}" if embed
-               else f"../figures/{p.name}")
+               else Path(os.path.relpath(p.absolute(), (run_dir / "report").absolute())).as_posix())
         page = run_dir / "report" / f"{stem}.html"
         figs.append({"src": src, "name": p.stem, "stem": stem, "href": f"{stem}.html" if page.is_file() else ""})
     return Markup(_ENV.get_template("_figures.html").render(figures=figs))
@@ -328,7 +473,12 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[s
     unreadable = [str(x) for x in (manifest.get("unreadable_data") or [])]
     if claims is None:
         claims = _read_csv_or_none(report / "claims.csv", unreadable)
-    sections["Claims"] = (claims_section(claims, linkable=pages) if claims is not None and len(claims)
+    reference = reference_verdicts(run_dir, manifest)
+    has_claims = claims is not None and len(claims)
+    if has_claims:
+        sections["At a glance"] = glance_section(claims, reference)
+    sections["Which policy pays"] = pays_section(run_dir, manifest)
+    sections["Claims"] = (claims_section(claims, linkable=pages, reference=reference) if has_claims
                           else Markup("<p class='muted'>No claims table in this run (report/claims.csv is missing, "
                                       "empty or unreadable).</p>"))
     sections["Headline figures"] = figures_section(run_dir)
@@ -338,12 +488,12 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[s
     extras = []
     for title, body in extra_sections or ():
         if isinstance(body, _ClaimsHTML) and body.claims is not None:
-            body = claims_section(body.claims, linkable=pages)
+            body = claims_section(body.claims, linkable=pages, reference=reference)
         if title in sections:
             sections[title] = _section_body(body)
         else:
             extras.append((str(title), _section_body(body)))
-    ordered = [(t, b) for t, b in sections.items()] + extras
+    ordered = [(t, b) for t, b in sections.items()] + extras + [("Glossary", glossary_section(keep_claims_md(report)))]
 
     notebooks = []
     for stem, v in nbs.items():
@@ -362,11 +512,12 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[s
         "run_id": _text(manifest.get("run_id")), "preset": _text(manifest.get("preset")),
         "platform": _text(manifest.get("platform")), "status": _text(manifest.get("status")),
         "status_cls": STATUSES.get(_text(manifest.get("status")), ("s-other", ""))[0],
-        "device": _text(runtime.get("device")), "driver": _text(runtime.get("nvidia_driver") or runtime.get("driver_version")),
+        "device": device_words(runtime.get("device")), "driver": _text(runtime.get("nvidia_driver") or runtime.get("driver_version")),
         "commit": _text(git.get("commit"))[:12], "dirty": git.get("dirty"),
         "sections": [{"title": t, "anchor": re.sub(r"[^a-z0-9]+", "-", t.lower()).strip("-"), "body": b}
                      for t, b in ordered],
         "notebooks": notebooks, "trouble": trouble, "unreadable": unreadable,
+        "left_out": left_out(run_dir, nbs, pages),
         "legend": [(s, *STATUSES[s]) for s in used],
         "manifest_head": head, "manifest_blocks": blocks,
     }
@@ -376,6 +527,24 @@ def render_index(run_dir: Path, manifest: dict, extra_sections: Sequence[tuple[s
     path = report / "index.html"
     write_text_atomic(path, scrub(page))
     return path
+
+
+def left_out(run_dir: Path, notebooks: Mapping, pages: set[str]) -> list[str]:
+    """What this report folder does not keep (a committed reference keeps report/, data/ and
+    share/ only), one phrase each, pointing to where its data are."""
+    run_dir = Path(run_dir)
+    out = []
+    missing = [s for s in notebooks if s not in pages]
+    if missing:
+        where = " (their data are in <code>../data/</code>)" if (run_dir / "data").is_dir() else ""
+        out.append(f"the pages of {len(missing)} of {len(notebooks)} notebooks{where}")
+    if notebooks and not (run_dir / "notebooks").is_dir():
+        out.append("the executed notebooks")
+    if not (run_dir / "figures").is_dir():
+        kept = " (the headline figures are those of <code>../share/figures/</code>)" \
+            if (run_dir / "share" / "figures").is_dir() else ""
+        out.append(f"the notebooks' figures{kept}")
+    return [Markup(x) for x in out]
 
 
 _CONCLUSION = re.compile(r"<!-- pinpath:conclusion ([A-Za-z0-9 ]*) -->.*?<!-- /pinpath:conclusion -->", re.DOTALL)
@@ -428,17 +597,70 @@ _NOTEBOOK_STYLE = ("<style>.jp-RenderedHTMLCommon table{max-width:100%}"
                    ".jp-RenderedHTMLCommon th,.jp-RenderedHTMLCommon td{white-space:normal;overflow-wrap:break-word}</style>\n")
 
 
+#: the tag of the cells the runner adds to a notebook (``session.INJECTED_TAG``, a layer above)
+_INJECTED_TAG = "pinpath-injected"
+
+
+def _kernel_sentence(text: str) -> str:
+    """The runner's end-of-notebook check (a dict's repr) as a sentence; '' where it does not read."""
+    import ast
+    try:
+        d = ast.literal_eval(text)
+        before, after = binary_size(int(d["vmlck_before_nbytes"])), binary_size(int(d["vmlck_after_nbytes"]))
+    except (ValueError, SyntaxError, KeyError, TypeError):
+        return ""
+    left = d.get("unreleased") or {}
+    held = ", ".join(f"{k}: {v}" for k, v in left.items()) if left else "nothing left unreleased"
+    return f"The runner's check at the end of this notebook: locked memory {before} before, {after} after; {held}."
+
+
+def _reader_cells(nb) -> str:
+    """Take the runner's cells out of ``nb`` (for its page); their finding as a sentence."""
+    keep, said = [], ""
+    for cell in nb.cells:
+        if _INJECTED_TAG not in (cell.get("metadata", {}).get("tags") or []):
+            keep.append(cell)
+            continue
+        for o in cell.get("outputs", []) or []:
+            plain = (o.get("data") or {}).get("text/plain")
+            said = _kernel_sentence("".join(plain) if isinstance(plain, list) else str(plain or "")) or said
+    nb.cells = keep
+    return said
+
+
+def _notebook_title(nb, stem: str) -> str:
+    """The notebook's first heading ("10 · C13: per-transfer runtime cost ..."), else its stem."""
+    for cell in nb.cells:
+        if cell.get("cell_type") == "markdown":
+            m = re.match(r"\s*#+\s*(.+)", "".join(cell.get("source", "")))
+            if m:
+                return m.group(1).strip()
+    return stem
+
+
 def render_notebook(nb_path: Path, html_path: Path) -> None:
-    """nbconvert's lab template with every CDN URL blanked: opens with no network. Absolute
-    paths of this machine (tracebacks, warnings) are rewritten."""
+    """nbconvert's lab template with every CDN URL blanked: opens with no network. The page is
+    titled by the notebook, leads back to the run's index, and says the runner's end-of-kernel
+    check in a sentence (the runner's cells are left out of the page). Absolute paths of this
+    machine (tracebacks, warnings) are rewritten."""
     import nbformat
     from nbconvert import HTMLExporter
     exporter = HTMLExporter(template_name="lab")
     for trait in ("mathjax_url", "require_js_url", "jquery_url", "widget_renderer_url", "mermaid_js_url"):
         if exporter.has_trait(trait):
             setattr(exporter, trait, "")
-    body, _ = exporter.from_notebook_node(nbformat.read(nb_path, as_version=4))
+    nb = nbformat.read(nb_path, as_version=4)
+    said = _reader_cells(nb)
+    if said:
+        nb.cells.append(nbformat.v4.new_markdown_cell(f"*{said}*"))
+    title = _notebook_title(nb, Path(nb_path).stem)
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
+    back = Markup("<nav class='pinpath-back' style='font:14px system-ui,sans-serif;margin:.6em 1.2em'>"
+                  "<a href='index.html'>&larr; the run's report</a> &middot; {}</nav>").format(Path(nb_path).stem)
     body = _strip_empty_scripts(body).replace("</head>", _NOTEBOOK_STYLE + "</head>", 1)
+    body = re.sub(r"<title>.*?</title>", str(Markup("<title>{} \u2014 pinpath</title>").format(title)), body, count=1,
+                  flags=re.DOTALL)
+    body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + "\n" + back, body, count=1)
     html_path = Path(html_path)
     write_text_atomic(html_path, Scrubber(html_path.parent.parent)(body))
 

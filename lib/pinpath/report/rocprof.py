@@ -28,6 +28,7 @@ import pandas as pd
 
 from .. import schema
 from ..errors import BadParameter
+from ..units import INT64_MAX
 
 __all__ = ["read_stats", "side_by_side", "thread_stats", "layout", "refused_note", "APPLICATION", "V1_HEADER",
            "V3_HEADER"]
@@ -89,6 +90,8 @@ def _row(fields: list[str], header: tuple[str, ...], where: str) -> dict:
             raise BadParameter(f"{where}: {col} is {text!r}, not a number") from None
         if col in _WHOLE and (x < 0 or x != int(x)):
             raise BadParameter(f"{where}: {col} is {text!r}, not a non-negative whole number")
+        if abs(x) > INT64_MAX:              # an int64 column holds no more
+            raise BadParameter(f"{where}: {col} is {text[:24]!r}, more than {INT64_MAX}")
         out[col] = x
     out["AverageNs"] = int(out["AverageNs"])   # v3 prints decimals; truncate as v1's SQLite does
     return out

@@ -57,8 +57,11 @@ class RunData:
         files = sorted(Path(run_dir, "data").glob("*.parquet"))
         for p in files if names is None else [p for p in files if p.stem in names]:
             try:
+                if p.is_symlink() or not p.is_file():    # a FIFO would block, a link leads elsewhere
+                    raise ValueError(p.name)
+                _check_expanded(pq.read_metadata(p), p)
                 table = pq.read_table(p)
-            except Exception:   # truncated or not parquet at all: the report names it
+            except Exception:   # truncated, not parquet at all, or a bomb: the report names it
                 out.unreadable.append(p.name)
                 continue
             meta = table.schema.metadata or {}
@@ -136,3 +139,16 @@ class RunData:
         meta = {**(table.schema.metadata or {}), _NOTEBOOK: stem.encode(), _DATASET: name.encode()}
         with replacing(self.run_dir / "data" / f"{name}.parquet") as tmp:
             pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd", compression_level=9)
+
+
+MAX_EXPANDED_NBYTES = 4 << 30     #: a data set of a run is megabytes; one that expands past this is not read
+
+
+def _check_expanded(meta, path: Path) -> None:
+    """ValueError where the parquet file says it expands past ``MAX_EXPANDED_NBYTES`` (its row
+    groups' and column chunks' uncompressed sizes): a small file must not become a huge frame."""
+    groups = [meta.row_group(i) for i in range(meta.num_row_groups)]
+    claimed = max(sum(g.total_byte_size for g in groups),
+                  sum(g.column(j).total_uncompressed_size for g in groups for j in range(g.num_columns)))
+    if claimed > MAX_EXPANDED_NBYTES:
+        raise ValueError(f"{path.name}: expands to {claimed} bytes")

@@ -5,7 +5,8 @@ width that reads well there, and the whole run folder as one zip that opens offl
 
     share/summary.md        platform line, the verdicts counted, one claims table, what data is
                             missing, two figures, how to reproduce (about 40 lines)
-    share/figures/*.png     those figures, about 900 px wide (to attach to the comment)
+    share/figures/*.png     those figures, about 900 px wide (to attach to the comment): every
+                            verdict's figure (verdicts.png) and the first headline figure
     share/<run-id>.zip      <run-id>/ with report/, notebooks/, data/, figures/, manifest.json
                             (not share/); <run-id>/index.html leads to report/index.html
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import math
 import re
 import zipfile
@@ -29,9 +29,10 @@ import pandas as pd
 
 from ..errors import BadParameter
 from ..atomic import replacing, write_bytes_atomic, write_text_atomic
+from ..safeio import read_json
 from . import regress
-from .fmt import cut_words, verdict_sentence
-from .html import Scrubber, compare_rows, format_measured, verdict_word
+from .fmt import binary_size, cut_words, verdict_sentence
+from .html import JUDGED, Scrubber, compare_rows, device_words, format_measured, reference_verdicts, verdict_word
 from .rundata import RunData
 
 __all__ = ["share_run", "summary_markdown", "render_compare_markdown", "zip_run", "resize_figures",
@@ -39,8 +40,12 @@ __all__ = ["share_run", "summary_markdown", "render_compare_markdown", "zip_run"
 
 #: notebooks whose first figure heads the summary, in this order (stem prefixes)
 HEADLINE_ORDER = ("03_", "01_", "02_", "08_", "06_", "04_")
-MAX_LINES = 42
+MAX_LINES = 80
 MAX_FIGURES = 2
+#: what a tracker comment holds (GitHub's limit); ``--inline`` beyond it is refused
+COMMENT_CHARS = 65_536
+#: widths tried for inline figures, widest first, until the summary fits a comment
+INLINE_WIDTHS = (900, 760, 640, 520)
 _LONE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")   # could open or close emphasis
 _SKIP = {"share", "__pycache__", ".ipynb_checkpoints"}
 _TEMPORARY = re.compile(r"\.tmp$|\.partial\.ipynb$|^\.latest")       # written while a run runs: not final
@@ -101,26 +106,61 @@ def _str(r: dict, key: str) -> str:
 _GROUP = re.compile(r"\s*\[[^\]]*\]\s*$")     # a metric's group label, "[4 KiB d2h]": the table has no room
 
 
-def _claims_rows(claims: pd.DataFrame, scrub: Scrubber, with_why: bool) -> list[list[str]]:
+def _claims_rows(claims: pd.DataFrame, scrub: Scrubber, reference: dict | None = None) -> list[list[str]]:
+    """The table's rows: id, claim, measured (value and interval), verdict; a claim this run
+    cannot judge gets the committed reference's verdict beside its own."""
     rows = []
     for r in claims.to_dict("records"):
-        short = _str(r, "short") or _str(r, "claim")
-        subject = _str(r, "subject")
-        measured = format_measured(r.get("measured"), r.get("low"), r.get("high"), _str(r, "unit"))
-        metric = cut_words(_GROUP.sub("", _str(r, "metric")), max(30, 100 - len(measured)))   # the figure stays whole
-        figure = (f"{metric}: {measured}" if metric and measured else measured) or "\u2014"
+        measured = format_measured(r.get("measured"), r.get("low"), r.get("high"), _str(r, "unit")) or "\u2014"
         verdict = verdict_word(r.get("verdict"))
         vcell = f"**{verdict}**" if verdict == "does not hold" else md_cell(verdict)
         if _str(r, "reading") == "analogue":
             vcell += " (analogue)"
-        row = [f"**{md_cell(r.get('id'))}**",
-               md_cell(cut_words(scrub(short + (f" ({subject})" if subject else "")), 60)),
-               md_cell(cut_words(scrub(_str(r, "thread")), 50)),
-               md_cell(scrub(figure)), vcell]
-        if with_why:
-            row.append(md_cell(cut_words(scrub(_str(r, "why")), 140)))
-        rows.append(row)
+        ref = (reference or {}).get(_str(r, "id")) if verdict not in JUDGED else None
+        if ref is not None and verdict_word(ref.get("verdict")) in JUDGED:
+            vcell += f"; reference: {md_cell(verdict_word(ref.get('verdict')))}"
+        rows.append([f"**{md_cell(r.get('id'))}**", md_cell(scrub(_str(r, "short") or _str(r, "claim"))),
+                     md_cell(scrub(measured.replace("(95 % CI ", "("))), vcell])     # the header says 95 % CI
     return rows
+
+
+def _why_list(claims: pd.DataFrame, scrub: Scrubber) -> list[str]:
+    """Each claim's why, whole, as a list item (a table cell would cut it or stretch the table)."""
+    out = []
+    for r in claims.to_dict("records"):
+        why = _str(r, "why")
+        if not why:
+            continue
+        out.append(f"- **{md_cell(r.get('id'))}**: {md_cell(scrub(why))}" + ("" if why.endswith(".") else "."))
+    return out
+
+
+def pays_markdown(run_dir: Path, man: dict) -> list[str]:
+    """"Which policy pays" in a few lines: per direction, the cheapest policy at each size with
+    its time and interval, and the break-even sizes (``pays``); [] where the run has no sweep."""
+    from . import pays
+    data = RunData.read(run_dir, names=pays.SOURCES)
+    df = next((data.get(n) for n in pays.SOURCES if data.get(n) is not None), None)
+    picks = pays.cheapest(df)
+    if not picks:
+        return []
+    platform = str(man.get("platform", "?"))
+    where = ("on the host platform (no GPU: the operating system's share only)" if platform == "host" else
+             f"on {md_code(platform)} ({md_cell(device_words((man.get('runtime') or {}).get('device')) or 'an unnamed device')})")
+    out = [f"**Which policy pays** {where}: the cheapest policy for pageable memory per copy, its time per "
+           "transfer (95 % interval); \"tie\": the next one's interval overlaps.", ""]
+    for d in sorted({p.direction for p in picks}):
+        cells = []
+        for p in (x for x in picks if x.direction == d):
+            w = p.words()
+            cells.append(f"{w['size']} `{p.policy}` {w['time']}" + ("" if p.sure else f", tie with `{p.runner_up}`"))
+        out.append(f"- {d}: " + "; ".join(cells) + ".")
+    evens = pays.break_evens(df, [p for p in picks if p.sure])
+    if evens:
+        out.append("- break-even: " + "; ".join(f"{d} `{a}` below about {binary_size(round(n))}, `{b}` above"
+                                                for d, a, b, n in evens) + ".")
+    out.append("- the policies are defined in CLAIMS.md and in the report's glossary (`report/index.html`).")
+    return out + [""]
 
 
 def _verdict_counts(claims: pd.DataFrame) -> str:
@@ -181,22 +221,52 @@ def missing_data(man: dict) -> list[str]:
     return out
 
 
-def _image(path: Path, inline: bool) -> str:
+def _small_png(path: Path, width: int) -> bytes:
+    """``path`` at most ``width`` px wide, in 64 colours: a figure small enough to inline."""
+    from PIL import Image
+    with Image.open(path) as im:
+        im = im.convert("RGB")
+        if im.width > width:
+            im = im.resize((width, max(1, round(im.height * width / im.width))), Image.Resampling.LANCZOS)
+        buf = io.BytesIO()
+        im.quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(buf, format="PNG", optimize=True)
+    return buf.getvalue()
+
+
+def _image(path: Path, inline_width: int | None) -> str:
     alt = md_cell(path.stem.replace("_", " ").replace("-", ": ", 1))
-    if inline:
-        return f"![{alt}](data:image/png;base64,{base64.b64encode(path.read_bytes()).decode()})"
+    if inline_width:
+        return f"![{alt}](data:image/png;base64,{base64.b64encode(_small_png(path, inline_width)).decode()})"
     return f"![{alt}](figures/{quote(path.name)})"
 
 
 def summary_markdown(run_dir: Path, figures: Sequence[str | Path] | None = None, *, inline: bool = False) -> str:
-    """``share/summary.md`` as text: GFM that fits an issue comment (under ``MAX_LINES`` lines,
-    one table, at most ``MAX_FIGURES`` figures). ``figures``: names in ``share/figures/`` or
-    paths; ``inline``: the figures as data URIs instead of files to attach. Every name taken
-    from the run is escaped; run id, preset, platform and host are code spans that nothing
-    in them can end."""
+    """``share/summary.md`` as text: GFM that fits an issue comment's column (under
+    ``MAX_LINES`` lines; which policy pays; one narrow table of id, claim, measured, verdict;
+    each claim's why whole in a list below it; at most ``MAX_FIGURES`` figures). ``figures``:
+    names in ``share/figures/`` or paths; ``inline``: the figures as data URIs instead of files
+    to attach, made smaller (then fewer, the first kept) until the whole fits ``COMMENT_CHARS``
+    (refused, with ``BadParameter``, where even one does not). Every name taken from the run is escaped; run id,
+    preset, platform and host are code spans that nothing in them can end."""
     run_dir = Path(run_dir)
+    paths = [Path(f) if isinstance(f, Path) else run_dir / "share" / "figures" / str(f)
+             for f in (figures if figures is not None else headline_figures(run_dir, paths=_figure_files(run_dir)))]
+    paths = paths[:MAX_FIGURES]
+    if not inline or not paths:
+        return _summary(run_dir, paths, None)
+    for n in range(len(paths), 0, -1):          # every figure, smaller; then fewer, the first kept
+        for width in INLINE_WIDTHS:
+            text = _summary(run_dir, paths[:n], width)
+            if len(text) <= COMMENT_CHARS:
+                return text
+    raise BadParameter(f"summary.md with even one figure inline is {len(text):,} characters at "
+                       f"{INLINE_WIDTHS[-1]} px, more than the {COMMENT_CHARS:,} a tracker comment holds: "
+                       "write it without --inline and attach the figures (share/figures/)")
+
+
+def _summary(run_dir: Path, paths: Sequence[Path], inline_width: int | None) -> str:
     scrub = Scrubber(run_dir)
-    man = scrub.tree(json.loads((run_dir / "manifest.json").read_text()))
+    man = scrub.tree(read_json(run_dir / "manifest.json", what="manifest"))
     git, rt = man.get("git") or {}, man.get("runtime") or {}
     commit = str(git.get("commit") or "unknown")
     judged = str((man.get("judged_by") or {}).get("commit") or commit)
@@ -205,32 +275,37 @@ def summary_markdown(run_dir: Path, figures: Sequence[str | Path] | None = None,
     platform, preset = str(man.get("platform", "?")), str(man.get("preset", "?"))
     host = (man.get("runner") or {}).get("host") or (man.get("machine") or {}).get("hostname")
     driver = rt.get("nvidia_driver") or rt.get("driver_version")
+    device = device_words(rt.get("device"))
     out = [f"### pinpath run {md_code(man.get('run_id') or run_dir.name)}", "",
-           f"Platform {md_code(platform)} on {md_cell(rt.get('device') or 'an unnamed device')}"
+           f"Platform {md_code(platform)}" + (f" ({md_cell(device)})" if device.startswith("no GPU")
+                                               else f" on {md_cell(device or 'an unnamed device')}")
            + (f", driver {md_cell(driver)}" if driver else "") + (f", host {md_code(host)}" if host else "")
            + f"; preset {md_code(preset)}; run status {md_code(man.get('status', '?'))}.", ""]
     claims, why_not = _claims(run_dir)
+    out += pays_markdown(run_dir, man)
     if claims is not None and len(claims):
-        with_why = "why" in claims.columns and "reading" in claims.columns     # the per-claim reason, when written
+        label, reference = reference_verdicts(run_dir, man)
         out += [f"**{_verdict_counts(claims)}.**", ""]
-        head = ["id", "claim", "thread's figure", "measured here (metric: value, 95 % CI)", "verdict"]
-        out += _table(head + (["why"] if with_why else []), _claims_rows(claims, scrub, with_why))
+        out += _table(["id", "claim", "measured here (95 % CI)", "verdict"], _claims_rows(claims, scrub, reference))
+        if label and any("; reference: " in r[3] for r in _claims_rows(claims, scrub, reference)):
+            out += ["", f"*reference: the verdict {md_cell(label)}, for a claim this run cannot judge.*"]
+        whys = _why_list(claims, scrub)
+        if whys:
+            out += ["", "Why, claim by claim:", ""] + whys
     else:
         out += [f"No claims table in this run ({why_not or 'report/claims.csv is empty'})."]
     notes = missing_data(man)
     if notes:
         out += [""] + [md_cell(n) for n in notes]
-    paths = [Path(f) if isinstance(f, Path) else run_dir / "share" / "figures" / str(f)
-             for f in (figures if figures is not None else headline_figures(run_dir))][:MAX_FIGURES]
     if paths:
-        out += ["", " ".join(_image(p, inline) for p in paths)]
-        if not inline:
+        out += ["", " ".join(_image(p, inline_width) for p in paths)]
+        if not inline_width:
             out += ["", "*The figures are files in `share/figures/`: attach them to the comment (drag them in), "
                         "or write this summary with `--inline` where the tracker accepts data URIs.*"]
-    out += ["", f"Reproduce: `git checkout {commit}`{state}, then "
+    out += ["", f"Reproduce: {md_code(f'git checkout {commit}')}{state}, then "
                 + md_code(f"make reproduce PRESET={preset} PLATFORM={platform}")
                 + ("." if judged == commit else
-                   f". These data were measured at that commit and judged by `{judged}` "
+                   f". These data were measured at that commit and judged by {md_code(judged)} "
                    f"(`python -m pinpath finalize <run>` judges them again)."),
             "", f"The whole run, offline: `{md_cell(run_dir.name)}.zip` (unzip it, then open `report/index.html`)."]
     text = scrub("\n".join(out)) + "\n"
@@ -298,6 +373,8 @@ def _readable_images(paths: Sequence[Path]) -> list[Path]:
     from PIL import Image
     good = []
     for p in paths:
+        if p.is_symlink() or not p.is_file():    # a FIFO would block, a link leads elsewhere
+            continue
         try:
             with Image.open(p) as im:
                 im.verify()
@@ -307,6 +384,35 @@ def _readable_images(paths: Sequence[Path]) -> list[Path]:
     return good
 
 
+def _figure_files(run_dir: Path) -> list[Path]:
+    """The run's figures; a kept reference's shared ones where it keeps no ``figures/``."""
+    source = run_dir / "figures" if (run_dir / "figures").is_dir() else run_dir / "share" / "figures"
+    return sorted(p for p in source.glob("*.png") if p.name != VERDICTS_PNG)
+
+
+#: the figure of every verdict (``figures.verdicts``), first in the summary
+VERDICTS_PNG = "verdicts.png"
+
+
+def verdicts_figure(run_dir: Path, out: Path, width: int = 900) -> Path | None:
+    """Every judged claim's figure (value, interval, threshold: what its verdict judges) from
+    report/claims.csv as ``out``, ``width`` px wide; None where no claim has a figure."""
+    claims, _ = _claims(Path(run_dir))
+    if claims is None or not len(claims):
+        return None
+    import matplotlib.pyplot as plt
+    from . import figures
+    figures.theme()
+    fig = figures.verdicts(claims, title="each verdict's figure: the measured value (dot) and its 95 % interval "
+                                         "(bar) against the claim's threshold (dashed); green: where the claim holds")
+    if fig is None:
+        return None
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=width / fig.get_figwidth())
+    plt.close(fig)
+    return write_bytes_atomic(out, buf.getvalue())
+
+
 def share_run(run_dir: Path, *, width: int = 900, limit: int = MAX_FIGURES, inline: bool = False) -> Path:
     """Write ``share/summary.md``, ``share/figures/`` and ``share/<run-id>.zip`` inside the run
     folder; return the ``share`` folder. ``inline``: the summary's figures as data URIs."""
@@ -314,9 +420,11 @@ def share_run(run_dir: Path, *, width: int = 900, limit: int = MAX_FIGURES, inli
     if not (run_dir / "manifest.json").is_file():
         raise BadParameter(f"{run_dir.name}: not a pinpath run (no manifest.json)")
     share = run_dir / "share"
-    heads = _readable_images([p for p in sorted((run_dir / "figures").glob("*.png"))
-                              if p in headline_figures(run_dir, 99)])
-    figs = resize_figures(headline_figures(run_dir, limit, paths=heads), share / "figures", width)
+    pngs = _figure_files(run_dir)
+    heads = _readable_images([p for p in pngs if p in headline_figures(run_dir, 99, paths=pngs)])
+    verdicts = verdicts_figure(run_dir, share / "figures" / VERDICTS_PNG, width)
+    figs = ([verdicts] if verdicts else []) + resize_figures(
+        headline_figures(run_dir, limit - bool(verdicts), paths=heads), share / "figures", width)
     for old in (share / "figures").glob("*.png"):
         if old not in figs:
             old.unlink()                  # figures of an earlier share that the summary no longer shows

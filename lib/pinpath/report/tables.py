@@ -3,6 +3,8 @@ the thread are quoted from it; measured ones come from the frames given, never t
 
 from __future__ import annotations
 
+import math
+
 import re
 from html import escape
 
@@ -11,7 +13,7 @@ import pandas as pd
 
 from ..trace import null_call_ns
 from ..units import _decimals, binary_size, fmt_ns
-from .fmt import format_measured
+from .fmt import READINGS, format_measured
 
 __all__ = ["about", "value_words", "cell_words", "table_html", "times", "MAX_ROWS", "spread", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table",
            "lock_table", "bandwidth_table", "harness_table", "fidelity", "conclusion", "CONCLUSION_OPEN", "CONCLUSION_CLOSE", "setup_display", "hazard_table",
@@ -46,10 +48,14 @@ def setup_display(run_dir=None, stem: str = "") -> None:
         ip.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
 
 
+#: columns whose infinite value means "never" (uses before a one-off cost is paid back, its interval)
+_NEVER_COLUMNS = ("uses", "low", "high", "break_even")
+
+
 def cell_words(column: str, value) -> str:
     """One cell as a reader reads it, its unit taken from the column's name: ``*_ns`` / ``ns``
     a time, ``*nbytes`` a binary size, floats with about three significant digits and never in
-    scientific notation, a dash for a missing value, yes / no."""
+    scientific notation, a dash for a missing value, yes / no, "never" (or ∞) for an infinity."""
     try:
         if value is None or value is pd.NA or (np.ndim(value) == 0 and pd.isna(value)):
             return "\u2014"
@@ -60,6 +66,8 @@ def cell_words(column: str, value) -> str:
     col = str(column)
     if isinstance(value, (int, float, np.integer, np.floating)):
         v = float(value)
+        if math.isinf(v):      # a break-even that is never reached, a ratio over nothing
+            return ("never" if col in _NEVER_COLUMNS else "\u221e") if v > 0 else "\u2212\u221e"
         if col == "ns" or col.endswith("_ns"):
             return fmt_ns(v)
         if col.endswith("nbytes") and v >= 0:
@@ -152,6 +160,7 @@ def c12_table(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     thread = {"1_lock_copy": "slowest 'by several orders of magnitude' than 2 and 3",
               "2_prelocked_copy": "the reference", "3_relock_copy": "'2 and 3 perform similarly'",
+              "3_relock_counted_copy": "case 3 with the re-lock counted by pinpath (ROCT's count's analogue)",
               "pageable_copy": "(not in the thread: the pageable copy for reference)"}
     for src, s in df.groupby("source", sort=False):
         ref = s[s.case == "2_prelocked_copy"]
@@ -266,10 +275,15 @@ def conclusion(judged: pd.DataFrame, *, final: bool = False) -> str:
         figure = ""
         if r.get("measured") == r.get("measured") and r.get("measured") is not None:
             figure = f": {text('metric')} = {format_measured(r['measured'], r.get('low'), r.get('high'), text('unit'))}"
-        reading = f" ({text('reading')})" if text("reading") else ""
+        verdict = text("verdict") or "not measured"
+        reading = READINGS.get(text("reading"), text("reading"))
+        reading = f" ({reading})" if reading and not reading.startswith(verdict) else ""   # no "not applicable" twice
         why = text("why").rstrip(".")
-        lines.append(f"- **{escape(str(r['id']))} {text('verdict') or 'not measured'}**{reading} on {text('platform')}{figure}."
-                     + (f" {why}." if why else ""))
+        if why.startswith(verdict):        # the why says the verdict itself: one sentence, the word once
+            lines.append(f"- **{escape(str(r['id']))}** {why}{figure}.")
+        else:
+            lines.append(f"- **{escape(str(r['id']))} {verdict}**{reading} on {text('platform')}{figure}."
+                         + (f" {why}." if why else ""))
     claims = "; ".join(f"{escape(str(r['id']))}: {escape(str(r.get('thread')), quote=False)}" for r in judged.to_dict("records"))
     head = ("**What the run found**, judged at the end on every data set of the run (the same verdicts as the "
             "report's claims table)" if final else
@@ -338,7 +352,7 @@ def beside(judged: pd.DataFrame) -> pd.DataFrame:
     """The claims judged in a notebook: the thread's figure beside the measured one (with what
     it measures, its unit and interval); the verdicts are in ``conclusion``."""
     out = judged[["id", "who", "thread", "metric"]].copy()
-    out["measured"] = [format_measured(r.measured, r.low, r.high, r.unit) or "not measured" for r in judged.itertuples()]
+    out["measured"] = [format_measured(r.measured, r.low, r.high, r.unit) or "\u2014" for r in judged.itertuples()]   # a verdict word only where the verdict is
     return out      # the verdicts are the conclusion's, which the run's final judgement replaces
 
 

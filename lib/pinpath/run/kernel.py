@@ -14,9 +14,10 @@ from pathlib import Path
 from .. import progress as prog
 from .. import session
 
-__all__ = ["KERNEL_NAME", "kernel_env", "kernel_manager", "with_session_cells"]
+__all__ = ["KERNEL_NAME", "KERNEL_LOG", "kernel_env", "kernel_manager", "with_session_cells", "relay_log"]
 
 KERNEL_NAME = "pinpath"
+KERNEL_LOG = "kernel.err"      #: the kernel's own stderr, in its private folder (``relay_log``)
 
 
 @contextmanager
@@ -57,10 +58,27 @@ def kernel_manager(socket_dir: str):
             kw.setdefault("ip", os.path.join(socket_dir, "kernel"))
             super().__init__(**kw)
 
+        async def _async_pre_start_kernel(self, **kw):
+            # the kernel's stderr to a file: a kernel shut down by an interrupted runner prints
+            # the ZMQError of its last reply, which is no news; relay_log passes on the rest
+            kw.setdefault("stderr", open(os.path.join(socket_dir, KERNEL_LOG), "ab"))   # noqa: SIM115 - Popen's
+            return await super()._async_pre_start_kernel(**kw)
+
         async def _async_interrupt_kernel(self) -> None:
             if not self.shutting_down:
                 await super()._async_interrupt_kernel()
     return _IpcKernelManager
+
+
+def relay_log(kdir: str, say, interrupted: bool) -> None:
+    """What the kernel wrote on its stderr, line by line through ``say``; nothing where the runner
+    was interrupted (the kernel's end then prints only its shutdown's errors)."""
+    path = Path(kdir) / KERNEL_LOG
+    if interrupted or not path.is_file():
+        return
+    text = path.read_bytes()[-64 << 10:].decode("utf-8", "replace").rstrip()
+    if text:
+        say(text)
 
 
 def with_session_cells(src: Path, dst: Path) -> None:

@@ -11,15 +11,15 @@ import time
 from pathlib import Path
 
 from .. import runfolder as rf
-from ..errors import PinpathError, RunFailed
+from ..errors import BadParameter, PinpathError, RunFailed
 from .finalize import finalize, mark, unwritable
 from .jobs import resolve_part
 from .notebook import run_notebook, say_stderr
 from .plan import init_run, plan
 from .resume import check_resume
-from .signals import Interrupted, on_signals
+from .signals import Interrupted, on_signals, raise_pending
 
-__all__ = ["run", "resume"]
+__all__ = ["run", "resume", "run_one", "redo_notebook"]
 
 
 def _eta(done_s: list[float], left: int) -> str:
@@ -31,11 +31,13 @@ def _eta(done_s: list[float], left: int) -> str:
 def _aside(run_dir: Path, stem: str) -> Path | None:
     """Move the outputs of ``stem`` (and its part) into ``<run>/.aside-<stem>/``; None if it had
     none. An aside folder left by a resume that died holds the older outputs: they come back first."""
-    aside = rf.inside(run_dir, f".aside-{stem}")
+    aside = rf.inside(run_dir, rf.rel("aside", stem))
+    if aside.is_symlink() or (aside.exists() and not aside.is_dir()):
+        raise BadParameter(f"{aside}: is not a folder the runner made; move it away to redo {stem}")
     if aside.is_dir():
         _restore(run_dir, stem, aside)
     part = rf.read_part(run_dir, stem)
-    files = rf.outputs_of(run_dir, stem, part) + [p for p in [run_dir / "status" / f"{stem}.json"] if p.is_file()]
+    files = rf.outputs_of(run_dir, stem, part) + [p for p in [rf.part_path(run_dir, stem)] if p.is_file()]
     if not files:
         return None
     for f in files:
@@ -45,42 +47,63 @@ def _aside(run_dir: Path, stem: str) -> Path | None:
     return aside
 
 
-def _restore(run_dir: Path, stem: str, aside: Path) -> None:
-    """Put the outputs moved aside back in place of whatever the redo wrote."""
-    for f in rf.outputs_of(run_dir, stem, rf.read_part(run_dir, stem)) + [run_dir / "status" / f"{stem}.json"]:
-        f.unlink(missing_ok=True)
-    for f in sorted(p for p in aside.rglob("*") if p.is_file()):
-        os.replace(f, rf.inside(run_dir, str(f.relative_to(aside))))
+def _restore(run_dir: Path, stem: str, aside: Path, *, redone: bool = False) -> None:
+    """Put the outputs moved aside back, each renamed over its place (nothing is removed before
+    what replaces it is there); ``redone``: then remove what the redo wrote beside them. An aside
+    left by a resume that died (``redone`` False) only puts back what it holds: an empty one
+    changes nothing."""
+    back = set()
+    for f in sorted(p for p in aside.rglob("*") if p.is_file() and not p.is_symlink()):
+        dst = rf.inside(run_dir, f.relative_to(aside).as_posix())
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(f, dst)
+        back.add(dst)
+    if redone:
+        for f in rf.outputs_of(run_dir, stem, rf.read_part(run_dir, stem)):
+            if f not in back:
+                f.unlink(missing_ok=True)
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def _redo(run_dir: Path, stem: str, why: str, *, say, cell_timeout_s=None) -> dict:
+def redo_notebook(run_dir: Path, stem: str, why: str = "", *, say=None, cell_timeout_s=None) -> dict:
     """Run ``stem`` again with its old outputs aside: dropped when it ends ok, put back otherwise
-    (a notebook redone for its missing data then says so in its status)."""
+    (a notebook redone for its missing data then says so in its status). ``pinpath run-notebook``
+    and a resume; the caller holds the run (``runfolder.open_for_write``)."""
+    say = say or say_stderr
     aside = _aside(run_dir, stem)
     try:
         part = run_notebook(run_dir, stem, cell_timeout_s=cell_timeout_s, say=say)
     except BaseException:
         if aside:
-            _restore(run_dir, stem, aside)
+            _restore(run_dir, stem, aside, redone=True)
         raise
     if aside and part["status"] != "ok":
-        _restore(run_dir, stem, aside)
+        _restore(run_dir, stem, aside, redone=True)
         old = rf.read_part(run_dir, stem) or {"status": "pending"}
         if old.get("status") == "ok":
-            rf.write_part(run_dir, stem, {**old, "status": "failed", "error": f"{why}; the redo ended {part['status']}"})
+            rf.write_part(run_dir, stem, {**old, "status": "failed",
+                                          "error": f"{why or 'run again'}; the redo ended {part['status']}"})
         say(f"      {stem}: the redo ended {part['status']}; its earlier outputs are back in place")
     elif aside:
         shutil.rmtree(aside, ignore_errors=True)
     return part
 
 
+def run_one(run_dir: Path, stem: str, *, cell_timeout_s=None, say=None) -> dict:
+    """``pinpath run-notebook``: ``redo`` of one notebook under ``runfolder.open_for_write``."""
+    rf.check_name(stem, "notebook")
+    with rf.open_for_write(run_dir, "run-notebook") as (run_dir, _, notice):
+        if notice:
+            (say or say_stderr)(f"notice: {notice}")
+        return redo_notebook(run_dir, stem, say=say, cell_timeout_s=cell_timeout_s)
+
+
 def _execute(run_dir: Path, stems: list[str], *, say, cell_timeout_s=None, out_dir=None,
-             redo: dict[str, str] | None = None) -> tuple[Path, dict]:
+             todo: dict[str, str] | None = None, man: dict | None = None) -> tuple[Path, dict]:
     """Run ``stems`` into ``run_dir`` one after the other, then finalize; a signal stops the run
-    after recording the notebook that was running. ``redo``: stems run again by a resume (their
+    after recording the notebook that was running. ``todo``: stems run again by a resume (their
     old outputs are kept until they end ok) and why."""
-    man = rf.read_manifest(run_dir)
+    man = man or rf.read_manifest(run_dir)     # the guard's, where the caller holds it
     t_run, durations = time.monotonic(), []
     current = None
     try:
@@ -89,13 +112,14 @@ def _execute(run_dir: Path, stems: list[str], *, say, cell_timeout_s=None, out_d
                 current = stem
                 say(f"[{i}/{len(stems)}] {stem}: running ({man['preset']}, {man['platform']}; "
                     f"{time.monotonic() - t_run:.0f} s elapsed{_eta(durations, len(stems) - i + 1)})")
-                if redo is not None:
-                    part = _redo(run_dir, stem, redo.get(stem, ""), say=say, cell_timeout_s=cell_timeout_s)
+                if todo is not None:
+                    part = redo_notebook(run_dir, stem, todo.get(stem, ""), say=say, cell_timeout_s=cell_timeout_s)
                 else:
                     part = run_notebook(run_dir, stem, cell_timeout_s=cell_timeout_s, say=say)
                 durations.append(part["duration_s"])
                 say(f"[{i}/{len(stems)}] {stem}: {part['status']} in {part['duration_s']:.1f} s"
                     + (f" - {part['error']}" if part.get("error") else ""))
+                raise_pending()         # a signal whose raise was swallowed while the notebook ran
             current = None
     except (Interrupted, KeyboardInterrupt):
         say(f"interrupted while {current} ran: rendering what finished")
@@ -130,22 +154,15 @@ def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: P
     """Validate, make the run folder, run every notebook, finalize."""
     say = progress or say_stderr
     p = plan(preset, platform, only=only, overrides=overrides, nb_dir=nb_dir, params_dir=params_dir)
-    for notice in p.notices:
+    for notice in [p.fallback] * bool(p.fallback) + p.notices:
         say(f"notice: {notice}")
     try:
         run_dir = init_run(p, out_dir)
     except OSError as e:
         raise RunFailed(f"{e.filename or out_dir}: the run folder cannot be made ({e.strerror or e})") from None
-    lock = rf.RunLock(run_dir)
-    try:
-        lock.acquire()
-    except OSError as e:
-        raise unwritable(run_dir, e) from None
-    try:
+    with rf.open_for_write(run_dir, "run") as (_, man, _):
         return _execute(run_dir, [nb.stem for nb in p.notebooks], say=say, cell_timeout_s=cell_timeout_s,
-                        out_dir=out_dir)
-    finally:
-        lock.release()
+                        out_dir=out_dir, man=man)
 
 
 def resume(run: str | Path, *, out_dir: Path | None = None, progress=None, cell_timeout_s: int | None = None,
@@ -157,12 +174,7 @@ def resume(run: str | Path, *, out_dir: Path | None = None, progress=None, cell_
     say = progress or say_stderr
     run_dir, man, todo = check_resume(run, out_dir=out_dir, preset=preset, platform=platform, only=only,
                                       overrides=overrides)
-    lock = rf.RunLock(run_dir)
-    try:
-        notice = lock.acquire()
-    except OSError as e:
-        raise RunFailed(f"{e.filename or run_dir}: cannot be written ({e.strerror or e}); nothing was changed") from None
-    try:
+    with rf.open_for_write(run_dir, "resume") as (_, _, notice):
         if notice:
             say(f"notice: {notice}")
         say(f"resuming {run_dir.name}: {len(todo)} of {len(man['notebooks'])} notebook(s) to run"
@@ -171,8 +183,6 @@ def resume(run: str | Path, *, out_dir: Path | None = None, progress=None, cell_
             rf.reopen(run_dir, resolve_part)
         except OSError as e:
             raise RunFailed(f"{e.filename or run_dir}: cannot be written ({e.strerror or e}); nothing was changed") from None
-        return _execute(run_dir, list(todo), say=say, cell_timeout_s=cell_timeout_s, out_dir=out_dir, redo=todo)
-    finally:
-        lock.release()
+        return _execute(run_dir, list(todo), say=say, cell_timeout_s=cell_timeout_s, out_dir=out_dir, todo=todo)
 
 

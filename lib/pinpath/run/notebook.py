@@ -3,7 +3,6 @@ left behind, render it; its status is its own part of the manifest."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
@@ -11,13 +10,15 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from .. import atomic
 from .. import manifest as mf
 from .. import paths
 from .. import progress as prog
 from .. import runfolder as rf
 from ..errors import BadParameter, UnknownName, printable
+from ..safeio import check_fields, read_json
 from .job import job_facts
-from .kernel import KERNEL_NAME, kernel_env, kernel_manager, with_session_cells
+from .kernel import KERNEL_NAME, kernel_env, kernel_manager, relay_log, with_session_cells
 from .signals import Interrupted
 
 __all__ = ["run_notebook", "source_of", "missing_data", "say_stderr"]
@@ -38,10 +39,11 @@ def _error_of(exc: BaseException) -> str:
 def _leak(run_dir: Path, stem: str) -> str:
     """What the kernel left behind, in one sentence; "" if nothing."""
     try:
-        k = json.loads((run_dir / "status" / f"{stem}.kernel.json").read_text())
-    except (OSError, ValueError):
+        k = read_json(rf.path(run_dir, "kernel", stem), what="kernel report")
+        check_fields(k, {"unreleased": dict, "vmlck_after_nbytes": int, "vmlck_before_nbytes": int}, "kernel report")
+    except (OSError, BadParameter):
         return "the kernel did not report its lock balance"
-    left = {n: c for n, c in k.get("unreleased", {}).items() if c > 0}   # an unlock of memory never locked
+    left = {n: c for n, c in k.get("unreleased", {}).items() if isinstance(c, int) and c > 0}   # an unlock of memory never locked
     # (C8's probe does that on purpose) is no leak; the kernel's report keeps it
     grew = k.get("vmlck_after_nbytes", 0) - k.get("vmlck_before_nbytes", 0)
     if not left and grew <= 0:
@@ -56,7 +58,8 @@ def _note_in_notebook(nb_path: Path, text: str) -> None:
     import nbformat
     nb = nbformat.read(nb_path, as_version=4)
     nb.cells.append(nbformat.v4.new_markdown_cell(f"**pinpath runner:** {text}"))
-    nbformat.write(nb, nb_path)
+    with atomic.replacing(nb_path) as tmp:
+        nbformat.write(nb, tmp)
 
 
 def _relative_paths(out_nb: Path, source: str, output: str) -> None:
@@ -66,7 +69,8 @@ def _relative_paths(out_nb: Path, source: str, output: str) -> None:
     nb = nbformat.read(out_nb, as_version=4)
     meta = nb.metadata.get("papermill", {})
     meta["input_path"], meta["output_path"] = source, output
-    nbformat.write(nb, out_nb)
+    with atomic.replacing(out_nb) as tmp:
+        nbformat.write(nb, tmp)
 
 
 def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
@@ -87,7 +91,7 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
     if stem not in man.get("parameters", {}):
         raise UnknownName("notebook", stem, man.get("parameters", {}))
     src = source_of(man, stem)
-    out_nb = run_dir / "notebooks" / f"{stem}.ipynb"
+    out_nb = rf.path(run_dir, "notebook", stem)
     for stale in rf.outputs_of(run_dir, stem, rf.read_part(run_dir, stem)):
         stale.unlink(missing_ok=True)      # a resumed notebook starts clean
     part = {"status": "running", "pid": os.getpid(), "host": socket.gethostname(), "start": mf.utc_now(),
@@ -100,12 +104,12 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
     with kernel_env() as (kdir, progress_file):
         src_with_cells = Path(kdir) / f"{stem}.ipynb"
         with_session_cells(src, src_with_cells)
-        partial = run_dir / "notebooks" / f".{stem}.partial.ipynb"
+        partial = rf.path(run_dir, "partial", stem)
         try:
             with prog.Watcher(progress_file, say, prefix=f"      {stem}: "):
                 papermill.execute_notebook(
                     str(src_with_cells), str(partial), parameters=params, kernel_name=KERNEL_NAME,
-                    language="python", progress_bar=False, cwd=str(run_dir / "notebooks"),
+                    language="python", progress_bar=False, cwd=str(out_nb.parent),
                     execution_timeout=cell_timeout_s,
                     kernel_manager_class=kernel_manager(kdir))
             leak = _leak(run_dir, stem)
@@ -120,15 +124,19 @@ def run_notebook(run_dir: Path, stem: str, *, cell_timeout_s: int | None = None,
         finally:
             if partial.exists():
                 partial.replace(out_nb)
+            relay_log(kdir, say, interrupted is not None)
     part["duration_s"] = round(time.monotonic() - t0, 2)
     part["end"] = mf.utc_now()
     part["data"] = _data_of(run_dir, stem)
     if out_nb.exists():
         try:
-            _relative_paths(out_nb, man["sources"][stem], f"notebooks/{stem}.ipynb")
+            _relative_paths(out_nb, man["sources"][stem], rf.rel("notebook", stem))
             if part["status"] in ("dead_kernel", "interrupted"):
                 _note_in_notebook(out_nb, part["error"])
-            render_notebook(out_nb, run_dir / "report" / f"{stem}.html")
+            render_notebook(out_nb, rf.path(run_dir, "page", stem))
+        except (KeyboardInterrupt, Interrupted) as e:      # a signal while the page was made
+            part.update(status="interrupted", error="the runner was interrupted while this notebook's page was made")
+            interrupted = e
         except Exception as e:   # the executed notebook is kept; say why its HTML is missing
             part["error"] = (part.get("error", "") + f"; HTML not rendered: {type(e).__name__}").lstrip("; ")
             if part["status"] == "ok":
@@ -155,7 +163,9 @@ def _data_of(run_dir: Path, stem: str) -> list[str]:
     """The data files of the run that notebook ``stem`` wrote (their ``pinpath.notebook``)."""
     import pyarrow.parquet as pq
     mine = []
-    for p in sorted(Path(run_dir, "data").glob("*.parquet")):
+    for p in sorted(rf.path(run_dir, "data_dir").glob("*.parquet")):
+        if p.is_symlink() or not p.is_file():     # a FIFO would block
+            continue
         try:
             meta = pq.read_schema(p).metadata or {}
         except Exception:    # unreadable: nobody's; the report names it
@@ -171,7 +181,10 @@ def missing_data(run_dir: Path, part: dict) -> list[str]:
     bad = []
     for name in part.get("data") or []:
         try:
-            pq.read_metadata(rf.inside(run_dir, f"data/{rf.check_name(name, 'data file')}"))
+            path = rf.inside(run_dir, rf.rel("data", name=rf.check_name(name, "data file")))
+            if not path.is_file():      # a FIFO would block
+                raise ValueError(name)
+            pq.read_metadata(path)
         except BadParameter:
             raise
         except Exception:

@@ -31,6 +31,12 @@ class Plan:
         self.harness: dict[str, float] = harness   #: the recorder's own cost, clock, null call
         self.notices: list[str] = list(notices)     #: what validation changed, e.g. sizes left out
 
+    @property
+    def fallback(self) -> str:
+        """Which platform runs and why the ones before it did not start ('' when the first did)."""
+        passed = [f"{name} ({why})" for name, why in self.selection if why != "started"]
+        return f"running on platform {self.platform}, because " + "; ".join(passed) + " did not start" if passed else ""
+
 
 def available_notebooks(nb_dir: Path | None = None) -> list[Path]:
     return sorted(p for p in Path(nb_dir or paths.NOTEBOOKS_DIR).glob("[0-9][0-9]_*.ipynb"))
@@ -101,6 +107,8 @@ def init_run(p: Plan, out_dir: Path | None = None, run_id: str | None = None) ->
     out_dir = Path(out_dir or paths.OUTPUTS_DIR)
     if out_dir.exists() and not out_dir.is_dir():
         raise BadParameter(f"{out_dir}: the folder of runs is not a folder")
+    if rf.is_reference(out_dir / "new"):
+        raise BadParameter(f"{out_dir}: the committed references are read-only; make runs elsewhere (outputs/)")
     out_dir.mkdir(parents=True, exist_ok=True)
     rid = run_id or rf.new_run_id(p.platform)
     man = {
@@ -115,6 +123,9 @@ def init_run(p: Plan, out_dir: Path | None = None, run_id: str | None = None) ->
     return rf.create(out_dir, man, exact=run_id is not None)
 
 
+MAX_CELL_TIMEOUT_S = 30 * 24 * 3600
+
+
 def cell_timeout_s(value) -> int | None:
     """Seconds a cell may run, as every command line takes it (``run``, ``run-notebook``, each
     executor): None for nothing (no limit), else a positive whole number; BadParameter otherwise."""
@@ -126,4 +137,6 @@ def cell_timeout_s(value) -> int | None:
         raise BadParameter(f"{value!r} is not a whole number of seconds") from None
     if seconds <= 0:
         raise BadParameter(f"must be a positive number of seconds, got {seconds}")
+    if seconds > MAX_CELL_TIMEOUT_S:
+        raise BadParameter(f"must be at most {MAX_CELL_TIMEOUT_S} seconds (30 days), got {seconds}")
     return seconds

@@ -87,7 +87,7 @@ def options(given: dict[str, str]) -> dict[str, str]:
             value = str(parse_minutes(value))
         elif key == "mem":
             value = str(parse_mem_mb(value))
-        elif key in ("gpus", "cpus") and not re.fullmatch(r"\d+", value):
-            raise ClusterError(f"{key} {value!r} must be a whole number")
+        elif key in ("gpus", "cpus") and not (re.fullmatch(r"\d{1,6}", value) and int(value) <= 100_000):
+            raise ClusterError(f"{key} {value!r} must be a whole number up to 100000")
         out[key] = value
     return out

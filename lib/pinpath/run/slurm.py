@@ -26,6 +26,9 @@ class ClusterError(PinpathError):
 # --------------------------------------------------------------------------------------------
 # values a person types: a time limit and a memory size
 
+MAX_MINUTES, MAX_MEM_MB = 365 * 24 * 60, 1 << 30     #: a year; a PiB: beyond any job
+
+
 def parse_minutes(text: str | int) -> int:
     """A time limit in whole minutes (rounded up) from ``90``, ``90m``, ``1h30m``, ``2h``, ``1d``,
     or Slurm's ``MM:SS``, ``HH:MM:SS``, ``D-HH[:MM[:SS]]``."""
@@ -50,6 +53,8 @@ def parse_minutes(text: str | int) -> int:
         raise ClusterError(f"time limit {text!r} is not a time: write minutes (90), 1h30m or Slurm's HH:MM:SS")
     if minutes <= 0:
         raise ClusterError(f"time limit {text!r} must be at least one minute")
+    if minutes > MAX_MINUTES:
+        raise ClusterError(f"time limit {text!r} is more than a year")
     return minutes
 
 
@@ -62,6 +67,8 @@ def parse_mem_mb(text: str | int) -> int:
     value = float(m.group(1)) * {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024 ** 2}[m.group(2)]
     if value < 1:
         raise ClusterError(f"memory {text!r} must be at least 1 MiB")
+    if value > MAX_MEM_MB:
+        raise ClusterError(f"memory {text!r} is more than the {MAX_MEM_MB} MiB (1 PiB) of any node")
     return math.ceil(value)
 
 

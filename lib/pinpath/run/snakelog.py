@@ -54,7 +54,7 @@ def record_unstarted(run_dir: Path, logs) -> dict[str, str]:
             pass
     recorded = {}
     for stem, what in unstarted_in_log(text).items():
-        part_path = run_dir / "status" / f"{stem}.json"
+        part_path = rf.part_path(run_dir, stem)
         if part_path.exists():
             continue
         if "refused" in what:

@@ -5,8 +5,9 @@ Slurm is checked first (``slurm.check``). Prints one line per notebook."""
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ from typing import Sequence
 
 from .. import paths
 from .. import runfolder as rf
-from ..errors import printable
+from ..errors import PinpathError, printable
 from ..paths import PROJECT_ROOT
 from .jobs import job_id_of, resolve_part
 from .plan import init_run, plan
@@ -32,8 +33,8 @@ def _say(msg: str) -> None:
 
 def _manifest(run_dir: Path) -> dict:
     try:
-        return json.loads((run_dir / "manifest.json").read_text())
-    except (OSError, json.JSONDecodeError):
+        return rf.read_manifest(run_dir)
+    except PinpathError:
         return {}
 
 
@@ -52,8 +53,8 @@ def _summary(run_dir: Path, wall_s: float) -> str:
             bits.append(f"{e['duration_s']} s")
         if e.get("error") and e.get("status") != "ok":
             bits.append(f"- {e['error']}")
-        rows.append("  " + "  ".join(bits))
-    head = f"{man.get('status', 'unknown')}: {run_dir} ({wall_s:.0f} s wall); report: {run_dir / 'report' / 'index.html'}"
+        rows.append("  " + printable("  ".join(map(str, bits))))
+    head = f"{man.get('status', 'unknown')}: {run_dir} ({wall_s:.0f} s wall); report: {rf.path(run_dir, 'index')}"
     return "\n".join([head, *rows])
 
 
@@ -69,29 +70,24 @@ def _new_run(preset: str, platform: str, only, outputs: Path | None, sets: Seque
     return init_run(p, outputs or paths.OUTPUTS_DIR).resolve()
 
 
-def _reopen(resume: str, *, executor: str, preset: str, platform: str, only, outputs: Path | None,
-            sets: Sequence[str]) -> tuple[Path, rf.RunLock]:
-    """An earlier run folder checked (``check_resume``), locked and marked running again; its
-    notebooks to redo are those Snakemake runs (an ok one whose data is gone, as a failed one).
-    The folder and its lock, held."""
+def _reopen(resume: str, held: contextlib.ExitStack, *, executor: str, preset: str, platform: str, only,
+            outputs: Path | None, sets: Sequence[str]) -> Path:
+    """An earlier run folder checked (``check_resume``), locked (``runfolder.open_for_write``, held
+    until ``held`` closes) and marked running again; its notebooks to redo are those Snakemake
+    runs (an ok one whose data is gone, as a failed one)."""
     run_abs, man, todo = check_resume(resume, out_dir=outputs or paths.OUTPUTS_DIR, preset=preset or None,
                                       platform=platform, only=only, overrides=list(sets),
                                       check_platform=executor == "snakemake")
-    lock = rf.RunLock(run_abs)
-    notice = lock.acquire()
+    _, _, notice = held.enter_context(rf.open_for_write(run_abs, "resume"))
     if notice:
         _say(f"notice: {notice}")
-    try:
-        for stem, why in todo.items():      # an ok notebook whose data is gone runs again, as a failed one
-            if man["notebooks"][stem].get("status") == "ok":
-                rf.write_part(run_abs, stem, {**man["notebooks"][stem], "status": "failed", "error": why})
-        rf.reopen(run_abs, resolve_part)
-    except BaseException:
-        lock.release()
-        raise
+    for stem, why in todo.items():      # an ok notebook whose data is gone runs again, as a failed one
+        if man["notebooks"][stem].get("status") == "ok":
+            rf.write_part(run_abs, stem, {**man["notebooks"][stem], "status": "failed", "error": why})
+    rf.reopen(run_abs, resolve_part)
     _say(f"resuming {run_abs}: {len(todo)} of {len(man['notebooks'])} notebook(s) to run"
          + "".join(f"; {s}: {why}" for s, why in todo.items()))
-    return run_abs, lock
+    return run_abs
 
 
 def run_workflow(*, executor: str, preset: str, platform: str, only: list[str] | None = None,
@@ -108,18 +104,16 @@ def run_workflow(*, executor: str, preset: str, platform: str, only: list[str] |
     env = env_for_profile(options)
     extra = _check_slurm(env) if executor == "slurm" else []
     t0 = time.monotonic()
-    if resume:
-        run_abs, lock = _reopen(resume, executor=executor, preset=preset, platform=platform, only=only,
-                                outputs=outputs, sets=sets)
-    else:
-        run_abs = _new_run(preset, platform, only, outputs, sets)
-        lock = rf.RunLock(run_abs)
-        lock.acquire()
-    try:
+    with contextlib.ExitStack() as held:
+        if resume:
+            run_abs = _reopen(resume, held, executor=executor, preset=preset, platform=platform, only=only,
+                              outputs=outputs, sets=sets)
+        else:
+            run_abs = _new_run(preset, platform, only, outputs, sets)
+            held.enter_context(rf.open_for_write(run_abs, "run"))
+        env = {**env, rf.LOCK_ENV: rf.RunLock(run_abs).token()}     # its jobs write under this lock
         return _workflow(run_abs, executor=executor, env=env, extra=extra, cell_timeout_s=cell_timeout_s,
                          snakemake_args=snakemake_args, t0=t0)
-    finally:
-        lock.release()
 
 
 def _check_slurm(env: dict[str, str]) -> list[str]:
@@ -154,6 +148,8 @@ def _workflow(run_abs: Path, *, executor: str, env: dict, extra: list[str], cell
         run_arg = str(run_abs)
     argv = [py, "-m", "snakemake", "--snakefile", str(WORKFLOW_DIR / "Snakefile"), "--directory", str(workdir),
             "--workflow-profile", str(profile_dir(PROFILE_OF[executor])), "--config", f"run_dir={run_arg}"]
+    if env.get(rf.LOCK_ENV):
+        argv.append(f"lock={env[rf.LOCK_ENV]}")
     if cell_timeout_s:
         argv.append(f"cell_timeout={cell_timeout_s}")
     if executor == "slurm":
@@ -163,7 +159,9 @@ def _workflow(run_abs: Path, *, executor: str, env: dict, extra: list[str], cell
     proc = subprocess.Popen(argv, env=env)
     try:
         rc = proc.wait()
-    except KeyboardInterrupt:   # Snakemake had the same ^C: it cancels its jobs and stops; then finalize
+    except KeyboardInterrupt as e:   # Snakemake had the same ^C (a SIGTERM is passed on): it cancels its jobs
+        if getattr(e, "signum", signal.SIGINT) != signal.SIGINT:      # and stops; then finalize
+            proc.send_signal(e.signum)
         rc = proc.wait()
     man = _manifest(run_abs)
     if man.get("status") in (None, "running"):

@@ -2,19 +2,21 @@
 capabilities.
 
 A backend is any object with the members of ``Runtime`` and ``RuntimeCalls`` (structural
-typing). ``Runtime`` is the core: the runtime started (the constructor), what it declares,
-buffers, verification and capabilities. ``RuntimeCalls`` is the per-call layer: the calls of the
-C table in ``native/platform.h`` (lock, unlock, query, queues, async copy, wait, host copy),
-made one at a time from Python, plus device events; the Python reference policies and the
-Python-timed experiments use it (NEXT.md on branch next-protocol says which, and what each needs
-before it can go). Beyond both, a backend may offer capabilities (``vocab.Capability``: kernels, a latch, bare copy
-loops, the C timing library, CUPTI); ``capabilities()`` says for each one "" (available)
-or why not, and ``need(rt, cap)`` raises NotAvailable with that reason. Code above the
-backends asks for capabilities, never looks at ``name``.
+typing). ``Runtime`` is the core (12 calls): the runtime started (the constructor), what it
+declares, buffers, verification and capabilities. ``RuntimeCalls`` is the per-call layer: the
+calls of the C table in ``native/platform.h`` (lock, unlock, query, queues, async copy, wait,
+host copy), made one at a time from Python; the Python reference policies and the Python-timed
+experiments use it (ARCHITECTURE.md, "A runtime", says why it stays). Beyond both, a backend may
+offer capabilities (``vocab.Capability``: device events, kernels, a latch, bare copy loops, the C
+timing library, CUPTI); ``capabilities()`` says for each one "" (available) or why not, and
+``need(rt, cap)`` raises NotAvailable with that reason. Code above the backends asks for
+capabilities, never looks at ``name``. ``RuntimeBase`` writes what every backend shares
+(``capabilities``, ``reason``, ``host_copy``, ``fill_device`` over ``write_device``).
 """
 
 from __future__ import annotations
 
+import ctypes
 from contextlib import contextmanager
 from typing import Any, Iterator, Protocol, runtime_checkable
 
@@ -35,7 +37,6 @@ class Runtime(Protocol):
     """The core: start (the constructor), declared behaviour, buffers, verification, capabilities."""
     name: str                    #: "host", "cuda", "hsa", "hip"
     recorder: Recorder           #: every native call goes through it
-    has_events: bool             #: device events time the DMA
     needs_grant: bool            #: pinned allocations need an explicit device-access grant
     pageable_copy: PageableCopy  #: what the copy does with pageable host memory
     relock: Relock               #: what a lock of already locked memory answers
@@ -58,10 +59,9 @@ class Runtime(Protocol):
     def alloc_device(self, nbytes: int) -> int: ...
     def free_device(self, ptr: int, nbytes: int) -> None: ...
 
-    # untimed helpers (verification, harness)
+    # untimed helpers (verification, harness; ``fill_device`` is RuntimeBase's, over ``write_device``)
     def null_native(self) -> Any:
         """The runtime's cheapest real call, unrecorded (harness calibration)."""
-    def fill_device(self, ptr: int, byte: int, nbytes: int) -> None: ...
     def read_device(self, ptr: int, nbytes: int) -> np.ndarray: ...
     def write_device(self, ptr: int, src: np.ndarray) -> None: ...
     def close(self) -> None: ...
@@ -70,9 +70,9 @@ class Runtime(Protocol):
 @runtime_checkable
 class RuntimeCalls(Protocol):
     """The per-call layer: ``native/platform.h``'s table made from Python one call at a time
-    (do_lock, do_unlock, do_query, queue_new, queue_close, copy_async, queue_wait, memcpy), and
-    device events. Each call is recorded (``recorder``), so Python-side timing and the call trace
-    see it."""
+    (do_lock, do_unlock, do_query, queue_new, queue_close, copy_async, queue_wait, memcpy; the
+    last is RuntimeBase's). Each call is recorded (``recorder``), so Python-side timing and the
+    call trace see it. Device events are a capability (``Capability.EVENTS``)."""
 
     # page locking of user memory
     def lock(self, ptr: int, nbytes: int, *, read_only: bool = False) -> int:
@@ -92,10 +92,6 @@ class RuntimeCalls(Protocol):
     def copy_async(self, dst: int, src: int, nbytes: int, direction: Direction, q: Any) -> None: ...
     def wait(self, q: Any) -> None: ...
     def host_copy(self, dst: int, src: int, nbytes: int) -> None: ...
-    def new_event(self) -> Any: ...
-    def free_event(self, ev: Any) -> None: ...
-    def record_event(self, ev: Any, q: Any) -> None: ...
-    def elapsed_ns(self, ev0: Any, ev1: Any) -> int: ...
 
 
 @runtime_checkable
@@ -115,6 +111,7 @@ CALL_MEMBERS = _members(RuntimeCalls)
 
 #: capability -> the members a backend offering it has
 CAPABILITY_MEMBERS: dict[Capability, tuple[str, ...]] = {
+    Capability.EVENTS: ("new_event", "free_event", "record_event", "elapsed_ns"),   # (ev, q), (ev0, ev1) -> ns
     Capability.KERNELS: ("prepare_kernels", "launch_replica", "kernel_handle"),
     Capability.LATCH: ("new_latch", "hold", "release", "free_latch"),
     Capability.COPY_LOOP: ("plain_copy_ns",),
@@ -128,7 +125,7 @@ CUPTI_CUDA_ONLY = "CUPTI observes CUDA copies only"   #: the reason every other 
 
 
 class RuntimeBase(Closing):
-    """What every backend shares: the capability answers.
+    """What every backend shares: the capability answers, the host copy, a fill of device memory.
 
     ``unavailable`` (class attribute): capability -> the reason a backend never offers it.
     The C timing library and CUPTI are looked up when first asked for.
@@ -149,6 +146,14 @@ class RuntimeBase(Closing):
         if cap not in known:
             known[cap] = self.unavailable.get(cap) or self._dynamic_reason(cap)
         return known[cap]
+
+    def host_copy(self, dst: int, src: int, nbytes: int) -> None:
+        """memcpy, recorded: the host side of staging (no runtime's own call on any platform)."""
+        self.recorder.call("memcpy", ctypes.memmove, dst, src, nbytes)
+
+    def fill_device(self, ptr: int, byte: int, nbytes: int) -> None:
+        """Set ``nbytes`` of device memory to ``byte`` (untimed; a backend may use its own memset)."""
+        self.write_device(ptr, np.full(nbytes, byte, dtype=np.uint8))
 
     def _dynamic_reason(self, cap: Capability) -> str:
         if cap == Capability.NATIVE:
@@ -220,7 +225,7 @@ def queue(rt: Runtime) -> Iterator[Any]:
 @contextmanager
 def event_pair(rt: Runtime) -> Iterator[tuple[Any, Any]]:
     """Two device events, or (None, None) where the runtime has none."""
-    if not rt.has_events:
+    if not has(rt, Capability.EVENTS):
         yield None, None
         return
     e0 = rt.new_event()

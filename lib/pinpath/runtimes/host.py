@@ -72,11 +72,12 @@ class HostRuntime(RuntimeBase):
     """mlock/munlock, mmap'd staging and "device" memory, copies on a worker thread."""
 
     name = "host"
-    has_events = False
     needs_grant = False
     pageable_copy = PageableCopy.DIRECT
     relock = Relock.UNCOUNTED    #: mlock keeps no count: one munlock undoes every mlock of a page
-    unavailable = {Capability.CUPTI: CUPTI_CUDA_ONLY}
+    unavailable = {Capability.CUPTI: CUPTI_CUDA_ONLY,
+                   Capability.EVENTS: "the host has no device to time copies on: its copies are memmoves on "
+                                      "worker threads, timed by the host's clock"}
     # kernels: the replica's kernel is numpy on the worker thread; latch: an event the worker waits on
     call_categories = {"mlock": "lock", "munlock": "unlock", "smaps_lookup": "query", "mmap": "alloc",
                        "munmap": "free", "memmove@worker": "copy", "worker_wait": "wait", "memcpy": "host_copy",
@@ -172,9 +173,6 @@ class HostRuntime(RuntimeBase):
     def wait(self, q: _Worker) -> None:
         self.recorder.call("worker_wait", q.wait, rc_of=int)
 
-    def host_copy(self, dst: int, src: int, nbytes: int) -> None:
-        self.recorder.call("memcpy", libc.memmove, dst, src, nbytes)
-
     # -- kernels and latches -----------------------------------------------------------
     def prepare_kernels(self) -> None:
         return None
@@ -206,27 +204,10 @@ class HostRuntime(RuntimeBase):
     def free_latch(self, latch) -> None:
         latch.set()
 
-    _NO_EVENTS = "host has no device events (has_events is False)"
-
-    def new_event(self):
-        raise NotImplementedError(self._NO_EVENTS)
-
-    def free_event(self, ev) -> None:
-        raise NotImplementedError(self._NO_EVENTS)
-
-    def record_event(self, ev, q) -> None:
-        raise NotImplementedError(self._NO_EVENTS)
-
-    def elapsed_ns(self, ev0, ev1) -> int:
-        raise NotImplementedError(self._NO_EVENTS)
-
     # -- untimed helpers ---------------------------------------------------------------
     def null_native(self) -> int:
         """The cheapest real call (a syscall), unrecorded."""
         return _L.getppid()
-
-    def fill_device(self, ptr: int, byte: int, nbytes: int) -> None:
-        ctypes.memset(ptr, byte, nbytes)
 
     def read_device(self, ptr: int, nbytes: int) -> np.ndarray:
         return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr)).copy()

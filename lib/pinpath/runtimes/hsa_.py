@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import time
-from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 
@@ -30,107 +28,13 @@ from .hsa_abi import (  # noqa: F401  (re-exported: the names tests and nativeli
     valid_pointer_fields,
 )
 from .hsa_abi import K as _K
+from .hsa_pure import (  # noqa: F401  (re-exported: tests import them from here)
+    CopyEvent, HsaLatch, PoolInfo, SignalQueue, event_ticks, pick_pool, pointer_answer, ticks_to_ns,
+)
+from .hsa_pure import rc_signal as _rc_signal, rc_status as _rc_status
 
 __all__ = ["HsaRuntime", "HsaLatch", "HSA_CONSTANTS", "STATUS_NAMES", "STRUCTS", "PROTOTYPES", "CTYPES",
            "status_name", "LIBRARY"]
-
-
-# -- pure helpers (no runtime needed; unit-tested) ----------------------------------------------
-def _rc_status(status) -> int:
-    return int(status)
-
-
-def _rc_signal(value) -> int:
-    """A wait's value is the trace's rc: 0 once the copy is done, negative when it failed."""
-    return 0 if value >= 0 else int(value)
-
-
-def pointer_answer(ptr: int, info: PointerInfoStruct, cpu_agents: frozenset[int]) -> PointerInfo:
-    """Turn a filled hsa_amd_pointer_info_t into pinpath's answer for ``ptr``.
-
-    LOCKED (user memory locked by anyone) and HSA memory owned by a CPU agent (pool
-    allocations: pinned) count as locked; HSA memory owned by a GPU is device memory.
-    """
-    f = valid_pointer_fields(info)
-    kind = f.get("type", _K.HSA_EXT_POINTER_TYPE_UNKNOWN)
-    detail = POINTER_TYPE_NAMES.get(kind, f"HSA_EXT_POINTER_TYPE_{kind}")
-    locked = kind == _K.HSA_EXT_POINTER_TYPE_LOCKED or (
-        kind == _K.HSA_EXT_POINTER_TYPE_HSA and f.get("agentOwner") in cpu_agents)
-    if not locked:
-        return PointerInfo(ptr, False, detail=detail)
-    host_base = f.get("hostBaseAddress") or 0
-    agent_base = f.get("agentBaseAddress")
-    dev_ptr = agent_base + (ptr - host_base) if agent_base else None
-    return PointerInfo(ptr, True, dev_ptr, host_base or None, f.get("sizeInBytes"), detail)
-
-
-def ticks_to_ns(ticks: int, frequency_hz: int) -> int:
-    """System timestamp ticks -> ns, in integers (no float rounding on long spans)."""
-    return ticks * 1_000_000_000 // frequency_hz
-
-
-class PoolInfo(NamedTuple):
-    pool: int                #: hsa_amd_memory_pool_t handle
-    segment: int
-    global_flags: int
-    alloc_allowed: bool
-    nbytes: int              #: pool size
-    granule_nbytes: int      #: allocations are rounded up to this
-    alignment_nbytes: int
-
-
-def pick_pool(pools: list[PoolInfo], flag: int) -> PoolInfo | None:
-    """The first GLOBAL pool that allows runtime allocation and has ``flag``; for fine grain
-    a pool without KERNARG_INIT is preferred (the plugin keeps kernarg pools for kernargs)."""
-    ok = [p for p in pools if p.segment == _K.HSA_AMD_SEGMENT_GLOBAL and p.alloc_allowed
-          and p.global_flags & flag]
-    ok.sort(key=lambda p: bool(p.global_flags & _K.HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT))
-    return ok[0] if ok else None
-
-
-# -- queues and events ----------------------------------------------------------------------
-@dataclass(eq=False)
-class SignalQueue:
-    """An in-order queue of async copies: each copy waits on the previous one's completion
-    signal (as the plugin's stream slots do). ``times`` holds, per copy index, its
-    (start, end) profiling ticks once waited for, or None where profiling was off."""
-    pending: list            # [(copy index, Signal)], oldest first
-    submitted: int = 0       # copies issued so far
-    times: list | None = None
-    holds: list = field(default_factory=list)   # HsaLatch objects the next copy also waits on
-
-    def last_signal(self):
-        return self.pending[-1][1] if self.pending else None
-
-
-@dataclass(eq=False)
-class HsaLatch:
-    """A signal at 1 that held copies list among their dependencies; 0 releases them.
-    ``users``: (queue, copy index) of each copy that depends on it; ``held``: queues
-    whose next copy will."""
-    signal: Signal
-    users: list = field(default_factory=list)
-    held: list = field(default_factory=list)
-
-
-@dataclass(eq=False)
-class CopyEvent:
-    """A point in a SignalQueue: the number of copies issued before it."""
-    q: SignalQueue | None = None
-    index: int = -1
-
-
-def event_ticks(ev: CopyEvent) -> int | None:
-    """When the queue reached ``ev``: the end of the copy before it, else the start of the
-    copy after it (the first point a device clock saw), else None."""
-    times = ev.q.times if ev.q is not None else None
-    if not times:
-        return None
-    if 0 < ev.index <= len(times) and times[ev.index - 1] is not None:
-        return times[ev.index - 1][1]
-    if 0 <= ev.index < len(times) and times[ev.index] is not None:
-        return times[ev.index][0]
-    return None
 
 
 class HsaRuntime(RuntimeBase):
@@ -139,7 +43,6 @@ class HsaRuntime(RuntimeBase):
     with completion signals, on GPU agent number ``device``."""
 
     name = "hsa"
-    has_events = True      # through copy profiling; see new_event
     needs_grant = True     # pool memory is reachable only by agents given access
     pageable_copy = PageableCopy.UNSUPPORTED
     relock = Relock.COUNTED   # ROCT counts registrations (fmm_register_memory / fmm_deregister_memory)
@@ -284,8 +187,10 @@ class HsaRuntime(RuntimeBase):
         self._do("hsa_system_get_info", _K.HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, ctypes.byref(freq))
         self.timestamp_hz = freq.value
         self._now_ticks = ctypes.c_uint64()   # the null call's out-parameter, made once
-        self.has_events = self._f.hsa_amd_profiling_get_async_copy_time is not None and \
-            self._f.hsa_amd_profiling_async_copy_enable is not None and self.timestamp_hz > 0
+        if self._f.hsa_amd_profiling_get_async_copy_time is None or \
+                self._f.hsa_amd_profiling_async_copy_enable is None or self.timestamp_hz <= 0:   # events: see new_event
+            self.unavailable = {**self.unavailable, Capability.EVENTS: "this ROCr has no async-copy profiling "
+                                "(hsa_amd_profiling_async_copy_enable, hsa_amd_profiling_get_async_copy_time)"}
 
     def describe(self) -> dict:
         major, minor = ctypes.c_uint16(), ctypes.c_uint16()
@@ -426,9 +331,6 @@ class HsaRuntime(RuntimeBase):
             raise RuntimeCallFailed("hsa", "hsa_amd_memory_async_copy", int(failed),
                                     "a negative completion signal (the copy failed)")
 
-    def host_copy(self, dst: int, src: int, nbytes: int) -> None:
-        self.recorder.call("memcpy", ctypes.memmove, dst, src, nbytes)
-
     # -- kernels and latches -----------------------------------------------------------
     def prepare_kernels(self) -> None:
         """Refused with the declared reason (NotAvailable): kernels are not a capability here."""
@@ -528,12 +430,6 @@ class HsaRuntime(RuntimeBase):
             body(out.value)
         finally:
             self._f.hsa_amd_memory_pool_free(out.value)
-
-    def fill_device(self, ptr: int, byte: int, nbytes: int) -> None:
-        def body(stage):
-            ctypes.memset(stage, byte, nbytes)
-            self._sync_copy(ptr, stage, nbytes, Direction.H2D)
-        self._staged(nbytes, body)
 
     def read_device(self, ptr: int, nbytes: int) -> np.ndarray:
         out = np.empty(nbytes, dtype=np.uint8)

@@ -5,7 +5,6 @@ queries, pinned allocation, kernels."""
 
 from __future__ import annotations
 
-import ctypes
 import time
 
 import numpy as np
@@ -39,7 +38,6 @@ class StreamRuntime(RuntimeBase):
 
     name: str
     _p: str
-    has_events = True
     needs_grant = False
     pageable_copy = PageableCopy.STAGED
     relock = Relock.REFUSED      #: a second register answers <prefix>ErrorHostMemoryAlreadyRegistered (712)
@@ -142,9 +140,6 @@ class StreamRuntime(RuntimeBase):
 
     def wait(self, q) -> None:
         self._call("StreamSynchronize", q)
-
-    def host_copy(self, dst: int, src: int, nbytes: int) -> None:
-        self.recorder.call("memcpy", ctypes.memmove, dst, src, nbytes)
 
     def new_event(self):
         return self._call("EventCreate")

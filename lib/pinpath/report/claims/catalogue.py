@@ -3,7 +3,7 @@ and its subject and analogues (the tests' measures are in ``measures``)."""
 
 from __future__ import annotations
 
-from .measures.concurrency import _c11, _c12, _c13_growth, _c13_level, _c15
+from .measures.concurrency import _c11, _c11_meant, _c12, _c13_growth, _c13_level, _c15, _c15_plugin
 from .measures.locks import _c4_cost, _c4_saving, _c5, _c6, _c7, _c8, _c9_lock, _c9_unlock, _c10_lock, _c10_total
 from .measures.staging import _c1_model, _c1_real, _c2_reuse, _c2_share, _c3, _c14_model, _c14_real
 from .model import Claim, Test
@@ -21,11 +21,15 @@ def _c12_claim(wait: bool) -> Claim:
         "(1) 'slowest by several orders of magnitude'; (2) ~ (3)", (Test(f"case 1 / case 2, braces {words}", "x", ">=", 100, lambda d: _c12(d, "1", wait), so="case 1 takes {v} case 2"),
          Test(f"case 3 / case 2, braces {words}", "x", "within", 0.10, lambda d: _c12(d, "3", wait),
               so="case 3 takes {v} case 2")),
-        subject="hsa", analogues={"cuda": f"cudaHostRegister + cudaMemcpyAsync{plus}; case 3's re-register is refused (712)",
+        subject="hsa", analogues={"cuda": f"cudaHostRegister + cudaMemcpyAsync{plus}; case 3's re-register is refused "
+                                          f"(712), so case 3 is {_COUNTED}",
                                   "hip": f"hipHostRegister + hipMemcpyAsync{plus}"})
 
 
 _REFUSAL = "a runtime that always tries to lock pays"
+#: the analogue of ROCT's counted re-lock where the runtime refuses one: pinpath's own count
+_COUNTED = ("the re-lock counted by pinpath (ROCT's count's analogue: a table of locked ranges under a mutex, no "
+            "runtime call); the refusal itself is shown for information")
 
 CLAIMS: dict[str, Claim] = {c.id: c for c in (
     Claim("C1", "ye-luo", "Arrays already mapped with target enter data still show memory_pool_allocate, "
@@ -67,7 +71,8 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
           subject="cuda", elsewhere="the claim is about NVIDIA's runtime"),
     Claim("C7", "JonChesterfield", "Calling lock on already locked memory costs about the same check as a query.",
           "re-lock costs about a query", "'roct has to do ~ the same check'", (Test("re-lock path / query of locked memory", "x", "<=", 2, _c7, so="the re-lock path costs {v} a query"),),
-          subject="hsa", analogues={"cuda": f"what a refused re-register (712) costs: what {_REFUSAL}",
+          subject="hsa", analogues={"cuda": f"CUDA refuses the re-register (712): {_COUNTED}, against "
+                                            "cudaPointerGetAttributes",
                                     "hip": "hipHostRegister of registered memory (refused) against a query"}),
     Claim("C8", "ye-luo / JonChesterfield", "HSA refcounts locks (ROCT registration_count).", "HSA counts locks",
           "fmm_register_memory / fmm_deregister_memory keep a registration count", (Test("memory still locked after lock, lock, unlock (1 = counted)", "count", ">=", 1, _c8,
@@ -79,8 +84,8 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
                 so="a real lock costs {v} the lock path on memory the application locked"),
            Test("unlock / unlock of that second lock", "x", ">=", 5, _c9_unlock,
                 so="an unlock costs {v} the unlock of the second lock")),
-          subject="hsa", analogues={"cuda": f"a real cudaHostRegister against its refusal (712) on memory the "
-                                            f"application registered: what {_REFUSAL}; no second unlock exists",
+          subject="hsa", analogues={"cuda": f"a real cudaHostRegister and cudaHostUnregister against, on memory the "
+                                            f"application registered (whose re-register CUDA refuses, 712), {_COUNTED}",
                                     "hip": "hipHostRegister on memory the application registered"}),
     Claim("C10", "ye-luo", "rocprof: hsa_amd_memory_lock avg 84873 ns without user pinning, 51438 ns with.",
           "user pinning makes the runtime's locks cheaper", "lock 803 calls avg 84873 ns -> avg 51438 ns",
@@ -88,13 +93,18 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
                 _c10_lock, so="the runtime's lock path with user pinning costs {v} a lock without"),
            Test("all native-call time with / without user pinning, the application's pinning included", "x", "<=", 1,
                 _c10_total, so="user pinning makes the replica's native calls {v} as long")),
-          subject="hsa", analogues={"cuda": f"cudaHostRegister of memory the application registered is refused "
-                                            f"(712): the average is what {_REFUSAL}",
+          subject="hsa", analogues={"cuda": "cudaHostRegister of memory the application registered is refused (712): "
+                                            "no re-lock is performed, so the lock test is not applicable (the "
+                                            f"refusals' average shown: what {_REFUSAL}); the whole replica's time",
                                     "hip": "hipHostRegister with and without the application's registration"}),
     Claim("C11", "JonChesterfield", "The lock must be held for the call: another thread might unlock the same page "
           "meanwhile; locked memory is scarce.", "another thread's unlock can unpin our page",
-          "another thread's unlock of the same page", (Test("share of copies relying on another's lock that saw the page unlocked mid-copy", "fraction", ">", 0, _c11,
-                so="the hazard rate is {v}"),),
+          "another thread's unlock of the same page",
+          (Test("races in which another thread's unlock of the range our copies relied on took effect under them "
+                "(returned mid-copy, failed or corrupted)", "count", ">", 0, _c11_meant,
+                so="the unlock took effect under the copies in {v} races"),
+           Test("share of copies relying on another's lock that saw the shared page unlocked mid-copy", "fraction", ">", 0,
+                _c11, so="the page-sharing hazard rate is {v}")),
           subject="any"),
     _c12_claim(False),
     _c12_claim(True),
@@ -104,7 +114,7 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
                 so="the path costs {v} with the most threads"),
            Test("re-lock path per transfer, most threads / one thread", "x", ">", 1, _c13_growth,
                 so="the path costs {v} its one-thread cost")),
-          subject="hsa", analogues={"cuda": "the refused re-register (712) and unregister path under concurrency, "
+          subject="hsa", analogues={"cuda": f"CUDA refuses the re-register (712): {_COUNTED}, under concurrency, "
                                             "against HSA's 1.6 us", "hip": "the hipHostRegister path under concurrency"}),
     Claim("C14", "ye-luo", "plugin-nextgen keeps track of locked memory (D142514); the HSA async copy remains very slow.",
           "tracked locked memory pays", "tracked locked memory; slow async copy", (Test("tracked / best other locking model, time per transfer with map-time locks", "x", "<", 1, _c14_model),),
@@ -113,12 +123,16 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
                      _c14_real, so="tracking locked memory takes {v} the time per invocation"),),
           elsewhere="the claim is about the AMDGPU plugin's tracking and HSA's async copy"),
     Claim("C15", "JonChesterfield", "The CUDA plugin overlaps tasks that the AMD plugin runs sequentially.",
-          "overlap across queues pays", "overlap across streams", (Test("wall time over the most queues / one queue", "x", "<=", 0.9, _c15,
+          "the CUDA plugin overlaps target tasks", "overlap across streams",
+          (Test("wall time over the most queues / one queue (raw queues, not the plugin)", "x", "<=", 0.9, _c15,
                 so="the chains take {v} the wall time of one queue"),),
-          subject="plugins", analogues={"cuda": "whether this GPU overlaps streams, the capability the CUDA plugin "
-                                                    "uses; the AMD plugin's half needs AMD hardware",
-                                            "hsa": "whether HSA queues overlap, the capability the AMD plugin could use",
-                                            "hip": "whether HIP streams overlap"}),
+          subject="plugins", real_vendor="nvidia amd", real_datasets=("overlap_real", "overlap_streams"),
+          real=(Test("LLVM's CUDA plugin: target nowait regions with one wait / the same waited one by one", "x", "<=",
+                     0.9, lambda d: _c15_plugin(d, "nvidia"), so="the nowait regions take {v} the waited ones"),
+                Test("LLVM's AMDGPU plugin: target nowait regions with one wait / the same waited one by one", "x", ">",
+                     0.9, lambda d: _c15_plugin(d, "amd"), so="the nowait regions take {v} the waited ones")),
+          real_only="not applicable here: the claim is about LLVM's offload plugins, which did not run here",
+          elsewhere="raw queues only show whether the hardware overlaps streams"),
 )}
 
 

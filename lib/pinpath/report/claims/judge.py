@@ -44,12 +44,14 @@ def _reading(c: Claim, platform: str, data: RunData) -> tuple[str, str, tuple[Te
     """(reading, the analogue or why not applicable, the tests that judge, the data sets they read)."""
     where = SUBJECTS[c.subject][1]
     if c.real:
-        vendor = _real_vendor(data)
-        if vendor == c.real_vendor:
+        vendors = c.real_vendor.split()
+        if _real_vendor(data) in vendors:
             return AS_MEANT, "", c.real, c.real_datasets
-        if platform in ("hsa", "hip") and c.real_vendor == "amd":   # the real run is missing or failed here
-            return AS_MEANT, "", c.real, c.real_datasets + ("real_runs",)
-        return Verdict.NOT_APPLICABLE, f"{MODEL_ONLY}: {c.elsewhere}", c.tests, c.datasets
+        if platform in ("hsa", "hip") and "amd" in vendors:   # the real run is missing or failed here
+            return AS_MEANT, "", c.real, c.real_datasets + (() if "nvidia" in vendors else ("real_runs",))
+        if platform == "cuda" and "nvidia" in vendors and "amd" in vendors:
+            return AS_MEANT, "", c.real, c.real_datasets
+        return Verdict.NOT_APPLICABLE, f"{c.real_only}: {c.elsewhere}", c.tests, c.datasets
     if where is None or platform in where:
         return AS_MEANT, "", c.tests, c.datasets
     if platform in c.analogues:

@@ -67,7 +67,8 @@ class Claim:
     elsewhere: str = "the claim is about a GPU runtime; the host platform measures the operating system's share only"
     real: tuple[Test, ...] = ()                  #: tests on the real runtime's record (plugin claims)
     real_datasets: tuple[str, ...] = ()
-    real_vendor: str = ""                        #: the real runtime's vendor that is the subject
+    real_vendor: str = ""                        #: the real runtime's vendor(s) that are the subject, space-separated
+    real_only: str = MODEL_ONLY                  #: why a claim with real tests is not applicable without that runtime
 
     @property
     def datasets(self) -> tuple[str, ...]:

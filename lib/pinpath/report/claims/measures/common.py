@@ -39,7 +39,38 @@ def _answer(rows: pd.DataFrame) -> str:
 
 _OPS = {("lock", "pageable"): "a lock of pageable memory", ("query", "pageable"): "a pointer query of pageable memory",
         ("query", "locked"): "a query of locked memory", ("relock", "locked"): "a re-lock of locked memory",
-        ("unlock", "locked"): "an unlock", ("unlock_after_relock", "locked"): "the unlock of a second lock"}
+        ("unlock", "locked"): "an unlock", ("unlock_after_relock", "locked"): "the unlock of a second lock",
+        ("relock_counted", "locked"): "a re-lock counted by pinpath",
+        ("unlock_after_relock_counted", "locked"): "the unlock of that counted re-lock"}
+
+# -- which mechanism a re-lock figure measures (C7, C9, C10, C12 case 3, C13) ----------------------
+#: a re-lock the runtime performed, the runtime's refusal of it, and pinpath's count of it
+GRANTED, REFUSED, COUNTED = ("re-lock granted by the runtime", "re-lock refused by the runtime",
+                             "re-lock counted by pinpath (analogue of ROCT's count)")
+
+
+def _refused_all(rows: pd.DataFrame) -> str:
+    """The runtime's answer where it refused every one of ``rows``' re-locks ("" where any was
+    granted or there are none): then no re-lock was performed."""
+    if not len(rows):
+        return ""
+    if "error" in rows:
+        return _answer(rows) if (rows.error != "").all() else ""
+    rc = rows.rc if "rc" in rows else rows.lock_rc
+    return f"rc {int(rc.iloc[0])}" if (rc > 0).all() else ""
+
+
+def _no_relock(answer: str, info: str = "") -> Result:
+    """A test about a re-lock that no call performed: not applicable, the refusal for information."""
+    return Result(not_applicable=f"no re-lock was performed: the runtime refused every one ({answer}) and pinpath's "
+                                 "count was not measured" + (f"; for information, {info}" if info else ""))
+
+
+def _mechanism(r: Result, words: str) -> Result:
+    """``r`` with every group labelled by the mechanism its figure measures."""
+    lab = {g: f"{g}, {words}" for g, _ in r.groups}
+    return Result([(lab[g], e) for g, e in r.groups], r.detail, r.not_applicable,
+                  {lab.get(k, k): v for k, v in r.facts.items()}, {lab.get(k, k): v for k, v in r.differences.items()})
 
 
 def _op_fact(rows: pd.DataFrame, op: str, state: str, size: str) -> str:
@@ -100,10 +131,12 @@ def _exact(value: float, n: int = 1) -> Estimate:
 
 
 def _real_vendor(data: RunData) -> str:
-    runs = data.get("real_runs")
-    if runs is None or not len(runs) or "vendor" not in runs:
-        return ""
-    return str(runs.vendor.dropna().iloc[0]) if runs.vendor.notna().any() else ""
+    """The vendor the real libomptarget ran on: notebook 13's runs, else notebook 12's (overlap_real)."""
+    for name in ("real_runs", "overlap_real"):
+        runs = data.get(name)
+        if runs is not None and len(runs) and "vendor" in runs and runs.vendor.notna().any():
+            return str(runs.vendor.dropna().iloc[0])
+    return ""
 
 
 def _real_steady(data: RunData) -> pd.DataFrame:

@@ -9,7 +9,8 @@ from ....units import binary_size, fmt_ns
 from ..load import _get, _rep, judged_rows
 from ..model import Missing, Result
 from ..verdict import _fmt_est
-from .common import _answer, _calls, _exact, _per_size, _policy_ratio, _transfers
+from .common import (COUNTED, GRANTED, REFUSED, _answer, _calls, _exact, _mechanism, _no_relock, _per_size,
+                     _policy_ratio, _refused_all, _transfers)
 
 
 def _c4_cost(data):
@@ -79,27 +80,44 @@ def _path_ns(parts: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame({"ns": [float(sum(p.ns.median() for p in parts))]})
 
 
+def _relock_vs_query(data, relock_op: str, unlock_op: str, words: str, refused: str = "") -> Result:
+    """(re-lock + its unlock) / query of locked memory per size, the re-lock being ``relock_op``."""
+    relock, src = _calls(data, relock_op, "locked")
+    unlock, _ = _calls(data, unlock_op, "locked")
+    query, _ = _calls(data, "query", "locked")
+    refusal, _ = _calls(data, "relock", "locked")
+    groups, facts = [], {}
+    for n in sorted(set(relock.nbytes) & set(query.nbytes) & set(unlock.nbytes)):
+        size = binary_size(n)
+        a, u, q = (x[x.nbytes == n] for x in (relock, unlock, query))
+        path = _path_ns([a, u])
+        groups.append((size, ratio_ci(path.ns, q.ns, _rep(path), _rep(q))))
+        told = refusal[refusal.nbytes == n]
+        facts[size] = (f"a {words} takes {fmt_ns(a.ns.median())} and its unlock {fmt_ns(u.ns.median())} at {size}, "
+                       f"a query of locked memory {fmt_ns(q.ns.median())} ({src})"
+                       + (f"; the runtime refuses the re-lock itself ({refused}) in {fmt_ns(told.ns.median())}"
+                          if refused and len(told) else ""))
+    if not groups:
+        raise Missing(f"no sizes with {relock_op}, {unlock_op} and a query of locked memory")
+    return _mechanism(Result(groups, "(re-lock + its unlock) / query per size", facts=facts), words)
+
+
 def _c7(data):
     """The re-lock path against a query; where the runtime grants the re-lock, the unlock that
-    second lock needs is part of the path."""
+    second lock needs is part of the path. Where it refuses every re-lock, no re-lock was
+    performed: the path is the one pinpath's count takes (the analogue of ROCT's count), and
+    without it the test is not applicable (the refusal shown for information)."""
     lc = _get(data, "lock_cost")
+    refused = _refused_all(lc[lc.op == "relock"])
+    if refused:
+        if not (lc.op == "relock_counted").any():
+            r = _per_size(data, ("relock", "locked"), ("query", "locked"))
+            return _no_relock(refused, "the refusal / a query: " + ", ".join(f"{g} {_fmt_est(e, 'x')}" for g, e in r.groups))
+        return _relock_vs_query(data, "relock_counted", "unlock_after_relock_counted", COUNTED, refused)
     if (lc.op == "unlock_after_relock").any():
-        relock, src = _calls(data, "relock", "locked")
-        unlock, _ = _calls(data, "unlock_after_relock", "locked")
-        query, _ = _calls(data, "query", "locked")
-        groups, facts = [], {}
-        for n in sorted(set(relock.nbytes) & set(query.nbytes) & set(unlock.nbytes)):
-            size = binary_size(n)
-            a, u, q = (x[x.nbytes == n] for x in (relock, unlock, query))
-            path = _path_ns([a, u])
-            groups.append((size, ratio_ci(path.ns, q.ns, _rep(path), _rep(q))))
-            facts[size] = (f"a granted re-lock takes {fmt_ns(a.ns.median())} and its unlock {fmt_ns(u.ns.median())} "
-                           f"at {size}, a query of locked memory {fmt_ns(q.ns.median())} ({src})")
-        return Result(groups, "(re-lock + its unlock) / query per size", facts=facts)
+        return _relock_vs_query(data, "relock", "unlock_after_relock", GRANTED)
     r = _per_size(data, ("relock", "locked"), ("query", "locked"))
-    answers = _answer(lc[lc.op == "relock"])
-    return Result(r.groups, r.detail + ("; the re-lock is answered " + answers + ", so no unlock follows" if answers
-                                        else "; the re-lock is granted"), facts=r.facts)
+    return Result(r.groups, r.detail + "; the re-lock is granted", facts=r.facts)
 
 
 def _c8(data):
@@ -115,17 +133,32 @@ def _c8(data):
                   facts={"": f"locked twice and unlocked once, the memory is {detail}"})
 
 
+def _c9_relock(data) -> tuple[str, str]:
+    """(the runtime's answer where it refused every re-lock, "" otherwise; whether pinpath's count was measured)."""
+    lc = _get(data, "lock_cost")
+    return _refused_all(lc[lc.op == "relock"]), (lc.op == "relock_counted").any()
+
+
 def _c9_lock(data):
-    return _per_size(data, ("lock", "pageable"), ("relock", "locked"))
+    refused, counted = _c9_relock(data)
+    if refused and not counted:
+        r = _per_size(data, ("lock", "pageable"), ("relock", "locked"))
+        return _no_relock(refused, "a lock / the refusal: " + ", ".join(f"{g} {_fmt_est(e, 'x')}" for g, e in r.groups))
+    if refused:
+        return _mechanism(_per_size(data, ("lock", "pageable"), ("relock_counted", "locked")), COUNTED)
+    return _mechanism(_per_size(data, ("lock", "pageable"), ("relock", "locked")), GRANTED)
 
 
 def _c9_unlock(data):
+    refused, counted = _c9_relock(data)
+    if refused and counted:
+        return _mechanism(_per_size(data, ("unlock", "locked"), ("unlock_after_relock_counted", "locked")), COUNTED)
     inner, _ = _calls(data, "unlock_after_relock", "locked")
     if not len(inner):
         answers = _answer(_get(data, "lock_cost").query("op == 'relock'"))
         return Result(not_applicable=f"never arose: the runtime refuses the second lock ({answers or 'refused'}) "
                                      "and makes no unlock of memory the application pinned")
-    return _per_size(data, ("unlock", "locked"), ("unlock_after_relock", "locked"))
+    return _mechanism(_per_size(data, ("unlock", "locked"), ("unlock_after_relock", "locked")), GRANTED)
 
 
 def _c10_split(data) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -142,9 +175,12 @@ def _c10_lock(data):
     if not len(a) or not len(b):
         raise Missing("the replica made no lock calls with or without user pinning")
     refused = int((a.rc > 0).sum())
-    with_ = (f"{len(a)} lock calls of the runtime with user pinning"
-             + (" (all refused: the path a runtime that always tries pays)" if refused == len(a)
-                else f" ({refused} refused)" if refused else "") + f" average {fmt_ns(a.duration_ns.mean())}")
+    if refused == len(a):   # no re-lock was performed: the replica has no count of pinpath's to show instead
+        return _no_relock(f"{refused} of {len(a)} locks of memory the application registered",
+                          f"those refusals average {fmt_ns(a.duration_ns.mean())} against "
+                          f"{fmt_ns(b.duration_ns.mean())} for {len(b)} real locks without user pinning ({REFUSED})")
+    with_ = (f"{len(a)} lock calls of the runtime with user pinning" + (f" ({refused} refused)" if refused else "")
+             + f" average {fmt_ns(a.duration_ns.mean())}")
     detail = f"{with_}; {len(b)} without average {fmt_ns(b.duration_ns.mean())}; thread: 51438 ns vs 84873 ns"
     return Result([("lock calls", ratio_ci(a.duration_ns, b.duration_ns, _rep(a), _rep(b)))], detail,
                   facts={"": with_ + f", against {fmt_ns(b.duration_ns.mean())} for {len(b)} real locks without"})

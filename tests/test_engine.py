@@ -127,6 +127,34 @@ def test_a_small_call_log_is_an_error_not_a_cut(host_rt):
 
 
 
+def test_a_cold_plan_writes_other_memory_between_its_transfers_outside_their_timestamps(host_rt):
+    """evict_nbytes: before each transfer the thread writes that much of the engine's scratch, after
+    the previous op ended and before this one starts (the gap between them holds it, not the op);
+    0 writes nothing (the plan hot, as before); a negative size is refused."""
+    eng = engine.load("host")
+    a, d = np.ones(4096, np.uint8), np.zeros(4096, np.uint8)
+
+    def gaps(evict_nbytes):
+        p = engine.Plan(evict_nbytes=evict_nbytes)
+        b = p.buffer(a.ctypes.data, d.ctypes.data, 4096)
+        for _ in range(4):
+            p.transfer(b, "h2d")
+        out = eng.run("driver_pageable", p).out
+        return (out["start_ns"][1:] - out["end_ns"][:-1]), out["end_ns"] - out["start_ns"]
+
+    evict_nbytes = 256 << 20
+    gap, ns = gaps(evict_nbytes)
+    assert (gap > 4_000_000).all()                       # 256 MiB written in each gap: more than 4 ms (64 GB/s)
+    assert np.median(ns) < 4_000_000                     # and not inside the transfers' timestamps
+    assert (eng.scratch(0)[:evict_nbytes] == 1 + 3).all()   # the last transfer (op 3) wrote its pattern
+    eng.drop_scratch()
+    assert len(eng.scratch(0)) == 0
+    hot_gap, _ = gaps(0)
+    assert np.median(hot_gap) < 4_000_000
+    with pytest.raises(BadParameter, match="evict_nbytes is 0"):
+        eng.run("driver_pageable", engine.Plan(evict_nbytes=-1))
+
+
 def test_a_map_past_the_reference_cap_is_refused_not_dropped(host_rt):
     """The 17th map of one buffer (PE_MAXREFS 16) fails with the cap named; the 16 before it
     are tracked and each unmap releases one."""

@@ -4,8 +4,11 @@
  *
  * Build: as nativelib builds tools (-DPINPATH_CUDA with cuda_runtime_api.h and libcudart, or
  * -DPINPATH_HOST with libc only: mlock/munlock and a worker thread that does the "device" copy).
- * Usage: plain_policies OUT REPEATS ROUNDS SEED SPEC...   SPEC = policy:direction:nbytes, OUT a file or -,
- * SEED the shuffles' seed (a caller that runs one repeat per call passes a new seed each time)
+ * Usage: plain_policies [-e EVICT_NBYTES] OUT REPEATS ROUNDS SEED SPEC...   SPEC = policy:direction:nbytes,
+ * OUT a file or -, SEED the shuffles' seed (a caller that runs one repeat per call passes a new seed each
+ * time); EVICT_NBYTES (default 0: the buffers hot, each transfer right after the previous one): the
+ * cache state, that many bytes of other memory written right before each timed transfer, outside
+ * its clock reads (as the engine's plan with evict_nbytes)
  * Output, one line per timed transfer: policy,direction,nbytes,repeat,round,ns
  * Each repeat visits the policies in a shuffled order; for each, it allocates that policy's
  * buffers anew (page-aligned heap - from 128 KiB a fresh mapping, the mmap threshold fixed as in
@@ -187,6 +190,10 @@ static size_t pool_class(const char *policy, size_t n) {
     return c;
 }
 
+/* the cache state: evict_nbytes of evict written before each timed transfer (0: none) */
+static unsigned char *evict;
+static size_t evict_nbytes, evict_cap;
+
 static void run_policy(spec_t *specs, int *idx, int k, int r, int rounds, FILE *out) {
     for (int i = 0; i < k; ++i) {
         spec_t *s = &specs[idx[i]];
@@ -222,6 +229,7 @@ static void run_policy(spec_t *specs, int *idx, int k, int r, int rounds, FILE *
         for (int i = k - 1; i > 0; --i) { int j = rand() % (i + 1), t = idx[i]; idx[i] = idx[j]; idx[j] = t; }
         for (int i = 0; i < k; ++i) {
             who[round * k + i] = idx[i];
+            if (evict_nbytes) memset(evict, 1 + (round * k + i) % 127, evict_nbytes);   /* cold, untimed */
             ns[round * k + i] = one(&specs[idx[i]]);
         }
     }
@@ -247,10 +255,25 @@ static void run_policy(spec_t *specs, int *idx, int k, int r, int rounds, FILE *
 }
 
 __attribute__((visibility("default"))) int plain_main(int argc, char **argv) {
+    size_t want_evict = 0;
+    if (argc > 2 && !strcmp(argv[1], "-e")) {
+        want_evict = (size_t)strtoull(argv[2], NULL, 10);
+        argv[2] = argv[0];
+        argv += 2;
+        argc -= 2;
+    }
     if (argc < 6) {
-        fprintf(stderr, "usage: plain_policies OUT REPEATS ROUNDS SEED policy:direction:nbytes ...\n");
+        fprintf(stderr, "usage: plain_policies [-e EVICT_NBYTES] OUT REPEATS ROUNDS SEED policy:direction:nbytes ...\n");
         return 2;
     }
+    if (want_evict > evict_cap) {   /* kept between calls, every page written once (untimed) */
+        free(evict);
+        evict_cap = 0;
+        if (!(evict = malloc(want_evict))) { perror("plain_policies"); return 2; }
+        memset(evict, 1, want_evict);
+        evict_cap = want_evict;
+    }
+    evict_nbytes = want_evict;
     int repeats = atoi(argv[2]), rounds = atoi(argv[3]), ns = argc - 5;
     unsigned seed = (unsigned)strtoul(argv[4], NULL, 10);
     spec_t *specs = calloc((size_t)ns, sizeof *specs);

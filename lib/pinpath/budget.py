@@ -48,15 +48,19 @@ def _replica_locked(p) -> int:
 NEEDS: dict[str, Callable[[dict], tuple[int, int]]] = {
     "00_platform": lambda p: (2 * sum(_s(p, "SIZES_NBYTES")), sum(_s(p, "SIZES_NBYTES"))),
     "01_c12_lock_copy": lambda p: (2 * p.get("NBYTES", 0), p.get("NBYTES", 0)),
-    "02_c2_staging": lambda p: (3 * sum(_s(p, "SIZES_NBYTES")), sum(_s(p, "SIZES_NBYTES")) + _peak(p, "SIZES_NBYTES")),
+    # the cold arm's memory written between transfers (02, 05, 06: EVICT_NBYTES) is held after the hot sweep's buffers went
+    "02_c2_staging": lambda p: (3 * sum(_s(p, "SIZES_NBYTES")) + p.get("EVICT_NBYTES", 0),
+                                sum(_s(p, "SIZES_NBYTES")) + _peak(p, "SIZES_NBYTES")),
     "03_c6_c7_c9_lock_cost": lambda p: ((len(_s(p, "KINDS")) + 1) * sum(_s(p, "SIZES_NBYTES")),
                                        sum(_s(p, "SIZES_NBYTES")) + _peak(p, "SIZES_NBYTES")),
     "04_c1_offload_region": lambda p: (40 * out_nbytes(max(_s(p, "NW") + _s(p, "SWEEP_NW"))),
                                       max(_MAIN * out_nbytes(_peak(p, "NW")),
                                           _mapped([_peak(p, "SWEEP_NW")]))),
-    "05_c3_c5_lock_or_stage": lambda p: (3 * sum(_s(p, "SIZES_NBYTES")) + 20 * sum(_s(p, "KIND_NBYTES")),
+    "05_c3_c5_lock_or_stage": lambda p: (3 * sum(_s(p, "SIZES_NBYTES")) + 20 * sum(_s(p, "KIND_NBYTES"))
+                                         + p.get("EVICT_NBYTES", 0),
                                         2 * _peak(p, "SIZES_NBYTES") + 4 * sum(_s(p, "KIND_NBYTES"))),
-    "06_c4_query_vs_lock": lambda p: (5 * sum(_s(p, "SIZES_NBYTES")), 3 * sum(_s(p, "SIZES_NBYTES")) + _peak(p, "SIZES_NBYTES")),
+    "06_c4_query_vs_lock": lambda p: (5 * sum(_s(p, "SIZES_NBYTES")) + p.get("EVICT_NBYTES", 0),
+                                      3 * sum(_s(p, "SIZES_NBYTES")) + _peak(p, "SIZES_NBYTES")),
     "07_c8_semantics": lambda p: (64 * KiB, 64 * KiB),
     "08_c10_api_stats": lambda p: (8 * out_nbytes(p.get("NW", 0)), _mapped([p.get("NW", 0)])),
     "09_c11_hazard_limits": lambda p: (3 * max(p.get("HAZARD_NBYTES", 0), p.get("RACE_NBYTES", 0))
@@ -69,15 +73,18 @@ NEEDS: dict[str, Callable[[dict], tuple[int, int]]] = {
                                          max(_peak(p, "COPY_NBYTES"), _replica_locked(p))),
     "13_real_runtime": lambda p: (40 * out_nbytes(_peak(p, "NW_VALUES")), _replica_locked(p)),
     "12_c15_overlap": lambda p: (4 * p.get("CHAINS", 0) * p.get("NBYTES", 0), 2 * p.get("CHAINS", 0) * p.get("NBYTES", 0)),
-    # one buffer (and a copy destination) at a time; the allocator's N allocations held, and N 4 KiB registrations
+    # one buffer (and a copy destination) at a time; the allocator's N allocations held, and N 4 KiB registrations;
+    # the cache section's buffer, its pinned copy or staging buffer and destination, and the memory written to evict it
     "14_state_effects": lambda p: (_peak(p, "AGE_NBYTES") + 2 * max(_peak(p, "BACKING_NBYTES"), _peak(p, "COPY_NBYTES"))
-                                   + (_peak(p, "LIVE_COUNTS") + 1) * _peak(p, "ALLOC_NBYTES"),
+                                   + (_peak(p, "LIVE_COUNTS") + 1) * _peak(p, "ALLOC_NBYTES")
+                                   + 3 * _peak(p, "CACHE_NBYTES") + p.get("EVICT_NBYTES", 0),
                                    max(_peak(p, "AGE_NBYTES"), _peak(p, "BACKING_NBYTES"), _peak(p, "COPY_NBYTES"),
+                                       2 * _peak(p, "CACHE_NBYTES"),
                                        (_peak(p, "LIVE_COUNTS") + 1) * max(_peak(p, "ALLOC_NBYTES"), 4 * KiB))),
 }
 #: the size parameters that may be shrunk to fit, per notebook
 SHRINKABLE = ("SIZES_NBYTES", "KIND_NBYTES", "COPY_NBYTES", "NBYTES", "HAZARD_NBYTES", "AGE_NBYTES", "ALLOC_NBYTES",
-              "BACKING_NBYTES", "RACE_NBYTES")
+              "BACKING_NBYTES", "RACE_NBYTES", "CACHE_NBYTES", "COLD_NBYTES")
 
 
 def _any_notebook(p: dict) -> tuple[int, int]:

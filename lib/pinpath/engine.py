@@ -32,7 +32,7 @@ from .vocab import POLICY_STEPS, Direction, Policy, PolicySteps, choose
 
 __all__ = ["Plan", "Engine", "Executed", "EngineFailed", "load", "why_not", "OP_DTYPE", "DEFAULT_CALLS_PER_OP"]
 
-ABI = 1   #: must equal PE_ABI in engine.c
+ABI = 2   #: must equal PE_ABI in engine.c
 OPS = {"map": 0, "transfer": 1, "sync": 2, "unmap": 3, "kernel": 4, "adopt": 5, "app_lock": 6, "app_unlock": 7}
 _EVENT = {v: k for k, v in OPS.items()}
 _WAIT = 1
@@ -53,11 +53,15 @@ class EngineFailed(PinpathError):
 @dataclass
 class Plan:
     """Buffers (host pointer, device pointer, size, memory kind) and ops in execution order.
-    Every op takes ``**ctx``: columns its row carries (repeat, step, warmup, ...)."""
+    Every op takes ``**ctx``: columns its row carries (repeat, step, warmup, ...).
+    ``evict_nbytes``, the plan's cache state: 0, the buffers hot (every transfer right after the
+    plan's previous op); N > 0, cold: the thread writes N bytes of other memory (the engine's
+    scratch) right before each of its transfers, outside the transfer's timestamps."""
     buffers: list[tuple[int, int, int, str]] = field(default_factory=list)
     ops: list[tuple] = field(default_factory=list)
     ctx: list[dict] = field(default_factory=list)
     nthreads: int = 1
+    evict_nbytes: int = 0
 
     def buffer(self, host_ptr: int, dev_ptr: int, nbytes: int, kind: str = "heap") -> int:
         """Enter a buffer (its host and device sides of ``nbytes``); returns its index."""
@@ -121,7 +125,7 @@ _SIGNATURES = {"pe_sizes": (ctypes.c_int, (ctypes.c_int,)), "pe_name": (ctypes.c
                "pe_policy": (ctypes.c_char_p, (ctypes.c_int, *(ctypes.POINTER(t) for t in (
                    ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int)))),
                "pe_run": (ctypes.c_int, (ctypes.c_int, ctypes.c_int, ctypes.c_int64, _p, ctypes.c_int64, _p, ctypes.c_int,
-                                         ctypes.c_int, ctypes.c_uint64, _p, _p, ctypes.c_int64, _p))}
+                                         ctypes.c_int, ctypes.c_uint64, _p, _p, ctypes.c_int64, _p, _p, ctypes.c_int64))}
 
 
 class Engine(NativeLibrary):
@@ -141,6 +145,18 @@ class Engine(NativeLibrary):
         self.calls = self._names(3)
         if why := _steps_differ(self.policy_steps()):
             raise NativeUnavailable(f"{platform}: engine.c's policy table differs from vocab.POLICY_STEPS: {why}")
+        self._scratch = np.zeros(0, np.uint8)   # the memory written to make a plan's buffers cold, kept
+
+    def scratch(self, nbytes: int) -> np.ndarray:
+        """At least ``nbytes`` of memory for cold plans, every page written once (untimed), kept
+        between runs so that only the first cold plan pays its page faults."""
+        if len(self._scratch) < nbytes:
+            self._scratch = np.ones(nbytes, np.uint8)
+        return self._scratch
+
+    def drop_scratch(self) -> None:
+        """Give the cold plans' memory back (the next cold plan makes it anew)."""
+        self._scratch = np.zeros(0, np.uint8)
 
     def _names(self, kind: int) -> list[str]:
         out, i = [], 0
@@ -178,9 +194,13 @@ class Engine(NativeLibrary):
         cap = max(plan.nthreads, n * calls_per_op) // plan.nthreads * plan.nthreads
         calls = np.zeros(cap, CALL_DTYPE)
         ncalls = np.zeros(plan.nthreads, np.int64)
+        if plan.evict_nbytes < 0:
+            raise BadParameter(f"a plan's evict_nbytes is 0 (hot) or more (cold), not {plan.evict_nbytes}")
+        evict = self.scratch(plan.nthreads * plan.evict_nbytes) if plan.evict_nbytes else None
         rc = self._lib.pe_run(self.policies.index(name), self.device, int(threshold_nbytes), ops.ctypes.data, n,
                               bufs.ctypes.data, len(bufs), plan.nthreads, int(kernel_fn), out.ctypes.data,
-                              calls.ctypes.data, cap, ncalls.ctypes.data)
+                              calls.ctypes.data, cap, ncalls.ctypes.data,
+                              None if evict is None else evict.ctypes.data, int(plan.evict_nbytes))
         if rc == -1:
             raise EngineFailed(f"the engine refused the plan of {n} ops (a buffer index, thread, direction or "
                                "range out of bounds)")

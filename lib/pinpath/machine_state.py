@@ -7,6 +7,7 @@ Whatever cannot be read is recorded as unavailable, with why, never guessed.
   ``placement(device) -> dict``: the same read now without asking nvidia-smi for clocks.
 - ``pinned_to(cpu)``: a context in which the calling thread runs on ``cpu`` only (sched_setaffinity).
 - ``cpus_by_node() -> {node: [cpu, ...]}``: the CPUs this process may run on, by NUMA node.
+- ``gpu_irq_cpus() -> [cpu, ...]``: the CPUs the GPU's interrupts are delivered to (/proc/interrupts).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["FIELDS", "SMI_FIELDS", "thread_cpu", "cpu_node", "cpus_by_node", "gpu_node", "gpu_readings",
-           "snapshot", "placement", "row_fields", "pinned_to"]
+__all__ = ["FIELDS", "SMI_FIELDS", "GPU_IRQ_DRIVERS", "thread_cpu", "cpu_node", "cpus_by_node", "gpu_node",
+           "gpu_irq_cpus", "gpu_readings", "snapshot", "placement", "row_fields", "pinned_to"]
 
 #: nvidia-smi --query-gpu fields read each time (they change), and their names in a snapshot
 SMI_FIELDS = {"clocks.sm": "sm_clock_mhz", "clocks.mem": "mem_clock_mhz", "clocks.max.sm": "sm_clock_max_mhz",
@@ -168,3 +169,37 @@ def pinned_to(cpu: int):
         yield cpu
     finally:
         os.sched_setaffinity(0, before)
+
+
+#: the drivers whose interrupt lines in /proc/interrupts are the GPU's
+GPU_IRQ_DRIVERS = ("nvidia", "amdgpu")
+
+
+def gpu_irq_cpus(proc: Path = Path("/proc")) -> list[int]:
+    """The CPUs the GPU's interrupts are delivered to now, the busiest first: for every line of
+    /proc/interrupts that names a GPU driver (``GPU_IRQ_DRIVERS``) and has counted interrupts, most
+    interrupts first, its IRQ's ``effective_affinity_list`` (else ``smp_affinity_list``), without
+    repeats; [] where none can be read. (A GPU has several vectors; on the H200 one is active, and
+    the idle ones' affinities span many CPUs.)"""
+    try:
+        lines = (proc / "interrupts").read_text().splitlines()
+    except OSError:
+        return []
+    active = []
+    for line in lines:
+        irq, _, rest = line.partition(":")
+        if not irq.strip().isdigit() or not any(d in rest for d in GPU_IRQ_DRIVERS):
+            continue
+        counts = [int(w) for w in rest.split()[:len(lines[0].split())] if w.isdigit()]
+        if sum(counts):
+            active.append((-sum(counts), int(irq)))
+    out: list[int] = []
+    for _, irq in sorted(active):
+        for name in ("effective_affinity_list", "smp_affinity_list"):
+            try:
+                cpus = _cpulist((proc / "irq" / str(irq) / name).read_text())
+            except (OSError, ValueError):
+                continue
+            out += [c for c in cpus if c not in out]
+            break
+    return out

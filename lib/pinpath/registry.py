@@ -54,7 +54,11 @@ PARAMS: dict[str, dict] = {
     "PROCESSES": _int(1, 100),
     "AGE_NBYTES": _list(_SIZE), "ALLOC_NBYTES": _list(_SIZE), "BACKING_NBYTES": _list(_SIZE),
     "LIVE_COUNTS": _list(_int(1, 4096), most=8), "CALLS": _int(1, 10_000), "REPEAT_UNIT": {"enum": ["process", "round"]},
+    "CACHE_NBYTES": _list(_SIZE), "EVICT_NBYTES": {**_SIZE, "minimum": 0}, "COLD_NBYTES": _list(_SIZE),
 }
+#: the cold arm of the policy-sweep claims (C2, C3, C4): their small sizes again, the buffers cold
+#: (EVICT_NBYTES of other memory written before each transfer; the claims judge read <data set>_cold)
+_COLD_ARM = {"COLD_NBYTES": [4096, 65536], "EVICT_NBYTES": 536870912}
 
 
 @dataclass(frozen=True)
@@ -83,9 +87,10 @@ _LIST = (
               "VERIFY": "first"}),
     Notebook("01_c12_lock_copy", "c12", {"c12": S.C12}, {"C12a": ("c12",), "C12b": ("c12",)},
              {"NBYTES": 800000000, "REPEATS": 5, "WARMUP": 1, "VERIFY": "first"}),
-    Notebook("02_c2_staging", "policy_sweep", {"staging": S.TRANSFERS}, {"C2": ("staging",)},
+    Notebook("02_c2_staging", "policy_sweep", {"staging": S.TRANSFERS, "staging_cold": S.TRANSFERS},
+             {"C2": ("staging",)},
              {"SIZES_NBYTES": [4096, 65536, 1048576, 16777216, 268435456], "REPEATS": 10, "WARMUP": 1,
-              "VERIFY": "first"}),
+              "VERIFY": "first", **_COLD_ARM}),
     Notebook("03_c6_c7_c9_lock_cost", "lock_cost", {"lock_cost": S.LOCK_COST},
              {"C6": ("lock_cost",), "C7": ("lock_cost",), "C9": ("lock_cost",)},
              {"SIZES_NBYTES": [4096, 65536, 1048576, 16777216, 268435456], "KINDS": ["heap", "huge_pages"],
@@ -97,14 +102,16 @@ _LIST = (
               "SWEEP_NW": [1, 16, 32, 64, 68, 69, 96, 128], "SWEEP_POLICIES": ["nextgen", "stage_per_copy"],
               "SWEEP_STEPS": 1, "VERIFY": "first"}),
     Notebook("05_c3_c5_lock_or_stage", "policy_sweep",
-             {"lock_or_stage": S.TRANSFERS, "lock_outcomes": S.LOCK_OUTCOMES,
+             {"lock_or_stage": S.TRANSFERS, "lock_or_stage_cold": S.TRANSFERS, "lock_outcomes": S.LOCK_OUTCOMES,
               "lock_outcomes_read_only_flag": S.LOCK_OUTCOMES, "kind_paths": S.TRANSFERS},
              {"C3": ("lock_or_stage",), "C5": ("lock_outcomes", "kind_paths")},
              {"SIZES_NBYTES": [4096, 65536, 1048576, 16777216, 268435456], "KIND_NBYTES": [4096, 1048576],
-              "REPEATS": 10, "WARMUP": 1, "VERIFY": "first"}),
-    Notebook("06_c4_query_vs_lock", "lock_cost", {"query_cost": S.LOCK_COST, "query_saving": S.TRANSFERS},
+              "REPEATS": 10, "WARMUP": 1, "VERIFY": "first", **_COLD_ARM}),
+    Notebook("06_c4_query_vs_lock", "lock_cost",
+             {"query_cost": S.LOCK_COST, "query_saving": S.TRANSFERS, "query_saving_cold": S.TRANSFERS},
              {"C4": ("query_cost", "query_saving")},
-             {"SIZES_NBYTES": [4096, 65536, 1048576, 16777216], "REPEATS": 10, "WARMUP": 2, "VERIFY": "first"}),
+             {"SIZES_NBYTES": [4096, 65536, 1048576, 16777216], "REPEATS": 10, "WARMUP": 2, "VERIFY": "first",
+              **_COLD_ARM}),
     Notebook("07_c8_semantics", "semantics", {"semantics": S.SEMANTICS}, {"C8": ("semantics",)}, {}),
     Notebook("08_c10_api_stats", "replica", {"api_stats": S.API_STATS, "api_calls": _API_CALLS},
              {"C10": ("api_calls",)},
@@ -139,9 +146,11 @@ _LIST = (
               "VERIFY": "all"}),
     Notebook("14_state_effects", "state",
              {"state_registration_age": S.STATE_EFFECTS, "state_allocator": S.STATE_EFFECTS,
-              "state_backing": S.STATE_EFFECTS, "state_placement": S.STATE_EFFECTS, "state_gpu": S.GPU_STATE}, {},
+              "state_backing": S.STATE_EFFECTS, "state_placement": S.STATE_EFFECTS, "state_cache": S.STATE_EFFECTS,
+              "state_gpu": S.GPU_STATE}, {},
              {"AGE_NBYTES": [4096, 67108864, 268435456], "ALLOC_NBYTES": [4096, 1048576], "LIVE_COUNTS": [16, 256],
-              "BACKING_NBYTES": [4194304, 67108864], "COPY_NBYTES": [4096, 67108864], "CALLS": 20, "REPEATS": 5,
+              "BACKING_NBYTES": [4194304, 67108864], "COPY_NBYTES": [4096, 67108864],
+              "CACHE_NBYTES": [4096, 65536, 1048576, 16777216], "EVICT_NBYTES": 536870912, "CALLS": 20, "REPEATS": 5,
               "REPEAT_UNIT": "process", "WARMUP": 1}),
 )
 

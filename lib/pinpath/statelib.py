@@ -17,9 +17,10 @@ from .errors import BadParameter
 from .nativebuild import NativeLibrary, loader, reason_not
 from .toolchain import NativeUnavailable
 
-__all__ = ["ABI", "StateLib", "SetupRefused", "RegAge", "LockCopy", "Alloc", "load", "why_not"]
+__all__ = ["ABI", "StateLib", "SetupRefused", "RegAge", "LockCopy", "Alloc", "Cache", "CACHE_POLICIES", "load",
+           "why_not"]
 
-ABI = 1                       #: must equal PS_ABI in state.c
+ABI = 2                       #: must equal PS_ABI in state.c
 EARG, ENOTSUP, ESETUP = -1, -2, -4
 _I64 = np.ctypeslib.ndpointer(np.int64, flags="C_CONTIGUOUS,WRITEABLE")
 _I32 = np.ctypeslib.ndpointer(np.int32, flags="C_CONTIGUOUS,WRITEABLE")
@@ -32,8 +33,12 @@ _SIGNATURES = {
     "ps_reg_age": (_int, (_vp, _sz, _int, _int, _I64, _I32, _I64, _I32, _I64, _I32, _I64, _I32)),
     "ps_alloc_state": (_int, (_sz, _int, _int, _sz, _int, _int, _I64, _I64, _I32)),
     "ps_lock_copy": (_int, (_vp, _sz, _vp, _int, _I64, _I64, _I64, _I64, _I32)),
+    "ps_cache": (_int, (_int, _vp, _sz, _vp, _vp, _sz, _int, _I64, _I64, _I32)),
 }
 OPS = {"query": 0, "reregister": 1}
+#: the copies timed hot and cold (ps_cache's policy numbers): the runtime's pinned allocation,
+#: pageable memory, register + copy + unregister, memcpy into a pinned staging buffer + its copy
+CACHE_POLICIES = {"pinned": 0, "pageable": 1, "lock": 2, "staged": 3}
 
 
 class SetupRefused(NativeUnavailable):
@@ -60,6 +65,12 @@ class LockCopy(NamedTuple):
     copy_locked_ns: np.ndarray
     unlock_ns: np.ndarray
     rc: np.ndarray           #: (reps, 4): copy_pageable, lock, copy_locked, unlock; -1 = not run
+
+
+class Cache(NamedTuple):
+    hot_ns: np.ndarray       #: right after an untimed transfer of the same buffer
+    cold_ns: np.ndarray      #: right after ``evict_nbytes`` of other memory were written
+    rc: np.ndarray           #: (reps, 2): hot, cold
 
 
 class Alloc(NamedTuple):
@@ -150,6 +161,21 @@ class StateLib(NativeLibrary):
         rc = np.zeros(4 * reps, np.int32)
         self._check(self._lib.ps_lock_copy(ptr, nbytes, dst or None, reps, *arrs, rc), "lock and copy")
         return LockCopy(*arrs, rc.reshape(reps, 4))
+
+
+    def cache(self, policy: str, ptr: int, nbytes: int, dst, evict, evict_nbytes: int, reps: int) -> Cache:
+        """One H2D of ``nbytes`` under ``policy`` (CACHE_POLICIES) hot and cold, ``reps`` times
+        interleaved; cold after writing ``evict_nbytes`` of the buffer ``evict`` (ps_cache)."""
+        if policy not in CACHE_POLICIES:
+            raise BadParameter(f"the cache section times {', '.join(CACHE_POLICIES)}, not {policy!r}")
+        if not self.has_copy or not dst:
+            raise NativeUnavailable(f"{self.platform}: state.c makes no copies here, so there is no cache state to time")
+        self._ensure()
+        hot, cold, rc = np.zeros(reps, np.int64), np.zeros(reps, np.int64), np.zeros(2 * reps, np.int32)
+        ret = self._lib.ps_cache(CACHE_POLICIES[policy], ptr, nbytes, dst, evict or None, evict_nbytes, reps,
+                                 hot, cold, rc)
+        self._check(ret, f"the {policy} copy of {nbytes} bytes", rc[0])
+        return Cache(hot, cold, rc.reshape(reps, 2))
 
 
 load = loader(StateLib)

@@ -467,6 +467,22 @@ def test_the_fidelity_ratio_pairs_the_two_sides_of_each_repeat_and_keeps_the_yar
         assert row.plain_process_ns == pytest.approx(float(own.groupby("repeat").ns.median().median()))
 
 
+def test_the_fidelity_runs_both_sides_in_one_cache_state_and_names_it(host_rt, monkeypatch):
+    """evict_nbytes reaches the engine's plan and the yardstick (in this process and apart), and every
+    row says the state; the yardstick's -e writes other memory between its timed transfers only."""
+    from pinpath.experiments import fidelity
+    monkeypatch.setattr(fidelity, "ROUND_TIERS", ())
+    fid, eng, plain = fidelity.engine_fidelity(host_rt, sizes_nbytes=[4096], policies=("prepinned",),
+                                               directions=("h2d",), repeats=2, rounds=2, evict_nbytes=8 << 20)
+    assert set(fid.cache) == set(plain.cache) == set(eng[eng.event == "transfer"].cache) == {"cold"}
+    assert set(fid.evict_nbytes) == {8 << 20} and set(plain.process) == {"notebook", "own"}
+    spec = [("driver_pageable", "h2d", 4096)]
+    cold = fidelity.plain_policies("host", spec, repeats=1, rounds=5, evict_nbytes=256 << 20)
+    hot = fidelity.plain_policies("host", spec, repeats=1, rounds=5, in_process=True)
+    # 256 MiB written inside the clock reads would take more than 4 ms (64 GB/s); a 4 KiB copy takes far less
+    assert len(cold) == len(hot) == 5 and cold.ns.median() < 4_000_000
+
+
 def test_the_fidelitys_small_sizes_get_more_transfers_and_repeats_and_each_group_runs_side_by_side(host_rt, monkeypatch):
     from pinpath.experiments import fidelity
     assert fidelity.size_groups([4096, 1 << 20, 16 << 20, 256 << 20], 8, 5) == [
@@ -483,3 +499,21 @@ def test_the_fidelitys_small_sizes_get_more_transfers_and_repeats_and_each_group
     assert fid.set_index("nbytes").repeats.to_dict() == {4096: 3, 8192: 2}
     own = plain[plain.process == "own"]   # the yardstick apart keeps the caller's repeats
     assert set(own.repeat) == {0, 1}
+
+
+def test_a_cold_policy_sweep_runs_on_the_engine_and_says_so(host_rt):
+    """policy_sweep(evict_nbytes=N): the engine's rows say cold and N, the engine's scratch is given
+    back after; the Python policies refuse it in one sentence."""
+    from pinpath import engine as native_engine
+    from pinpath.errors import NotAvailable
+    from pinpath.experiments import policy_sweep
+    df = policy_sweep(host_rt, policies=["lock_always"], sizes_nbytes=[4096], directions=("h2d",), repeats=2,
+                      evict_nbytes=4 << 20)
+    moved = df[df.event == "transfer"]
+    assert set(moved.cache) == {"cold"} and set(moved.evict_nbytes) == {4 << 20} and set(moved.engine) == {"native"}
+    assert len(native_engine.load("host").scratch(0)) == 0
+    hot = policy_sweep(host_rt, policies=["lock_always"], sizes_nbytes=[4096], directions=("h2d",), repeats=2)
+    assert set(hot[hot.event == "transfer"].cache) == {"hot"}
+    with pytest.raises(NotAvailable, match="native engine only"):
+        policy_sweep(host_rt, policies=["lock_always"], sizes_nbytes=[4096], repeats=1, engine="python",
+                     evict_nbytes=4 << 20)

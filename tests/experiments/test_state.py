@@ -78,7 +78,10 @@ def test_the_timing_thread_is_pinned_where_it_says(lib):
     assert sorted(set(df.cpu)) == sorted({cpus[0], cpus[-1]}) and (df.thread_cpu == df.cpu).all()
     known = ms.gpu_node(0)[0] >= 0
     assert set(df.relation) <= ({"GPU's node", "other node"} if known else {"GPU node unknown"})
-    assert set(df.op) >= {"null", "reregister_held", "lock"}
+    assert set(df.op) >= {"null", "reregister_held", "lock", "h2d_pinned", "h2d_pageable", "h2d_lock", "h2d_staged"}
+    copies = df[df.op.str.startswith("h2d_")]
+    assert set(copies.cache) == {"hot"} and (copies.rc == 0).all() and (copies.ns > 0).all()
+    assert copies.groupby(["op", "cpu", "repeat"]).size().eq(2).all()   # both of ps_cache's arms, nothing evicted
     assert sorted(os.sched_getaffinity(0)) == cpus                  # the affinity is put back
 
 
@@ -167,3 +170,64 @@ def test_sections_share_their_processes_each_in_an_order_of_its_own(lib):
     assert len(set(orders.values())) == 2   # seeds 0..2 do not all put it first
     with pytest.raises(Exception, match="unknown section"):
         state.sections(lib, unit="round", nope={})
+
+
+def test_cache_hot_and_cold_alternate_and_cold_writes_the_other_memory(lib):
+    """ps_cache: per rep one hot and one cold transfer, the cold one after the whole eviction buffer
+    was written (its last byte carries the last rep's pattern); a policy it lacks is refused."""
+    n, evict_n, reps = 8192, 1 << 20, 3
+    with lib.destination(n) as dst, lib.buffer(n, thp=False) as p:
+        evict = np.zeros(evict_n, np.uint8)
+        c = lib.cache("lock", p, n, dst, evict.ctypes.data, evict_n, reps)
+        assert (c.rc == 0).all() and (c.hot_ns > 0).all() and (c.cold_ns > 0).all() and c.rc.shape == (reps, 2)
+        # the last rep (2, even) runs hot, then cold: its pattern 0x11 + rep + 1 fills the whole buffer
+        assert (evict == 0x11 + 2 + 1).all()
+        with pytest.raises(Exception, match="times pinned, pageable, lock, staged"):
+            lib.cache("mapped", p, n, dst, evict.ctypes.data, evict_n, 1)
+
+
+def test_the_cache_section_names_hot_and_cold_per_policy_and_size(lib):
+    base = osinfo.vmlck_nbytes()
+    df = check_frame(state.cache_residency(lib, sizes_nbytes=[4096, 65536], evict_nbytes=4 << 20, calls=2,
+                                           repeats=2, warmup=0), STATE_EFFECTS)
+    assert set(df.cache) == {"hot", "cold"} and (df.state == df.cache).all() and (df.rc == 0).all()
+    assert set(df.op) == set(statelib.CACHE_POLICIES) and (df.evict_nbytes == 4 << 20).all()
+    assert df.groupby(["op", "nbytes", "cache", "repeat"]).size().eq(2).all() and len(df) == 4 * 2 * 2 * 2 * 2
+    assert osinfo.vmlck_nbytes() == base                                  # every lock and pinned buffer undone
+    r = state.cache_ratios(df)
+    assert list(r.policy.unique()) == list(statelib.CACHE_POLICIES) and (r.repeats == 2).all()
+    assert "cache residency**, lock H2D, cold / hot after 4 MiB" in state.conclusion(*[df.iloc[:0]] * 4, df)
+
+
+def test_cold_over_hot_is_paired_by_round():
+    """Rounds at different levels, cold 3x hot in each: the paired ratio is 3 with no width."""
+    rows = [{"op": "pinned", "nbytes": 4096, "repeat": r, "call": k, "cache": c, "evict_nbytes": 1 << 29, "rc": 0,
+             "ns": (1000 * (r + 1) + k) * (3 if c == "cold" else 1)} for r in range(5) for k in range(3)
+            for c in ("hot", "cold")]
+    r = state.cache_ratios(pd.DataFrame(rows)).iloc[0]
+    assert r.cold_over_hot == pytest.approx(3) and r.low == pytest.approx(3) and r.high == pytest.approx(3)
+    assert r.hot_ns == 3001 and r.repeats == 5
+
+
+def test_the_gpus_interrupt_cpu_is_found_and_placed(tmp_path, monkeypatch):
+    """The busiest GPU vector's CPU first (an idle vector's wide affinity, 0-5, is not the GPU's
+    interrupt CPU); a vector whose own affinity is not readable falls back to smp_affinity_list."""
+    (tmp_path / "interrupts").write_text(
+        "           CPU0       CPU1\n  9:   0   0   IO-APIC   9-fasteoi   acpi\n"
+        " 41:  0  0  PCI-MSIX-0000:1b:00.0  1-edge  nvidia\n"
+        " 42:   10   1200  PCI-MSIX-0000:1b:00.0   0-edge      nvidia\n 43:  3  0  PCI-MSIX  2-edge  nvidia\n"
+        "NMI:   0   0   Non-maskable interrupts\n")
+    for irq, cpus in ((42, "14\n"), (9, "0\n"), (41, "0-5\n")):
+        (tmp_path / "irq" / str(irq)).mkdir(parents=True)
+        (tmp_path / "irq" / str(irq) / "effective_affinity_list").write_text(cpus)
+    (tmp_path / "irq" / "43").mkdir()
+    (tmp_path / "irq" / "43" / "smp_affinity_list").write_text("14-15\n")
+    assert ms.gpu_irq_cpus(tmp_path) == [14, 15] and ms.gpu_irq_cpus(tmp_path / "none") == []
+    monkeypatch.setattr(ms, "cpus_by_node", lambda: {0: [0, 1, 2, 3], 1: [14, 15]})
+    got = state.placements(1, irq_cpus=[14, 15])
+    assert got == [(0, 0, "other node"), (3, 0, "other node"), (15, 1, "GPU's node"),
+                   (14, 1, f"GPU's node, {state.IRQ_RELATION}")]
+    assert state.placements(1, irq_cpus=[3])[-1] == (3, 0, f"other node, {state.IRQ_RELATION}")
+    assert len(state.placements(1, irq_cpus=[3])) == 4                 # a CPU already picked, relabelled
+    assert state.placements(1, irq_cpus=[99]) == [(0, 0, "other node"), (3, 0, "other node"), (14, 1, "GPU's node"),
+                                                  (15, 1, "GPU's node")]   # not a CPU this process may use

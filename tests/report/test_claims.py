@@ -531,3 +531,34 @@ def test_measures_shared_by_tests_and_claims_are_computed_once(monkeypatch):
     seen.clear()
     judge(["C6", "C7", "C9"], _c9(H), "cuda")
     assert seen and len(seen) == len(set(seen))
+
+
+def test_each_row_names_its_state_and_hot_and_cold_apart_where_their_verdicts_differ():
+    """state: the cache state of the rows the claim read (hot where they name none) and the timing
+    thread's CPU; C2 with a hot arm that holds and a cold arm that does not gives both rows; arms that
+    agree give one row that says so."""
+    hot = _c2(H)["staging"]
+    row = judge(["C2"], {"staging": hot}, "cuda").iloc[0]
+    assert row.state == "cache hot; timing thread not pinned"
+    cold = _c2(N)["staging"].assign(cache="cold", thread_cpu=8)
+    both = judge(["C2"], {"staging": pd.concat([hot.assign(cache="hot"), cold])}, "cuda")
+    assert both.verdict.tolist() == [N, H] and both.state.tolist() == [
+        "cache cold; timing thread on CPU 8", "cache hot; timing thread not pinned"]
+    same = judge(["C2"], {"staging": pd.concat([hot, _c2(H)["staging"].assign(cache="cold")])}, "cuda")
+    assert len(same) == 1 and same.state.iloc[0] == "cache hot; timing thread not pinned (cold: the same verdict)"
+    assert same.measured.iloc[0] == judge(["C2"], {"staging": hot}, "cuda").measured.iloc[0]   # the hot rows alone
+
+
+def test_a_cold_arm_data_set_is_judged_in_its_own_state_beside_the_hot_one():
+    """``<name>_cold`` stands in for ``<name>`` in the cold arm: C4's query_saving measured cold with
+    another verdict gives a second row (its query_cost still hot, so the state says both); a cold arm
+    that could not be measured leaves the hot row, saying so."""
+    hot = _c4(H)
+    cold = _c4(N)["query_saving"].assign(cache="cold")
+    rows = judge(["C4"], {**hot, "query_saving_cold": cold}, "cuda")
+    assert rows.verdict.tolist() == [N, H] and rows.state.tolist() == [
+        "cache cold and hot; timing thread not pinned", "cache hot; timing thread not pinned"]
+    assert rows.measured.iloc[1] == judge(["C4"], hot, "cuda").measured.iloc[0]
+    lone = judge(["C4"], {**hot, "query_saving_cold": pd.DataFrame([{"not_available": "no engine"}])}, "cuda")
+    assert len(lone) == 1 and lone.verdict.iloc[0] == H
+    assert lone.state.iloc[0] == f"cache hot; timing thread not pinned (cold: {M})"

@@ -332,6 +332,23 @@ def test_gpu_clocks_name_their_axes_and_readings():
     assert "no nvidia-smi" in " ".join(_texts(unread))
 
 
+def test_the_cache_ratio_shows_each_policy_and_size_with_its_interval():
+    from pinpath.report.state_figures import cache_ratio
+    rows = [{"policy": p, "nbytes": n, "evict_nbytes": 512 << 20, "hot_ns": 1e4, "cold_ns": 5e4,
+             "cold_over_hot": f, "low": f * 0.8, "high": f * 1.3, "repeats": 5}
+            for p, f in (("pinned", 6.0), ("lock", 3.5)) for n in (4096, 1 << 20)]
+    fig = cache_ratio(pd.DataFrame(rows))
+    _check(fig, time_axis=False)
+    assert figures.words(fig)["title"] and not figures.problems(fig), figures.problems(fig)
+    assert {"4 KiB", "1 MiB"} <= set(_texts(fig)) and set(_legend_words(fig)[1]) == {"pinned", "lock"}
+    assert "512 MiB" in _legend_words(fig)[0]
+    bars = [c for c in fig.axes[0].collections if len(c.get_segments()) == 2]   # one interval per size and policy
+    assert sorted(round(s[1][1] - s[0][1], 6) for c in bars for s in c.get_segments()) == \
+        sorted([round(f * 0.5, 6) for f in (6.0, 6.0, 3.5, 3.5)])
+    _legend_outside(fig)
+    assert "no cache here" in " ".join(_texts(cache_ratio(pd.DataFrame([{"not_available": "no cache here"}]))))
+
+
 # -- each verdict's figure against claims.csv ----------------------------------------------------
 def _reference_claims() -> list[pd.DataFrame]:
     """The committed references' claims.csv (measured on H200s), and one made up to cover every

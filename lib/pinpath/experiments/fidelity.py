@@ -24,7 +24,7 @@ from ..runtimes.base import has
 from ..schema import ENGINE_FIDELITY, PLAIN_TRANSFERS, frame
 from ..stats import median_ci, paired_ratio_ci
 from ..vocab import Capability
-from .native import ROUNDS, native_policy_sweep, native_why_not
+from .native import ROUNDS, cache_state, native_policy_sweep, native_why_not
 from .sweep import SEED, Sweep
 
 __all__ = ["engine_fidelity", "engine_fidelity_or_reason", "plain_policies", "YARDSTICK_POLICIES", "YARDSTICK_SOURCE"]
@@ -69,15 +69,18 @@ def _source(platform: str):
 
 
 def plain_policies(platform: str, specs, *, repeats: int, rounds: int = ROUNDS, seed: int = SEED,
-                   in_process: bool = False, timeout_s: int = 600) -> pd.DataFrame:
+                   in_process: bool = False, timeout_s: int = 600, evict_nbytes: int = 0) -> pd.DataFrame:
     """Run the plain program on ``specs`` ((policy, direction, nbytes), ...), as a process of its
     own or (``in_process``) inside this one: one row per timed transfer. ``seed`` seeds its
-    shuffles of policies and of the specs in each round."""
+    shuffles of policies and of the specs in each round; ``evict_nbytes`` > 0 writes that much other
+    memory before each timed transfer, untimed (the cache state "cold"; 0: "hot", as before)."""
     src = _source(platform)
     spec_args = [f"{p}:{d}:{n}" for p, d, n in specs]
+    opts = ["-e", str(int(evict_nbytes))] if evict_nbytes else []   # the cache state (none: hot, as before)
     if not in_process:
         exe = nativelib.build_program(platform, src)
-        r = subprocess.run([str(exe), "-", str(repeats), str(rounds), str(seed), *spec_args], capture_output=True, text=True,
+        r = subprocess.run([str(exe), *opts, "-", str(repeats), str(rounds), str(seed), *spec_args], capture_output=True,
+                           text=True,
                            timeout=timeout_s)
         if r.returncode != 0:
             raise NotAvailable(f"{platform}: the plain yardstick failed ({(r.stderr.strip() or 'no output')[:200]})")
@@ -86,8 +89,8 @@ def plain_policies(platform: str, specs, *, repeats: int, rounds: int = ROUNDS, 
     fd, path = tempfile.mkstemp(prefix="pinpath-plain-", suffix=".csv")
     os.close(fd)
     try:
-        argv = [b"plain_policies", path.encode(), str(repeats).encode(), str(rounds).encode(), str(seed).encode(),
-                *(a.encode() for a in spec_args)]
+        argv = [b"plain_policies", *(o.encode() for o in opts), path.encode(), str(repeats).encode(),
+                str(rounds).encode(), str(seed).encode(), *(a.encode() for a in spec_args)]
         rc = lib.plain_main(len(argv), (ctypes.c_char_p * len(argv))(*argv))
         if rc != 0:
             raise NotAvailable(f"{platform}: the plain yardstick refused its arguments (rc {rc})")
@@ -98,7 +101,8 @@ def plain_policies(platform: str, specs, *, repeats: int, rounds: int = ROUNDS, 
 
 
 def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions=("h2d", "d2h"),
-                    repeats: int = 5, rounds: int = FIDELITY_ROUNDS) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+                    repeats: int = 5, rounds: int = FIDELITY_ROUNDS,
+                    evict_nbytes: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(ENGINE_FIDELITY rows, the engine's transfer rows, the yardstick's PLAIN_TRANSFERS rows). Every repeat visits the policies in a
     shuffled order; for each and each group of sizes (``size_groups``: the sizes up to 16 MiB get
     more transfers, those up to 1 MiB more repeats), the engine's plan and the in-process yardstick run back to back
@@ -107,12 +111,14 @@ def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions
     median of the repeats' own ratios, with a 95 % interval over the repeats: the two sides of a
     repeat ran seconds apart, in one state of the machine, while repeats may fall in different
     ones); then the yardstick once more as a process of its own. The timing thread
-    is pinned to one CPU throughout (``timing_cpu``; ``thread_cpu`` in the rows, -1 unpinned)."""
+    is pinned to one CPU throughout (``timing_cpu``; ``thread_cpu`` in the rows, -1 unpinned). Both
+    sides meet one cache state (``evict_nbytes``: 0 hot, as the thread's benchmark loops; N cold, N
+    bytes of other memory written before each timed transfer, untimed; ``cache`` in the rows)."""
     if native_why_not(rt):
         raise NotAvailable(f"{rt.name}: the native engine is not available: {native_why_not(rt)}")
     cpu = timing_cpu(rt)
     with machine_state.pinned_to(cpu) if cpu is not None else nullcontext():
-        eng, plain, apart = _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds)
+        eng, plain, apart = _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds, evict_nbytes)
     keys = ["policy", "direction", "nbytes"]
     moved = eng[eng.event == "transfer"]
     plain_by = {k: g for k, g in plain.groupby(keys)}
@@ -128,9 +134,11 @@ def engine_fidelity(rt, *, sizes_nbytes, policies=YARDSTICK_POLICIES, directions
                      "plain_ns": median_ci(p.ns, p.repeat).value,
                      "ratio": est.value, "low": est.low, "high": est.high, "repeats": est.n_repeats,
                      "plain_process_ns": median_ci(a.ns, a.repeat).value if a is not None else float("nan"),
-                     "thread_cpu": -1 if cpu is None else cpu, "platform": rt.name})
+                     "thread_cpu": -1 if cpu is None else cpu, "cache": cache_state(evict_nbytes),
+                     "evict_nbytes": int(evict_nbytes), "platform": rt.name})
     return frame(rows, ENGINE_FIDELITY), eng, frame(pd.concat([plain, apart], ignore_index=True).assign(
-        platform=rt.name).to_dict("records"), PLAIN_TRANSFERS)
+        platform=rt.name, cache=cache_state(evict_nbytes), evict_nbytes=int(evict_nbytes)).to_dict("records"),
+        PLAIN_TRANSFERS)
 
 
 def timing_cpu(rt) -> int | None:
@@ -158,7 +166,7 @@ def size_groups(sizes_nbytes, rounds: int, repeats: int) -> list[tuple[list[int]
     return [grp for grp in groups if grp[0]]
 
 
-def _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds):
+def _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds, evict_nbytes=0):
     """The engine's and the in-process yardstick's rows, interleaved group by group (which side
     goes first alternates), then the yardstick apart."""
     groups = size_groups(sizes_nbytes, rounds, repeats)
@@ -173,9 +181,10 @@ def _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds):
                 sides = [("engine", lambda: native_policy_sweep(rt, policies=[policy], sizes_nbytes=sizes,
                                                                   directions=directions, repeats=1, rounds=n_rounds,
                                                                   verify="all" if sweep.checks(r) else "none",
-                                                                  seed=SEED + r, label="")),
+                                                                  seed=SEED + r, label="", evict_nbytes=evict_nbytes)),
                          ("plain", lambda: plain_policies(rt.name, specs, repeats=1, rounds=n_rounds,
-                                                          seed=SEED + 1000 * r + 10 * k + g, in_process=True))]
+                                                          seed=SEED + 1000 * r + 10 * k + g, in_process=True,
+                                                          evict_nbytes=evict_nbytes))]
                 ordered = sides if (r + k + g) % 2 == 0 else sides[::-1]
                 for side, run in ordered:
                     got = run().assign(repeat=r)
@@ -183,7 +192,7 @@ def _both_sides(rt, sizes_nbytes, policies, directions, repeats, rounds):
                         got = got.assign(process="notebook", first=ordered[0][0])
                     (eng_frames if side == "engine" else plain_frames).append(got)
     apart = plain_policies(rt.name, [(p, d, n) for p in policies for d in directions for n in sizes_nbytes],
-                           repeats=repeats, rounds=rounds).assign(process="own", first="")
+                           repeats=repeats, rounds=rounds, evict_nbytes=evict_nbytes).assign(process="own", first="")
     return pd.concat(eng_frames, ignore_index=True), pd.concat(plain_frames, ignore_index=True), apart
 
 

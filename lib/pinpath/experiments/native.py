@@ -24,7 +24,8 @@ from ..schema import frame, THREADS
 from ..vocab import Capability, Direction, MemoryKind, Policy
 from .sweep import SEED, DeviceBuffers, Poisoned, Sweep, grid, page_locked
 
-__all__ = ["use_native", "native_why_not", "native_policy_sweep", "native_replica", "native_concurrency", "ROUNDS"]
+__all__ = ["use_native", "native_why_not", "native_policy_sweep", "native_replica", "native_concurrency", "ROUNDS",
+           "cache_state"]
 
 ROUNDS = 2   #: visits of every point inside one repeat (their median is the repeat's figure)
 #: from this size a point is visited once per repeat after its warm-up: its transfers take 50 ms
@@ -36,6 +37,11 @@ ONE_ROUND_NBYTES = 256 << 20
 def rounds_for(nbytes: int, rounds: int) -> int:
     """The rounds a point of ``nbytes`` gets in a repeat of ``rounds``."""
     return 1 if nbytes >= ONE_ROUND_NBYTES else rounds
+
+
+def cache_state(evict_nbytes: int) -> str:
+    """The cache state a plan's transfers meet: "hot" (nothing written between them) or "cold"."""
+    return "cold" if evict_nbytes else "hot"
 
 
 def native_why_not(rt) -> str:
@@ -81,11 +87,13 @@ def _check_point(eng, policy, rt, buf, dev: DeviceBuffers, dptr: int, direction,
 def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h"), kinds=(MemoryKind.HEAP,),
                         repeats: int = 5, rounds: int = ROUNDS, verify: str = "first", app_pinned=False,
                         threshold_nbytes: int = 1 << 20, label: str = "policy sweep",
-                        seed: int = SEED) -> pd.DataFrame:
+                        seed: int = SEED, evict_nbytes: int = 0) -> pd.DataFrame:
     """policy_sweep's rows, executed by the engine: per repeat and policy (policies in a shuffled
     order) one plan that maps every buffer, warms every point up once, visits every point
-    ``rounds`` times in a shuffled order and unmaps. Columns as policy_sweep's, plus ``round``
-    and ``engine``; ``repeat`` is the independent repeat."""
+    ``rounds`` times in a shuffled order and unmaps. Columns as policy_sweep's, plus ``round``,
+    ``engine`` and the cache state the transfers met (``cache``: "hot", each right after the plan's
+    previous op, or "cold": ``evict_nbytes`` > 0 of other memory written before each, untimed;
+    ``evict_nbytes``); ``repeat`` is the independent repeat."""
     eng = native_engine.load(rt.name)
     pinned_axis = list(app_pinned) if isinstance(app_pinned, (list, tuple)) else [bool(app_pinned)]
     sweep = Sweep(repeats=repeats, verify=verify, seed=seed, label=label)
@@ -107,7 +115,9 @@ def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h")
                     key = (pt["kind"], pt["nbytes"], pt["app_pinned"])
                     bufs[key] = (buf, plan.buffer(buf.ptr, dptrs[pt["nbytes"]], buf.nbytes, str(buf.kind)))
                     points += [(key, d) for d in directions if not supports(pt["kind"], d)]
-                ctx = {k: {"repeat": r, "backing": buf.backing, "app_pinned": k[2]} for k, (buf, _) in bufs.items()}
+                plan.evict_nbytes = int(evict_nbytes)
+                ctx = {k: {"repeat": r, "backing": buf.backing, "app_pinned": k[2], "cache": cache_state(evict_nbytes),
+                           "evict_nbytes": int(evict_nbytes)} for k, (buf, _) in bufs.items()}
                 for k, (_, b) in bufs.items():
                     if k[2]:
                         plan.app_lock(b, warmup=True, **ctx[k])
@@ -127,6 +137,8 @@ def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h")
                     rows["verified"] = pd.array([ok.get(key) for key in zip(rows.kind, rows.nbytes, rows.app_pinned,
                                                                             rows.direction)], dtype="boolean")
                 frames.append(rows)
+    if evict_nbytes:
+        eng.drop_scratch()   # the memory written to make the buffers cold, given back
     out = pd.concat(frames, ignore_index=True) if frames else frame([], {})
     if missing:
         out = pd.concat([out, pd.DataFrame(missing).assign(platform=rt.name)], ignore_index=True)

@@ -20,7 +20,7 @@ __all__ = ["policy_sweep", "lock_outcomes"]
 def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), sizes_nbytes,
                  directions=("h2d", "d2h"), kinds=(MemoryKind.HEAP,), repeats: int = 10, warmup: int = 1,
                  verify: str = "first", app_pinned=False, label: str = "policy sweep",
-                 engine: str = "auto") -> pd.DataFrame:
+                 engine: str = "auto", evict_nbytes: int = 0) -> pd.DataFrame:
     """Executed by the native engine where it runs (``engine`` "auto" or "native";
     experiments.native: ``repeat`` is then an independent repeat), else by the Python policies
     (``engine`` "python", the ``engine`` column says which).
@@ -35,10 +35,16 @@ def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), s
     - a D2H into read-only memory - is left out; a kind this machine cannot make (rodata
     without a compiler) gives one row saying why (``not_available``). The phases (query, lock,
     alloc, grant, copy_in, dma, wait, copy_out, unlock, free) say where the time goes.
+
+    ``evict_nbytes`` > 0 measures the buffers cold (that much other memory written before each
+    transfer, untimed: the engine's ``Plan.evict_nbytes``); on the engine only, NotAvailable elsewhere.
     """
+    if evict_nbytes and not use_native(rt, engine):
+        raise NotAvailable(f"{rt.name}: buffers made cold between transfers are measured on the native engine only")
     if use_native(rt, engine):
         return native_policy_sweep(rt, policies=policies, sizes_nbytes=sizes_nbytes, directions=directions,
-                                   kinds=kinds, repeats=repeats, verify=verify, app_pinned=app_pinned, label=label)
+                                   kinds=kinds, repeats=repeats, verify=verify, app_pinned=app_pinned, label=label,
+                                   evict_nbytes=evict_nbytes)
     sweep, missing = Sweep(repeats=repeats, warmup=warmup, verify=verify, label=label, platform=rt.name), []
     with ExitStack() as stack:
         dev = stack.enter_context(DeviceBuffers(rt))

@@ -24,15 +24,21 @@ import pandas as pd
 from .. import machine_state as ms
 from ..osinfo import backing
 from ..schema import GPU_STATE, STATE_EFFECTS, STATE_SUMMARY, frame
+from ..stats import paired_ratio_ci
+from ..statelib import CACHE_POLICIES
 from ..units import fmt_nbytes
 from .repeats import over_repeats, spreads
 from .sweep import SEED, Sweep
 
-__all__ = ["AGES", "registration_age", "allocator_state", "page_backing", "thread_placement", "gpu_readings",
+__all__ = ["AGES", "CACHE", "EVICT_NBYTES", "IRQ_RELATION", "CACHE_RATIO", "registration_age", "allocator_state",
+           "page_backing", "thread_placement", "cache_residency", "cache_ratios", "gpu_readings",
            "repeat_medians", "repeat_summary", "placements", "open_or_reason", "section", "sections", "in_processes",
            "read_gpu",
            "conclusion", "SECTIONS", "REPEAT_UNITS"]
 
+#: cache_ratios' columns
+CACHE_RATIO = {"policy": "str", "nbytes": "int", "evict_nbytes": "int", "hot_ns": "float", "cold_ns": "float",
+               "cold_over_hot": "float", "low": "float", "high": "float", "repeats": "int"}
 AGES = ("first", "fresh", "held")   #: first call after the first register; right after a re-register; kept registered
 
 
@@ -121,23 +127,40 @@ def page_backing(lib, *, sizes_nbytes: Sequence[int], calls: int = 5, repeats: i
     return sweep.frame(STATE_EFFECTS)
 
 
-def placements(gpu_node: int, *, per_node: int = 2) -> list[tuple[int, int, str]]:
+IRQ_RELATION = "the GPU's interrupt CPU"
+
+
+def placements(gpu_node: int, *, per_node: int = 2, irq_cpus: Sequence[int] | None = None) -> list[tuple[int, int, str]]:
     """(cpu, its node, relation to the GPU) to pin the timing thread to: up to ``per_node`` CPUs
-    of every NUMA node this process may run on (the first and the last of each)."""
+    of every NUMA node this process may run on (the first and the last of each), and the first CPU
+    the GPU's interrupts are delivered to (``irq_cpus``; read now from /proc where None) that this
+    process may run on, its relation ending in IRQ_RELATION (a pick already made is relabelled)."""
     out = []
-    for node, cpus in ms.cpus_by_node().items():
+    by_node = ms.cpus_by_node()
+    for node, cpus in by_node.items():
         relation = "GPU's node" if gpu_node >= 0 and node == gpu_node else \
             ("other node" if gpu_node >= 0 and node >= 0 else "GPU node unknown")
         picks = list(dict.fromkeys([cpus[0], cpus[-1]]))[:per_node]
         out += [(c, node, relation) for c in picks]
-    return out
+    allowed = {c for cpus in by_node.values() for c in cpus}
+    irq = next((c for c in (ms.gpu_irq_cpus() if irq_cpus is None else irq_cpus) if c in allowed), None)
+    if irq is None:
+        return out
+    node = next(n for n, cpus in by_node.items() if irq in cpus)
+    relation = next((rel for c, _, rel in out if c == irq), None) or \
+        next((rel for _, n, rel in out if n == node), "GPU node unknown")
+    return [x for x in out if x[0] != irq] + [(irq, node, f"{relation}, {IRQ_RELATION}")]
 
 
 def thread_placement(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repeats: int = 5,
                      warmup: int = 1, seed: int = SEED) -> pd.DataFrame:
     """The timing thread pinned (sched_setaffinity) to CPUs of each NUMA node in turn: the null
     call, the re-register of held registered memory (4 KiB), and per size the copy pageable and
-    locked with the lock and unlock. ``state``: "cpu C, node N (relation to the GPU's node)"."""
+    locked with the lock and unlock, and one H2D under each of the cache section's policies with
+    the buffer hot (``h2d_pinned``, ``h2d_pageable``, ``h2d_lock``, ``h2d_staged``: ps_cache with
+    nothing evicted, both of its arms hot). ``state``: "cpu C, node N (relation to the GPU's
+    node)"; the GPU's interrupt CPU, found now, is one of the CPUs (``placements``), ``irq_cpu``
+    in its rows."""
     gnode = ms.placement(lib.device)["gpu_node"]
     points = [(c, node, rel, n) for c, node, rel in placements(gnode) for n in sizes_nbytes]
     sweep = Sweep(repeats=repeats, warmup=warmup, seed=seed, label="thread placement", platform=lib.platform)
@@ -150,17 +173,72 @@ def thread_placement(lib, *, sizes_nbytes: Sequence[int], calls: int = 20, repea
                 with lib.buffer(n, thp=False) as p:
                     got = backing(p, n)
                     lc = lib.lock_copy(p, n, dst, max(1, calls // 4))
+                    hot = {pol: lib.cache(pol, p, n, dst, None, 0, max(1, calls // 8)) for pol in CACHE_POLICIES} \
+                        if lib.has_copy and dst else {}
                 with lib.buffer(4096, thp=False) as p:
                     age = lib.reg_age(p, 4096, "reregister", calls)
-            extra = {"cpu": cpu, "cpu_node": node, "relation": rel}
+            extra = {"cpu": cpu, "cpu_node": node, "relation": rel, "irq_cpu": rel.endswith(IRQ_RELATION)}
             sweep.add(i, *_lock_copy_rows(lib, "placement", state, n, lc, place, label=f"{state}, {fmt_nbytes(n)}",
                                           backing=got, **extra))
+            sweep.add(i, *(_row(lib, "placement", state, f"h2d_{pol}", n, 2 * k + j, ns[k], c.rc[k, j], place,
+                                label=f"{state}, {fmt_nbytes(n)}", backing=got, cache="hot", **extra)
+                           for pol, c in hot.items() for j, ns in enumerate((c.hot_ns, c.cold_ns))
+                           for k in range(len(ns))))
             sweep.add(i, *(_row(lib, "placement", state, "null", 0, k, null_ns[k], null_rc[k], place,
                                 label=f"{state}, null", backing="", **extra) for k in range(calls)))
             sweep.add(i, *(_row(lib, "placement", state, "reregister_held", 4096, k, age.held_ns[k], age.held_rc[k],
                                 place, label=f"{state}, re-register 4 KiB", backing="4k", **extra)
                            for k in range(calls)))
     return sweep.frame(STATE_EFFECTS)
+
+
+CACHE = ("hot", "cold")   #: the buffer just copied; other memory written since (``evict_nbytes``)
+EVICT_NBYTES = 512 << 20   #: other memory written before a cold transfer, unless told (an application's compute phase)
+
+
+def cache_residency(lib, *, sizes_nbytes: Sequence[int], policies: Sequence[str] = tuple(CACHE_POLICIES),
+                    evict_nbytes: int = EVICT_NBYTES, calls: int = 10, repeats: int = 5, warmup: int = 1,
+                    seed: int = SEED) -> pd.DataFrame:
+    """One H2D per policy (``statelib.CACHE_POLICIES``: pinned, pageable, lock = register + copy +
+    unregister, staged = memcpy into a pinned buffer + its copy) and size, the buffer ``hot`` (an
+    untimed transfer of it just before) and ``cold`` (``evict_nbytes`` of other memory written
+    just before), hot and cold interleaved ``calls`` times per point and round (state.c's
+    ps_cache); neither preparation is timed. ``cache`` and ``state``: hot or cold."""
+    if not lib.has_copy:
+        from ..nativelib import NativeUnavailable
+        raise NativeUnavailable(f"{lib.platform}: state.c makes no copies here, so there is no cache state to time")
+    sweep = Sweep(repeats=repeats, warmup=warmup, seed=seed, label="cache residency", platform=lib.platform)
+    with lib.destination(max(sizes_nbytes)) as dst, lib.buffer(max(evict_nbytes, 4096), thp=False) as evict:
+        for i, (policy, n) in sweep.rounds([(pol, n) for pol in policies for n in sizes_nbytes]):
+            place = _place(lib)
+            with lib.buffer(n, thp=False) as p:
+                got = backing(p, n)
+                c = lib.cache(policy, p, n, dst, evict, evict_nbytes, calls)
+            extra = {"backing": got, "evict_nbytes": int(evict_nbytes), "policy": policy}
+            sweep.add(i, *(_row(lib, "cache", cache, policy, n, k, ns[k], c.rc[k, j], place, cache=cache,
+                                label=f"{policy}, {fmt_nbytes(n)}, {cache}", **extra)
+                           for j, (cache, ns) in enumerate((("hot", c.hot_ns), ("cold", c.cold_ns)))
+                           for k in range(calls)))
+    return sweep.frame(STATE_EFFECTS)
+
+
+def cache_ratios(df: pd.DataFrame) -> pd.DataFrame:
+    """Per policy and size: the hot and cold medians of round medians, and cold / hot paired by
+    round (the median of the rounds' own ratios, with its bootstrap 95 % interval over the rounds,
+    the independent repeats)."""
+    ok = df[df.rc == 0]
+    rows = []
+    for (policy, n), g in ok.groupby(["op", "nbytes"], sort=False):
+        hot, cold = g[g.cache == "hot"], g[g.cache == "cold"]
+        if not len(hot) or not len(cold):
+            continue
+        e = paired_ratio_ci(cold.ns, hot.ns, cold.repeat, hot.repeat)
+        rows.append({"policy": policy, "nbytes": int(n), "evict_nbytes": int(g.evict_nbytes.iloc[0]),
+                     "hot_ns": over_repeats([x.ns.to_numpy(float) for _, x in hot.groupby("repeat")]).value,
+                     "cold_ns": over_repeats([x.ns.to_numpy(float) for _, x in cold.groupby("repeat")]).value,
+                     "cold_over_hot": e.value, "low": e.low, "high": e.high, "repeats": e.n_repeats})
+    order = {p: i for i, p in enumerate(CACHE_POLICIES)}
+    return frame(sorted(rows, key=lambda r: (order.get(r["policy"], len(order)), r["nbytes"])), CACHE_RATIO)
 
 
 def gpu_readings(snapshots: Sequence[tuple[str, dict]], platform: str) -> pd.DataFrame:
@@ -214,7 +292,7 @@ def open_or_reason(rt) -> tuple[object | None, str]:
 
 
 SECTIONS = {"registration_age": registration_age, "allocator_state": allocator_state, "page_backing": page_backing,
-            "thread_placement": thread_placement}
+            "thread_placement": thread_placement, "cache_residency": cache_residency}
 REPEAT_UNITS = ("process", "round")
 
 
@@ -351,9 +429,12 @@ def _ratio(s: pd.DataFrame, num: dict, den: dict) -> float:
     return float(a.iloc[0] / b.iloc[0]) if len(a) and len(b) and b.iloc[0] else float("nan")
 
 
-def conclusion(age: pd.DataFrame, alloc: pd.DataFrame, back: pd.DataFrame, place: pd.DataFrame) -> str:
-    """A short Markdown conclusion written from the sections' data (medians of round medians)."""
+def conclusion(age: pd.DataFrame, alloc: pd.DataFrame, back: pd.DataFrame, place: pd.DataFrame,
+               cache: pd.DataFrame | None = None) -> str:
+    """A short Markdown conclusion written from the sections' data (medians of round medians; the
+    cache section's cold / hot paired by round)."""
     lines = []
+    cache = pd.DataFrame([{"not_available": "the cache section was not run"}]) if cache is None else cache
     if "not_available" not in age.columns and len(age):
         s = repeat_summary(age)
         for (op, n), _ in s[s.op != "register"].groupby(["op", "nbytes"], sort=False):
@@ -382,7 +463,12 @@ def conclusion(age: pd.DataFrame, alloc: pd.DataFrame, back: pd.DataFrame, place
                 lines.append(f"- **thread placement**, {op}{f' {fmt_nbytes(n)}' if n else ''}: largest / smallest "
                              f"median over the CPUs {g.median_ns.max() / g.median_ns.min():.3g}x "
                              f"({len(set(g.state))} CPUs).")
-    reasons = [str(d.not_available.iloc[0]) for d in (age, alloc, back, place) if "not_available" in d.columns]
+    if "not_available" not in cache.columns and len(cache):
+        for policy, g in cache_ratios(cache).groupby("policy", sort=False):
+            parts = [f"{fmt_nbytes(r.nbytes)} {r.cold_over_hot:.3g}x ({r.low:.3g}-{r.high:.3g})" for r in g.itertuples()]
+            lines.append(f"- **cache residency**, {policy} H2D, cold / hot after {fmt_nbytes(g.evict_nbytes.iloc[0])} "
+                         "of other memory was written: " + ", ".join(parts) + ".")
+    reasons = [str(d.not_available.iloc[0]) for d in (age, alloc, back, place, cache) if "not_available" in d.columns]
     lines += [f"- not measured here: {r}" for r in dict.fromkeys(reasons)]
     return "**What this notebook found** (medians of the per-round medians; the intervals are in the tables " \
            "above)\n\n" + "\n".join(lines)

@@ -18,7 +18,7 @@
 #include "platform.h"
 
 #define PE_API __attribute__((visibility("default")))
-#define PE_ABI 1   /* bumped when a struct or signature changes; engine.py checks it */
+#define PE_ABI 2   /* bumped when a struct or signature changes; engine.py checks it */
 
 /* -- the vocabulary, exported by name so Python reads it from here ---------------------- */
 enum { PE_MAP, PE_TRANSFER, PE_SYNC, PE_UNMAP, PE_KERNEL, PE_ADOPT, PE_PIN, PE_UNPIN, PE_NOPS };
@@ -84,6 +84,8 @@ typedef struct {
     unit_t *units; int nunits, cunits;
     int next_owner;
     int overflow;                /* the call log was too small */
+    uint8_t *evict;              /* the plan's cache state: thread t writes evict[t * evict_nbytes ..) */
+    int64_t evict_nbytes;        /* before each of its transfers, untimed (0: none, the buffer hot) */
 } engine_t;
 
 typedef struct {
@@ -690,6 +692,8 @@ static void *thread_main(void *arg) {
         o->first_call = (int32_t)(th->base + th->n);
         if (!th->queue_ok) { o->path = X_FAILED; o->error = PP_ENOTSUP; continue; }
         ctx_t x = {th, i, o};
+        if (e->evict_nbytes && op->op == PE_TRANSFER)   /* cold: other memory written, before the timestamps */
+            memset(e->evict + th->t * e->evict_nbytes, (int)(1 + (i & 0x7f)), (size_t)e->evict_nbytes);
         o->start_ns = now_ns();
         o->path = run_op(&x, op);
         o->end_ns = now_ns();
@@ -764,13 +768,17 @@ PE_API int pe_queues_made(void) {   /* queues made since the process started: re
 
 /* Execute `ops` under `policy`. Threads 0 .. nthreads-1 each run the ops that name them, in
  * order, after one barrier. `calls` has room for `calls_cap` entries, split evenly between the
- * threads; `ncalls` (nthreads entries) receives how many each thread logged. Returns 0, PP_EARG
- * on bad arguments, PP_ENOMEM, PP_ETHREAD, or 1 when the call log overflowed (the plan ran; logs are cut). */
+ * threads; `ncalls` (nthreads entries) receives how many each thread logged. The cache state:
+ * with evict_nbytes > 0 each thread writes its own evict_nbytes of `evict` (nthreads x evict_nbytes,
+ * the caller's) right before each of its transfers, outside the op's timestamps; 0 writes nothing.
+ * Returns 0, PP_EARG on bad arguments, PP_ENOMEM, PP_ETHREAD, or 1 when the call log overflowed
+ * (the plan ran; logs are cut). */
 PE_API int pe_run(int policy, int device, int64_t threshold_nbytes, const pe_op *ops, int64_t nops,
                   const pe_buf *bufs, int nbufs, int nthreads, uint64_t kernel_fn,
-                  pe_out *out, pe_call *calls, int64_t calls_cap, int64_t *ncalls) {
+                  pe_out *out, pe_call *calls, int64_t calls_cap, int64_t *ncalls,
+                  void *evict, int64_t evict_nbytes) {
     if (policy < 0 || policy >= POL_N || nthreads < 1 || nops < 0 || nbufs < 0 || !out || !calls || !ncalls ||
-        (nops && !ops) || (nbufs && !bufs) || calls_cap < nthreads)
+        (nops && !ops) || (nbufs && !bufs) || calls_cap < nthreads || evict_nbytes < 0 || (evict_nbytes && !evict))
         return PP_EARG;
     for (int64_t i = 0; i < nops; ++i) {
         const pe_op *op = &ops[i];
@@ -785,6 +793,7 @@ PE_API int pe_run(int policy, int device, int64_t threshold_nbytes, const pe_op 
     memset(&e, 0, sizeof e);
     e.pol = &POLICIES[policy]; e.device = device; e.threshold = threshold_nbytes;
     e.bufs = bufs; e.nbufs = nbufs; e.kernel_fn = kernel_fn;
+    e.evict = evict; e.evict_nbytes = evict_nbytes;
     e.asynchronous = e.pol->asynchronous;
     e.lock_mapped = e.pol->lock_mapped;
     e.pool_exact = e.pol->pool == POOL_EXACT;

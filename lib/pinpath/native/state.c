@@ -15,7 +15,7 @@
 #include "platform.h"
 
 #define PS_API __attribute__((visibility("default")))
-#define PS_ABI 1
+#define PS_ABI 2
 #define PS_ESETUP (-4)    /* an untimed setup call failed: its code is in rc[0] */
 #define HUGE_NBYTES ((size_t)2 << 20)
 
@@ -237,5 +237,64 @@ PS_API int ps_lock_copy(void *p, size_t n, void *dst, int reps, int64_t *copy_pa
         r4[3] = r;
     }
     if (dst) queue_close(&q);
+    return 0;
+}
+
+/* Cache residency: one H2D transfer of n bytes under `policy`, with the buffer hot or cold, `reps`
+ * times; hot and cold interleaved (even reps hot first, odd reps cold first).
+ *   policy 0 pinned    a pinned allocation (pinned_alloc) copied directly;
+ *          1 pageable  the pageable buffer p copied directly (the runtime stages it);
+ *          2 lock      register p, copy it, unregister (all three timed as one transfer);
+ *          3 staged    memcpy of p into a pinned buffer allocated once (untimed), then its copy.
+ *   hot:  one untimed transfer of the same buffer under the same policy right before the timed one
+ *         (the buffer just copied, as in a loop of transfers);
+ *   cold: `evict_nbytes` of OTHER memory (evict, the caller's) written right before the timed
+ *         one (as an application's compute phase writes its arrays between transfers).
+ * Neither preparation is between the timestamps. hot_ns/cold_ns[reps]; rc is reps x 2 (hot, cold). */
+static int cache_one(int policy, queue_t *q, void *dst, void *p, void *own, size_t n) {
+    int rc;
+    switch (policy) {
+    case 0: return copy_sync(q, dst, own, n);
+    case 1: return copy_sync(q, dst, p, n);
+    case 2:
+        if ((rc = do_lock(p, n)) != 0) { after_refusal(); return rc; }
+        rc = copy_sync(q, dst, p, n);
+        int un = do_unlock(p, n);
+        return rc ? rc : un;
+    default:
+        memcpy(own, p, n);
+        return copy_sync(q, dst, own, n);
+    }
+}
+
+PS_API int ps_cache(int policy, void *p, size_t n, void *dst, void *evict, size_t evict_nbytes, int reps,
+                    int64_t *hot_ns, int64_t *cold_ns, int32_t *rc) {
+    if (policy < 0 || policy > 3 || !p || !n || !dst || (evict_nbytes && !evict) || reps < 1 || !hot_ns || !cold_ns || !rc)
+        return PP_EARG;
+    void *own = NULL;   /* pinned: the buffer copied; staged: the staging buffer */
+    int r = (policy == 0 || policy == 3) ? pinned_alloc(n, &own) : 0;
+    if (r) { after_refusal(); rc[0] = r; return PS_ESETUP; }
+    if (own) memcpy(own, p, n);
+    queue_t q;
+    if ((r = queue_new(&q)) != 0) {
+        if (own) stage_free(own, n);
+        rc[0] = r;
+        return PS_ESETUP;
+    }
+    for (int i = 0; i < reps; ++i) {
+        for (int k = 0; k < 2; ++k) {
+            int cold = (k + i) % 2;   /* even reps: hot, then cold; odd: cold, then hot */
+            if (cold) {
+                if (evict_nbytes) memset(evict, (int)(0x11 + i + k), evict_nbytes);
+            } else {
+                (void)cache_one(policy, &q, dst, p, own, n);
+            }
+            int64_t *ns = cold ? &cold_ns[i] : &hot_ns[i];
+            TIME(*ns, r, cache_one(policy, &q, dst, p, own, n));
+            rc[2 * (size_t)i + (size_t)cold] = r;
+        }
+    }
+    queue_close(&q);
+    if (own) stage_free(own, n);
     return 0;
 }

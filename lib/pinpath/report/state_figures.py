@@ -15,7 +15,7 @@ from ..experiments.state import AGES, repeat_medians
 from ..units import fmt_nbytes
 from .figures import _retitle_legend, _titled, case_bars
 
-__all__ = ["state_bars", "gpu_clocks", "said"]
+__all__ = ["state_bars", "cache_ratio", "gpu_clocks", "said"]
 
 
 def said(text: str, title: str = ""):
@@ -40,6 +40,31 @@ def state_bars(df: pd.DataFrame, x: Sequence[str], hue: str, *, title: str):
         med = med.sort_values(hue, key=lambda s: s.map({a: i for i, a in enumerate(AGES)}).fillna(len(AGES)),
                               kind="stable")
     return case_bars(med, "case", "ns", hue=hue, title=title, ylabel="median per round (time per call)")
+
+
+def cache_ratio(ratios: pd.DataFrame, *, title: str = "cold / hot, paired by round"):
+    """``experiments.state.cache_ratios``: cold / hot per size (x, binary units), one marker per
+    policy, with its 95 % interval over the rounds; 1 (no effect) drawn across."""
+    if "not_available" in ratios.columns or not len(ratios):
+        return said(str(ratios.not_available.iloc[0]) if "not_available" in ratios.columns else "no data", title)
+    sizes = sorted(set(ratios.nbytes))
+    policies = list(dict.fromkeys(ratios.policy))
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    width = 0.8 / len(policies)
+    for k, (policy, g) in enumerate(ratios.groupby("policy", sort=False)):
+        x = [sizes.index(n) + (k - (len(policies) - 1) / 2) * width for n in g.nbytes]
+        ax.errorbar(x, g.cold_over_hot, yerr=[g.cold_over_hot - g.low, g.high - g.cold_over_hot], fmt="o",
+                    capsize=3, label=policy)
+    ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
+    ax.set_xticks(range(len(sizes)), [fmt_nbytes(n) for n in sizes])
+    ax.set_yscale("log")
+    ax.set_xlabel("copy size")
+    ax.set_ylabel("cold / hot (median over rounds)")
+    evict = sorted(set(ratios.evict_nbytes))
+    ax.legend(title=f"policy\n(cold: {', '.join(fmt_nbytes(n) for n in evict)}\nwritten between)", fontsize="small",
+              loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    ax.set_title(title)
+    return fig
 
 
 def gpu_clocks(gpu: pd.DataFrame, *, title: str = "GPU clocks when each section began"):

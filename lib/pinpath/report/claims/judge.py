@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from pathlib import Path
 
@@ -158,12 +159,70 @@ def judge_claim(c: Claim, data: RunData, platform: str, status: dict | None = No
                 test, diff)
 
 
+COLD_ARM = "_cold"   #: a data set's cold arm: ``<name>_cold``, the same measurement with the buffers cold
+
+
+def _cache_of(f: pd.DataFrame) -> pd.Series:
+    """Each row's cache state (rows that name none were measured hot: each transfer right after the previous op)."""
+    return f.cache.fillna("hot").replace("", "hot") if "cache" in f.columns else pd.Series("hot", index=f.index)
+
+
+def _caches(data: RunData, datasets) -> list[str]:
+    """The cache states the rows of ``datasets`` were measured in."""
+    return sorted({str(v) for d in datasets if d in data for v in _cache_of(data[d])}) or ["hot"]
+
+
+def _state(data: RunData, datasets) -> str:
+    """The state a row's figures were measured in: the cache state(s) and the timing thread's CPU."""
+    cpus = sorted({int(v) for d in datasets if d in data and "thread_cpu" in data[d].columns
+                   for v in data[d].thread_cpu.dropna() if v >= 0})
+    return f"cache {' and '.join(_caches(data, datasets))}; " + \
+        (f"timing thread on CPU {', '.join(map(str, cpus))}" if cpus else "timing thread not pinned")
+
+
+def _arms(data: RunData, datasets) -> dict[str, RunData]:
+    """The claim's data by cache state: each data set's rows of that state, and for "cold" a data
+    set's cold arm (``<name>_cold``) in its place where the run has one."""
+    cold = {d: d + COLD_ARM for d in datasets if d + COLD_ARM in data}
+    caches = sorted(set(_caches(data, datasets)) | ({"cold"} if cold else set()))
+    if len(caches) == 1:
+        return {caches[0]: data}
+    arms = {}
+    for k in caches:
+        frames = {**data._frames, **({d: data[c] for d, c in cold.items()} if k == "cold" else {})}
+        arm = copy.copy(data)
+        arm._frames = {n: f[_cache_of(f) == k] if n in datasets and "cache" in f.columns else f for n, f in frames.items()}
+        arm._memo = {}
+        arms[k] = arm
+    return arms
+
+
+def judge_states(c: Claim, data: RunData, platform: str, status: dict | None = None) -> list[dict]:
+    """``c`` judged on its data, its row naming the state (``state``). Where its data were measured
+    in more than one cache state (rows by ``cache``, or a cold arm ``<name>_cold``), it is judged in
+    each apart, never on the states mixed: one row per state where their verdicts (holds, does not
+    hold, inconclusive) differ, else the hot row (the thread's state) saying what the others gave."""
+    arms = _arms(data, c.datasets)
+    rows = {k: {**judge_claim(c, arm, platform, status), "state": _state(arm, c.datasets)} for k, arm in arms.items()}
+    if len(rows) == 1:
+        return list(rows.values())
+    decided = {r["verdict"] for r in rows.values() if r["verdict"] in (Verdict.HOLDS, Verdict.DOES_NOT_HOLD,
+                                                                         Verdict.INCONCLUSIVE)}
+    if len(decided) > 1:
+        return list(rows.values())
+    shown = rows.get("hot") or next(iter(rows.values()))
+    others = "; ".join(f"{k}: {'the same verdict' if r['verdict'] == shown['verdict'] else r['verdict']}"
+                       for k, r in rows.items() if r is not shown)
+    return [{**shown, "state": f"{shown['state']} ({others})"}]
+
+
 def judge(ids, data: RunData | dict, platform: str, status: dict[str, dict] | None = None) -> pd.DataFrame:
     """The claims ``ids`` judged on ``data`` (a ``RunData``, as a run folder or a notebook keeps it,
-    or data sets by name); a claim read two ways (``READINGS``) gives one row per reading."""
+    or data sets by name); a claim read two ways (``READINGS``) gives one row per reading, and one
+    per cache state where the states' verdicts differ (``judge_states``)."""
     data = RunData.of(data)
     ids = [j for i in ids for j in READINGS.get(i, (i,))]
-    return pd.DataFrame([judge_claim(CLAIMS[i], data, platform, status) for i in ids], columns=list(COLUMNS))
+    return pd.DataFrame([r for i in ids for r in judge_states(CLAIMS[i], data, platform, status)], columns=list(COLUMNS))
 
 
 def judge_notebook(stem: str, data: RunData | dict, platform: str, status: dict[str, dict] | None = None) -> pd.DataFrame:

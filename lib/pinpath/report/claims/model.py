@@ -21,7 +21,7 @@ MODEL_ONLY = "not applicable here (a model shows its own call pattern)"
 COLUMNS = ("id", "who", "claim", "short", "thread", "subject", "reading", "analogue", "metric", "measured", "low",
            "high", "unit", "comparison", "threshold", "n_repeats", "within_spread", "between_spread", "difference",
            "difference_low", "difference_high", "verdict", "why", "rule_detail", "detail", "rule", "notebook",
-           "platform")
+           "platform", "state")   # state: the cache state and the timing thread's CPU the figures were measured in
 
 
 class Missing(Exception):

@@ -506,7 +506,10 @@ def test_smoke_report_has_the_claims_table(smoke_run):
     assert list(claims.id) == [*(f"C{i}" for i in range(1, 12)), "C12a", "C12b", "C13", "C14", "C15"]  # C12: two readings
     assert {"id", "verdict", "measured", "low", "high", "threshold", "rule", "notebook"} <= set(claims.columns)
     assert set(claims.verdict) <= {"holds", "does not hold", "inconclusive", "not applicable", "not measured"}
-    assert "not measured" not in set(claims.verdict), claims[["id", "why"]]
+    # C15 is half about LLVM's AMDGPU plugin: where an offload build runs the real libomptarget (a GPU node),
+    # its NVIDIA half is measured and the claim reads "not measured" for the AMD half, saying so
+    amd_half = claims.id.eq("C15") & claims.why.str.contains("needs an AMD GPU", regex=False)
+    assert "not measured" not in set(claims[~amd_half].verdict), claims[["id", "why"]]
     assert (claims[claims.id == "C11"].verdict != "not applicable").all()   # about the OS: judged on host too
     index = (run_dir / "report" / "index.html").read_text()
     assert "<h2" in index and "C15" in index

@@ -390,8 +390,9 @@ def test_each_verdict_figure_shows_its_claims_csv_value_and_threshold(frame):
         holds_side = r["measured"] if r["verdict"] == "holds" else None
         if holds_side is not None:
             assert lo <= holds_side <= hi, r["id"]           # a verdict that holds sits in the green
-        if r["verdict"] == "does not hold":
-            assert not (lo <= r["measured"] <= hi), r["id"]
+        if r["verdict"] == "does not hold":             # on the threshold of a strict '>' or '<' is not green
+            edge_holds = r["comparison"] in (">=", "<=")
+            assert not (lo < r["measured"] < hi or (edge_holds and r["measured"] in (lo, hi))), r["id"]
         assert ax.get_xscale() == ("log" if strip.scale(r).log else "linear")
     plt.close(fig)
     # the same figure in the index's claims table (SVG): the dot read back through its axis

@@ -18,7 +18,7 @@ from .records import PHASE_FIELDS, TransferRecord
 __all__ = ["ENGINE_FIDELITY", "PLAIN_TRANSFERS", "PHASE_COMPARE", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
            "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "HAZARD_MEANT", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
            "OVERLAP_REAL", "OVERLAP_STREAMS",
-           "REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
+           "REAL_RUNS", "REAL_INVOCATIONS", "REAL_PRESENT", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
            "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
 
@@ -209,6 +209,7 @@ REAL_RUNS = {            # one row per run of the binary
     "env": "str",                      # the runtime switches set, "K=V K=V"
     "nw": "int", "process": "int",     # the timed process's number (the unit of repeat); the traced run: 0
     "traced": "bool?", "steps": "int", "invocations": "int",
+    "paired": "bool?",                 # --paired: each invocation beside the same region over present arrays
     "offload_devices": "int", "on_device": "bool?",
     "register": "str",                 # the application's pinning call (cuMemHostRegister, hipHostRegister, mlock, none)
     "register_rc": "int", "register_ns": "int", "unregister_ns": "int",
@@ -219,6 +220,11 @@ REAL_RUNS = {            # one row per run of the binary
 REAL_INVOCATIONS = {     # one row per region invocation (host steady_clock around the target region)
     "variant": "str", "nw": "int", "process": "int", "traced": "bool?", "step": "int", "invocation": "int",
     "ns": "int", "verified": "bool?", "vendor": "str", "arch": "str",
+}
+REAL_PRESENT = {         # one row per invocation of a --paired process
+    **REAL_INVOCATIONS,
+    "kernel_ns": "int",      # the same region over present arrays: lookup, launch, kernel, synchronize
+    "transfer_ns": "int",    # ns - kernel_ns: what the two copies add through the runtime
 }
 REAL_COPIES = {          # one row per copy LIBOMPTARGET_INFO reported
     "variant": "str", "nw": "int", "segment": "str",   # setup, invocation, teardown
@@ -238,6 +244,7 @@ MODEL_INVOCATIONS = {    # the replica's cost per invocation: sum of its events'
     "variant": "str", "policy": "str", "user_pinned": "bool?", "threshold_nbytes": "Int",
     "nw": "int", "step": "int", "invocation": "int", "ns": "int",
     "h2d_ns": "int", "kernel_ns": "int", "d2h_ns": "int", "sync_ns": "int",   # the invocation's events
+    "kernel_only_ns": "Int",  # the same invocation without copies (launch, kernel, wait), run beside it; NA: not run
     "repeat": "int",         # the independent repeat (the step, on the engine: fresh buffers and policy state)
     "platform": "str",
 }

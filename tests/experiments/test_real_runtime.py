@@ -339,3 +339,61 @@ def test_phase_explanation_names_the_phases_that_hold_a_difference():
     assert "no profile" in next(t for t in text if "**lock_mapped" in t)
     assert rr.phase_explanation(ratio.iloc[:0], compare) == ""
     assert rr.phase_explanation(pd.DataFrame([{"not_applicable": "no real run here"}]), compare) == ""
+
+
+def _check_paired(ran, variants, *, processes: int, invocations: int) -> None:
+    """What ``paired_processes`` leaves: the paired processes' invocations with the present-only
+    region's time, and one traced paired run per point whose profile holds both regions."""
+    runs = check_frame(ran.runs, rr.REAL_RUNS)
+    paired = runs[runs.paired.astype(bool)]
+    assert len(paired) == (processes + 1) * len(variants) and paired.traced.sum() == len(variants)
+    present = check_frame(ran.present, rr.REAL_PRESENT)
+    assert len(present) == (processes + 1) * invocations * len(variants) and present.verified.all()
+    assert (present.kernel_ns > 0).all() and (present.transfer_ns == present.ns - present.kernel_ns).all()
+    assert not ran.invocations.paired.any() and "kernel_ns" not in ran.invocations.columns
+    ph = check_frame(ran.present_phases, rr.REAL_PHASES)
+    exe = ph[ph.phase == "Runtime: target exe"]
+    for seg in ("invocation", "present"):   # one region of each kind per invocation, at its own construct
+        got = exe[exe.segment == seg]
+        assert len(got) == invocations * len(variants) and got.groupby("variant").location.nunique().max() == (
+            1 if seg == "invocation" else min(2, invocations))
+        assert sorted(set(got.invocation)) == list(range(invocations))
+    assert set(exe[exe.segment == "invocation"].location).isdisjoint(exe[exe.segment == "present"].location)
+
+
+def test_host_offload_paired_processes_measure_the_present_only_region(host_build):
+    """paired_processes through the host plugin: the --paired runs beside the timed ones."""
+    ran = rr.real_runtime(build=host_build, variants=["plain"], nw_values=[2], steps=1, invocations=4, trace_steps=1,
+                          processes=1, paired_processes=2)
+    _check_paired(ran, ["plain"], processes=2, invocations=4)
+    assert len(ran.invocations) == 2 * 4          # the timed process and the traced one, unpaired
+
+
+def test_paired_processes_on_the_gpu():
+    """The GPU node: the real offload build (build/offload) through the vendor's plugin, --paired
+    processes and their traced profile; skips where there is no build or no GPU for it."""
+    try:
+        build = offload_build.find_build()
+    except NotAvailable as e:
+        pytest.skip(str(e))
+    why = offload_build.device_reason(build)
+    if why or build.vendor == "host":
+        pytest.skip(why or "the offload build here targets the host")
+    variants = ["plain", "app_pinned"]
+    ran = rr.real_runtime(build=build, variants=variants, nw_values=[16], steps=1, invocations=6, trace_steps=1,
+                          processes=1, paired_processes=2)
+    _check_paired(ran, variants, processes=2, invocations=6)
+
+
+def test_the_model_times_each_invocation_without_its_copies(any_rt):
+    """replica_model's kernel_only_ns: the same invocation without copies, run beside it on the
+    engine (timed in C); it costs less than the invocation with its copies (the D2H of 1 MiB)."""
+    from pinpath.experiments.native import native_why_not
+    if native_why_not(any_rt):
+        pytest.skip(native_why_not(any_rt))
+    plan = rr.model_plan("nvidia", ["plain", "app_pinned"])
+    model = check_frame(rr.replica_model(any_rt, plan, nw_values=[69], steps=2, invocations=8), rr.MODEL_INVOCATIONS)
+    assert model.kernel_only_ns.notna().all() and (model.kernel_only_ns > 0).all()
+    assert (model.groupby("variant").kernel_only_ns.median() < model.groupby("variant").ns.median()).all()
+    bare = rr.replica_model(any_rt, plan, nw_values=[4], steps=1, invocations=2, kernel_only=False)
+    assert bare.kernel_only_ns.isna().all() and len(bare) == 2 * 2

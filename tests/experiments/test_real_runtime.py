@@ -16,7 +16,8 @@ import pytest
 from pinpath.errors import NotAvailable
 from pinpath.experiments import offload_build
 from pinpath.experiments import real_runtime as rr
-from pinpath.schema import check_frame
+from pinpath.experiments import real_terms
+from pinpath.schema import REAL_TERMS, check_frame
 
 # stderr of `region --markers` under LIBOMPTARGET_INFO=32 (LLVM 19.1.7), with the plugin's
 # kernel-launch-environment copy and an older release's prefix mixed in
@@ -361,17 +362,22 @@ def _check_paired(ran, variants, *, processes: int, invocations: int) -> None:
     assert set(exe[exe.segment == "invocation"].location).isdisjoint(exe[exe.segment == "present"].location)
 
 
-def test_host_offload_paired_processes_measure_the_present_only_region(host_build):
-    """paired_processes through the host plugin: the --paired runs beside the timed ones."""
+def test_host_offload_paired_processes_measure_the_present_only_region(host_build, host_rt):
+    """paired_processes through the host plugin: the --paired runs beside the timed ones, and the
+    model with each measured term (figures of the host plugin: only their presence is checked)."""
     ran = rr.real_runtime(build=host_build, variants=["plain"], nw_values=[2], steps=1, invocations=4, trace_steps=1,
-                          processes=1, paired_processes=2)
+                          processes=2, paired_processes=2)
     _check_paired(ran, ["plain"], processes=2, invocations=4)
-    assert len(ran.invocations) == 2 * 4          # the timed process and the traced one, unpaired
+    assert len(ran.invocations) == 3 * 4          # the timed processes and the traced one, unpaired
+    model = rr.replica_model(host_rt, rr.model_plan("host", ["plain"]), nw_values=[2], steps=2, invocations=4)
+    terms = check_frame(real_terms.model_terms(model, ran), REAL_TERMS)
+    assert list(terms.step) == [0, 1, 2] and np.isfinite(terms.ratio).all() and (terms.note == "").all()
 
 
-def test_paired_processes_on_the_gpu():
+def test_paired_processes_and_the_terms_on_the_gpu(cuda_rt):
     """The GPU node: the real offload build (build/offload) through the vendor's plugin, --paired
-    processes and their traced profile; skips where there is no build or no GPU for it."""
+    processes and their traced profile, the model's kernel-alone invocations, and model / real with
+    each measured term; skips where there is no build or no GPU for it."""
     try:
         build = offload_build.find_build()
     except NotAvailable as e:
@@ -381,8 +387,14 @@ def test_paired_processes_on_the_gpu():
         pytest.skip(why or "the offload build here targets the host")
     variants = ["plain", "app_pinned"]
     ran = rr.real_runtime(build=build, variants=variants, nw_values=[16], steps=1, invocations=6, trace_steps=1,
-                          processes=1, paired_processes=2)
+                          processes=2, paired_processes=2)
     _check_paired(ran, variants, processes=2, invocations=6)
+    model = rr.replica_model(cuda_rt, rr.model_plan(build.vendor, variants), nw_values=[16], steps=2, invocations=6)
+    terms = check_frame(real_terms.model_terms(model, ran), REAL_TERMS)
+    assert len(terms) == 3 * len(variants) and np.isfinite(terms.ratio).all() and (terms.ratio_lo <= terms.ratio_hi).all()
+    assert (terms[terms.step == 1].measured_ns > 0).all() and (terms[terms.step == 1].replaced_ns > 0).all()
+    text = real_terms.terms_explanation(terms).splitlines()
+    assert len(text) == len(variants) and all("present-only region (" in t and "not measured" not in t for t in text)
 
 
 def test_the_model_times_each_invocation_without_its_copies(any_rt):

@@ -172,33 +172,31 @@ def terms_explanation(terms: pd.DataFrame, *, tolerance: float = TOLERANCE) -> s
         gap = real_ns - bare.model_ns
         text = [f"- **{variant}, nw={nw}**: model / real {_r(bare)} (model {fmt_ns(bare.model_ns)}, real "
                 f"{fmt_ns(real_ns)} over {bare.real_processes} processes)"]
-        last = bare
+        last = 0   # the last step with a figure
         for k in (1, 2):
             row = s.loc[k] if k in s.index else None
             if row is None or not np.isfinite(row.ratio):
                 text.append(f"{TERMS[k]}: not measured ({row.note if row is not None else 'no row'})")
                 continue
-            what = (f"the real present-only region ({fmt_ns(row.measured_ns)}: lookup, launch, kernel, synchronize; "
+            what = (f"with the real present-only region ({fmt_ns(row.measured_ns)}: lookup, launch, kernel, synchronize; "
                     f"over {row.present_processes} processes) in place of the replica's kernel alone "
                     f"({fmt_ns(row.replaced_ns)}: launch, kernel, wait)" if k == 1 else
-                    f"the bookkeeping the copies add to a region (its time outside the profiled events, full region "
+                    f"with the bookkeeping the copies add to a region (its time outside the profiled events, full region "
                     f"less present-only: {_signed(row.measured_ns)}; {row.traced_invocations} traced invocations)")
-            share = f", {100 * row.term_ns / gap:.0f} % of the gap" if gap else ""
-            text.append(f"{what} {_signed(row.term_ns)}{share}: {_r(row)}")
-            last = row
-        left = real_ns - last.model_ns
-        if abs(last.ratio - 1) <= tolerance:
-            verdict = f"within 1 ± {tolerance:g} with the measured terms"
+            share = f" ({100 * row.term_ns / gap:.0f} % of the gap)" if gap else ""
+            text.append(f"{what}: {_signed(row.term_ns)}{share}, {_r(row)}")
+            last = k
+        end = s.loc[last]
+        inside = abs(end.ratio - 1) <= tolerance
+        if not last:
+            verdict = f"within 1 ± {tolerance:g}" if inside else f"outside 1 ± {tolerance:g}, and no measured term to add"
         else:
-            verdict = (f"still outside 1 ± {tolerance:g}: {_signed(left)} of the real invocation is left, in the "
-                       f"transfers themselves")
-        if last is not bare and np.isfinite(last.ratio):
-            copies_real = real_ns - s.loc[1, "measured_ns"] - (s.loc[2, "measured_ns"] if last.step == 2 else 0)
+            bookkeeping = s.loc[2, "measured_ns"] if last == 2 else 0.0
+            copies_real = real_ns - s.loc[1, "measured_ns"] - bookkeeping
             copies_model = s.loc[1, "model_ns"] - s.loc[1, "measured_ns"]
-            verdict += (f" (the real runtime's copies {fmt_ns(copies_real)} against the replica's "
-                        f"{fmt_ns(copies_model)})")
-        elif last is bare:
-            verdict = (f"within 1 ± {tolerance:g}" if abs(bare.ratio - 1) <= tolerance
-                       else f"outside 1 ± {tolerance:g}, and no measured term to add")
+            verdict = (f"within 1 ± {tolerance:g} with the measured terms" if inside else
+                       f"still outside 1 ± {tolerance:g}: {_signed(real_ns - end.model_ns)} of the real invocation is "
+                       f"left, in the transfers themselves")
+            verdict += f" (the real runtime's copies {fmt_ns(copies_real)} against the replica's {fmt_ns(copies_model)})"
         lines.append("; ".join(text) + f". {verdict[0].upper()}{verdict[1:]}.")
     return "\n".join(lines)

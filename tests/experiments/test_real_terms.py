@@ -112,8 +112,9 @@ def test_the_sentences_say_which_term_closed_how_much_and_what_is_left(composed)
     assert "model / real 0.66" in near and "+41 us (75 % of the gap), 0.91" in near and "+2 us (4 % of the gap), 0.93" in near
     assert "Within 1 ± 0.15 with the measured terms" in near
     # far: 152 us left; the real copies 300 - 62 - 2 = 236 us against the replica's 84 us
-    assert "Still outside 1 ± 0.15: +152 us of the real invocation is left, in the transfers themselves" in far
-    assert "the real runtime's copies 236 us against the replica's 84 us" in far
+    assert "Still outside 1 ± 0.15: the model with the terms is 152 us short of the real invocation, in the " \
+           "transfers themselves" in far
+    assert "less the present-only region and the bookkeeping: +236 us, against the replica's 84 us" in far
 
 
 def test_a_term_not_measured_says_so(composed):

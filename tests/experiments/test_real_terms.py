@@ -107,6 +107,7 @@ def test_each_term_is_added_in_turn(composed):
 def test_the_sentences_say_which_term_closed_how_much_and_what_is_left(composed):
     model, ran = composed
     lines = rt.terms_explanation(rt.model_terms(model, ran)).splitlines()
+    assert lines[0] == "**Within 1 ± 0.15: 1 of 2 points with the measured terms (the model alone: 0 of 2).**"
     near = next(l for l in lines if "**near" in l)
     far = next(l for l in lines if "**far" in l)
     assert "model / real 0.66" in near and "+41 us (75 % of the gap), 0.91" in near and "+2 us (4 % of the gap), 0.93" in near
@@ -122,7 +123,8 @@ def test_a_term_not_measured_says_so(composed):
     bare = rr.RealRun(ran.runs, ran.invocations, ran.copies, ran.phases)   # no paired processes ran
     t = rt.model_terms(model, bare)
     assert t[t.step > 0].ratio.isna().all() and t[t.step == 0].ratio.notna().all() and (t[t.step > 0].note != "").all()
-    line = rt.terms_explanation(t).splitlines()[0]
+    head, line = rt.terms_explanation(t).splitlines()[:2]
+    assert head == "**Within 1 ± 0.15: the model alone 0 of 2 points; no measured term here.**"
     assert "present-only region: not measured" in line and "no measured term to add" in line
     no_model = model.assign(kernel_only_ns=pd.array([pd.NA] * len(model), dtype="Int64"))
     assert rt.model_terms(no_model, ran)[lambda d: d.step == 1].ratio.isna().all()

@@ -159,13 +159,25 @@ def _signed(ns: float) -> str:
     return f"{'+' if ns >= 0 else '-'}{fmt_ns(abs(ns))}"
 
 
+def _headline(terms: pd.DataFrame, tolerance: float) -> str:
+    """How many points the model alone and the model with every measured term have within 1 ± tolerance."""
+    points = terms.groupby(["variant", "nw"], sort=False)
+    alone = sum(bool(g[g.step == 0].within.any()) for _, g in points)
+    last = [g[np.isfinite(g.ratio.to_numpy(dtype=float))].sort_values("step").iloc[-1] for _, g in points]
+    with_terms = sum(bool(r.within) for r in last)
+    if not any(r.step for r in last):
+        return f"**Within 1 ± {tolerance:g}: the model alone {alone} of {len(last)} points; no measured term here.**"
+    return (f"**Within 1 ± {tolerance:g}: {with_terms} of {len(last)} points with the measured terms "
+            f"(the model alone: {alone} of {len(last)}).**")
+
+
 def terms_explanation(terms: pd.DataFrame, *, tolerance: float = TOLERANCE) -> str:
     """Markdown, one line per variant and nw: model / real bare, then with each measured term, how
     much of the gap each term closed, and where the composed model is still outside 1 ± tolerance,
     what is left (the transfers themselves). "" where there are no terms (the frame says why)."""
     if not len(terms) or "term" not in terms.columns:
         return ""
-    lines = []
+    lines = [_headline(terms, tolerance)]
     for (variant, nw), g in terms.groupby(["variant", "nw"], sort=False):
         s = g.set_index("step")
         bare, real_ns = s.loc[0], float(s.loc[0, "real_ns"])

@@ -280,6 +280,7 @@ REAL_TERMS = {           # model / real with the real runtime's measured terms a
     "term_ns": "float",      # what the step adds to the model's figure (NaN at step 0)
     "model_ns": "float", "model_lo_ns": "float", "model_hi_ns": "float",   # the model with the terms so far
     "real_ns": "float",      # the real invocation: median of the process medians
+    "real_paired_ns": "float",   # the same in the --paired processes (pairing's own effect on the real side)
     "ratio": "float", "ratio_lo": "float", "ratio_hi": "float",   # model / real, bootstrap 95 %
     "within": "bool?",       # |ratio - 1| <= 0.15
     "model_repeats": "int", "real_processes": "int", "present_processes": "int", "traced_invocations": "int",

@@ -77,7 +77,8 @@ def composed():
     inv = frame(_real("near", [150_000, 160_000, 170_000], REAL_INVOCATIONS)
                 + _real("far", [290_000, 300_000, 310_000], REAL_INVOCATIONS), REAL_INVOCATIONS)
     kernel = {"kernel_ns": [60_000, 62_000, 64_000]}
-    present = pd.DataFrame(_real("near", [0, 0, 0], REAL_PRESENT, **kernel) + _real("far", [0, 0, 0], REAL_PRESENT, **kernel))
+    present = pd.DataFrame(_real("near", [155_000, 165_000, 175_000], REAL_PRESENT, **kernel)
+                           + _real("far", [295_000, 305_000, 315_000], REAL_PRESENT, **kernel))
     present["transfer_ns"] = present.ns - present.kernel_ns
     phases = pd.concat([rr.parse_profile(PAIRED, invocations_per_step=2, variant=v, nw=128, paired=True)
                         for v in ("near", "far")], ignore_index=True)
@@ -99,7 +100,7 @@ def test_each_term_is_added_in_turn(composed):
     assert near.loc[2, "measured_ns"] == 2_000 and near.loc[2, "model_ns"] == 148_000
     assert near.loc[2, "ratio"] == pytest.approx(148 / 160) and near.loc[2, "within"] and not near.loc[0, "within"]
     assert (t.ratio_lo <= t.ratio).all() and (t.ratio <= t.ratio_hi).all() and (t.ratio_hi > t.ratio_lo).any()
-    assert (t.real_processes == 3).all() and (t.present_processes == 3).all() and (t.traced_invocations == 1).all()
+    assert (near.real_paired_ns == 165_000).all() and (t.real_processes == 3).all() and (t.present_processes == 3).all() and (t.traced_invocations == 1).all()
     far = t.loc["far"]
     assert far.loc[2, "ratio"] == pytest.approx(148 / 300) and not far.within.any()
 

@@ -121,6 +121,7 @@ def model_terms(model: pd.DataFrame, real, regions: pd.DataFrame | None = None, 
         kernel_u = _unit_medians(m, "kernel_only_ns", "repeat")
         p = present[(present.variant == variant) & (present.nw == nw)] if len(present) else present
         present_u = _unit_medians(p, "kernel_ns", "process") if len(p) else np.array([])
+        paired_u = _unit_medians(p, "ns", "process") if len(p) else np.array([])
         g = regions[(regions.variant == variant) & (regions.nw == nw)]
         full_bk, pres_bk = (g[g.region == k].bookkeeping_ns.to_numpy(dtype=float) for k in ("full", "present_only"))
         # the numerator of each step: (value, draws, the measured figure, what it replaces, note)
@@ -142,6 +143,7 @@ def model_terms(model: pd.DataFrame, real, regions: pd.DataFrame | None = None, 
             rows.append({"variant": variant, "nw": int(nw), "step": k, "term": TERMS[k], "measured_ns": float(measured),
                          "replaced_ns": float(replaced), "term_ns": float(value - prev) if k else np.nan,
                          "model_ns": num, "model_lo_ns": num_lo, "model_hi_ns": num_hi, "real_ns": real_ns,
+                         "real_paired_ns": float(np.median(paired_u)) if len(paired_u) else np.nan,
                          "ratio": ratio, "ratio_lo": lo, "ratio_hi": hi,
                          "within": bool(np.isfinite(ratio) and abs(ratio - 1) <= tolerance),
                          "model_repeats": len(model_u), "real_processes": len(real_u),

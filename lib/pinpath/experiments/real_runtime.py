@@ -229,7 +229,8 @@ def run_region(build: Build, env: dict[str, str], *, variant: str, nw: int, step
 
 def _run_row(facts: dict, variant: str, build: Build) -> dict:
     return {"variant": variant, "mode": facts["mode"], "env": facts["env"], "nw": facts["nw"],
-            "process": facts["process"], "traced": facts["traced"], "paired": facts["paired"], "steps": facts["steps"], "invocations": facts["invocations"],
+            "process": facts["process"], "traced": facts["traced"], "paired": facts["paired"], "steps": facts["steps"],
+            "invocations": facts["invocations"],
             "offload_devices": facts["offload_devices"], "on_device": bool(facts["on_device"]),
             "register": facts["register"], "register_rc": facts["register_rc"], "register_ns": facts["register_ns"],
             "unregister_ns": facts["unregister_ns"], "enter_ns": facts["enter_ns"], "exit_ns": facts["exit_ns"],
@@ -265,7 +266,7 @@ def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: in
     order = [(v, nw, p, False, paired_steps if paired else steps, paired)
              for p, rnd in Sweep(repeats=max(int(processes), int(paired_processes)), seed=seed).independent(timed)
              for v, nw, paired in rnd if p < (paired_processes if paired else processes)]
-    order += [(v, nw, 0, True, trace_steps, paired) for paired in (False, True)[:1 + bool(paired_processes)]
+    order += [(v, nw, 0, True, trace_steps, paired) for paired in ((False, True) if paired_processes else (False,))
               for v, nw in points if trace_steps]
     runs, got = [], {False: ([], [], []), True: ([], [], [])}   # paired -> invocations, copies, phases
     for variant, nw, p, traced, n_steps, paired in order:

@@ -437,12 +437,12 @@ def test_the_terms_figure_shows_the_bare_model_beside_the_model_with_terms():
     fig = terms_ratio(pd.DataFrame(rows))
     _check(fig, time_axis=False)
     assert figures.words(fig)["title"] and not figures.problems(fig), figures.problems(fig)
-    assert _legend_words(fig) == ("the model with", list(TERMS))
+    assert _legend_words(fig) == ("the model with", ["nothing (the model alone)", *(f"+ {t}" for t in TERMS[1:])])
     assert {"plain, nw=16", "app_pinned, nw=128"} <= set(_texts(fig))
     bars = [c for c in fig.axes[0].collections if len(c.get_segments()) == 4]   # one interval per variant and nw
     assert len(bars) == 3 and all(round(s[1][0] - s[0][0], 6) == 0.1 for c in bars for s in c.get_segments())
     _legend_outside(fig)
     bare = pd.DataFrame(rows).assign(ratio=lambda d: d.ratio.where(d.step == 0))
-    assert _legend_words(terms_ratio(bare))[1] == ["model", "present-only region (not measured)",
-                                                   "bookkeeping (not measured)"]
+    assert _legend_words(terms_ratio(bare))[1] == ["nothing (the model alone)", "+ present-only region (not measured)",
+                                                   "+ bookkeeping (not measured)"]
     assert "no build" in " ".join(_texts(terms_ratio(pd.DataFrame([{"not_applicable": "no build"}]))))

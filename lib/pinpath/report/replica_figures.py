@@ -29,7 +29,8 @@ def terms_ratio(terms: pd.DataFrame, *, tolerance: float = 0.15,
     for k, (term, g) in enumerate(terms.groupby("term", sort=False)):
         y = np.array([labels.index(f"{v}, nw={n}") for v, n in zip(g.variant, g.nw)]) + (k - (len(steps) - 1) / 2) * height
         ok = np.isfinite(g.ratio.to_numpy(dtype=float))
-        name = term if ok.all() else f"{term} ({'not measured' if not ok.any() else 'partly measured'})"
+        name = "nothing (the model alone)" if k == 0 else f"+ {term}"
+        name += "" if ok.all() else f" ({'not measured' if not ok.any() else 'partly measured'})"
         ax.errorbar(g.ratio[ok], y[ok], xerr=[(g.ratio - g.ratio_lo)[ok], (g.ratio_hi - g.ratio)[ok]], fmt="o",
                     capsize=3, label=name)
     ax.set_yticks(range(len(labels)), labels)

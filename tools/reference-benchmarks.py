@@ -46,11 +46,21 @@ def pinned_against_loop(run: Path) -> str:
 
 def replica(run: Path) -> str:
     r = pd.read_parquet(run / "data" / "real_ratio.parquet")
-    rows = [f"  {x.variant} nw={x.nw} ({x.policy}): model {x.model_median_ns / 1e3:.1f} us, real "
-            f"{x.real_median_ns / 1e3:.1f} us (95 % CI {x.real_lo_ns / 1e3:.1f}-{x.real_hi_ns / 1e3:.1f} over "
-            f"{x.real_processes} processes), model/real {x.ratio:.3f} ({x.ratio_lo:.3f}-{x.ratio_hi:.3f})"
-            for x in r.itertuples()]
-    return "replica against the real libomptarget:\n" + "\n".join(rows)
+    terms_path = run / "data" / "real_terms.parquet"
+    terms = pd.read_parquet(terms_path) if terms_path.is_file() else None
+    rows = []
+    for x in r.itertuples():
+        rows.append(f"  {x.variant} nw={x.nw} ({x.policy}): model {x.model_median_ns / 1e3:.1f} us, real "
+                    f"{x.real_median_ns / 1e3:.1f} us (95 % CI {x.real_lo_ns / 1e3:.1f}-{x.real_hi_ns / 1e3:.1f} over "
+                    f"{x.real_processes} processes), model/real {x.ratio:.3f} ({x.ratio_lo:.3f}-{x.ratio_hi:.3f})")
+        if terms is None or "term" not in terms:
+            rows.append("    with measured terms: not in this run (no real_terms)")
+            continue
+        t = terms[(terms.variant == x.variant) & (terms.nw == x.nw) & (terms.step > 0)].sort_values("step")
+        steps = [f"+ {y.term} {y.ratio:.3f} ({y.ratio_lo:.3f}-{y.ratio_hi:.3f})" if pd.notna(y.ratio)
+                 else f"+ {y.term} not measured" for y in t.itertuples()]
+        rows.append("    with measured terms: " + ("; ".join(steps) or "none"))
+    return "replica against the real libomptarget (the model alone, then with each measured term):\n" + "\n".join(rows)
 
 
 def duration(run: Path) -> str:

@@ -4,8 +4,9 @@ in C (``native/state.c`` through ``pinpath.statelib``), in independent rounds.
 A round is the unit of repeat: every point of a section once, in a freshly shuffled order
 (``sweep.rounds``), on buffers mapped afresh for it (``ps_buffer``, every page written), with every
 registration and allocation the round made undone before the next. ``section(..., unit="process")``
-runs each repeat in a fresh process (``in_processes``, through ``processes.run``: the runtime started anew); with "round" the
-rounds run in this process, whose runtime is not restarted (its CUDA context is the notebook's too).
+runs each repeat in a fresh process (``in_processes``, through ``processes.run``: the runtime started
+anew); with "round" the rounds run in this process, whose runtime is not restarted (its CUDA context
+is the notebook's too).
 Figures are the median of the per-round medians with a bootstrap interval over the rounds
 (``repeat_summary``), and the spread within a round beside the spread between rounds.
 

@@ -24,6 +24,7 @@ from typing import Callable
 import pandas as pd
 
 from .. import progress
+from ..errors import BadParameter, PinpathError
 from .sweep import SEED
 
 __all__ = ["run", "Failed", "check_unit", "UNIT_COLUMN", "REPEAT_UNITS"]
@@ -37,12 +38,11 @@ UNIT_COLUMN = "repeat_unit"
 
 def check_unit(unit: str) -> None:
     """BadParameter (one sentence) unless ``unit`` is one of REPEAT_UNITS."""
-    from ..errors import BadParameter
     if unit not in REPEAT_UNITS:
         raise BadParameter(f"the unit of repeat is one of {', '.join(REPEAT_UNITS)}, not {unit!r}")
 
 
-class Failed(Exception):
+class Failed(PinpathError):
     """A process failed as a whole or did not finish (one sentence)."""
 
 

@@ -50,3 +50,18 @@ def test_the_replica_line_gives_the_model_alone_and_with_each_measured_term(tmp_
     out = _run(tmp_path).stdout
     assert "model/real 0.700 (0.660-0.780)" in out
     assert "with measured terms: + present-only region 0.910 (0.870-0.950); + bookkeeping not measured" in out
+
+
+def test_two_runs_give_the_claims_table_of_both_with_their_agreement(tmp_path):
+    """Given two runs, the claims of both, claim by claim; a run against itself agrees on every claim."""
+    ref = sorted(p for p in (ROOT / "outputs" / "reference").iterdir() if (p / "manifest.json").is_file())[0]
+    n = len(open(ref / "report" / "claims.csv").read().strip().splitlines()) - 1
+    r = _run(ref, ref)
+    assert r.returncode == 0, r.stderr
+    both = r.stdout.split("== both\n", 1)[1]
+    assert f"agreement of {ref.name} and {ref.name}: " in both and "DIFFER" not in both
+    assert f"{n} of {n} claims agree" in both and "C12a: agree" in both
+    (tmp_path / "data").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({"preset": "smoke", "duration_s": 1.0, "notebooks": {}}))
+    r = _run(ref, tmp_path)
+    assert r.returncode == 0 and "claims table: not in both runs (claims.csv)" in r.stdout

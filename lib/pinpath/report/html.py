@@ -28,7 +28,8 @@ from ..paths import OUTPUTS_DIR, PROJECT_ROOT
 from ..units import fmt_ns
 from ..atomic import write_text_atomic
 from . import pays, regress, strip
-from .fmt import READINGS, _exact_binary, _isnum, binary_size, format_measured, format_threshold, verdict_groups
+from .fmt import (READINGS, _exact_binary, _isnum, binary_size, format_measured, format_repeats, format_threshold,
+                  verdict_groups)
 
 __all__ = ["render_notebook", "render_index", "restate_conclusions", "external_scripts", "claims_section", "figures_section",
            "fidelity_section", "render_compare", "format_measured", "format_threshold", "verdict_word",
@@ -230,6 +231,7 @@ def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None,
             "id": _text(g("id")), "who": _text(g("who")), "short": _text(g("short")),
             "claim": _text(g("claim")), "thread": _text(g("thread")), "metric": _text(g("metric")),
             "measured": format_measured(g("measured"), g("low"), g("high"), _text(g("unit"))),
+            "spread": format_repeats(g("n_repeats"), g("repeat_unit"), g("between_spread")),
             "numeric": _isnum(g("measured")),
             "bar": format_threshold(g("comparison"), g("threshold"), _text(g("unit"))),
             "verdict": verdict, "vclass": VERDICTS.get(verdict, "v-other"),
@@ -689,7 +691,7 @@ def compare_rows(runs: Sequence[tuple]) -> tuple[list[dict], list[dict]]:
         heads.append({"run_id": _text(man.get("run_id")), "platform": _text(man.get("platform")),
                       "preset": _text(man.get("preset")), "device": _text((man.get("runtime") or {}).get("device")),
                       "run_dir": run_dir})
-        frames.append({str(r["id"]): r for r in df.to_dict("records")})
+        frames.append({regress.row_key(r): r for r in df.to_dict("records")})   # a split cold row kept apart
     ids = list(dict.fromkeys(i for f in frames for i in f))
     rows = []
     for cid in ids:

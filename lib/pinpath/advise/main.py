@@ -21,6 +21,7 @@ from .advice import advice
 from .designs import DESIGNS, design_rows, design_runtime_rows, design_table
 from .parse import read_trace
 from .pattern import pattern, write_dataset
+from .placement import here, of_cpus, placement_lines
 from .predict import predict, same_as
 from .replay import ENGINES, replay
 from .runtime_term import check_construct, probe_runtime, runtime_rows
@@ -61,13 +62,13 @@ def _stats_advice(stats: pd.DataFrame) -> list[str]:
                        "that are copied (or LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1 on AMD) would remove up to "
                        f"{locks[0]} locks and {unlocks[0] if unlocks else 'their'} unlocks, whose measured time is above; "
                        "what the registrations cost instead cannot be told without sizes (trace with "
-                       "LIBOMPTARGET_INFO=32 for a replay).")
+                       "LIBOMPTARGET_INFO=40 for a replay).")
         else:
             out.append(f"{per:.2f} locks per copy: most copies did not lock per copy (memory already pinned or "
                        "staged), so pinning would save little of the lock cost counted here.")
     elif locks:
         out.append("Locks per copy cannot be told without the copy rows; what registering would save cannot be told "
-                   "without sizes (trace with LIBOMPTARGET_INFO=32 for a replay).")
+                   "without sizes (trace with LIBOMPTARGET_INFO=40 for a replay).")
     return out
 
 
@@ -231,13 +232,17 @@ def _check_out(out: Path) -> Path:
 def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
            repeats: int = 10, real: Path | None = None, application: str | None = None,
            engine: str = "auto", runtime_term: bool = True, offload_dir: Path | None = None,
-           construct: str = "update", designs: bool = False) -> dict:
+           construct: str = "update", designs: bool = False, trace_cpus: str | None = None) -> dict:
     """Everything ``pinpath advise`` does; the paths written and the run's facts. ``runtime_term``:
     add the offload runtime's own cost per copy, probed on this node (runtime_term.probe_runtime)
     where an offload build is here, as ``construct`` makes the copies (update or region).
     ``designs``: replay the trace under every policy of the engine too, as runtime designs
-    (``advise.designs``): designs.csv, their rows in prediction.csv and a section of the pages."""
+    (``advise.designs``): designs.csv, their rows in prediction.csv and a section of the pages.
+    ``trace_cpus``: the CPUs the traced application ran on (a Linux CPU list), to say where the trace
+    was taken against where the prediction was measured (``advise.placement``)."""
     check_construct(construct)
+    if trace_cpus is not None:
+        of_cpus(trace_cpus, gpu=False, irq_cpus=[], gpu_node=-1)   # a CPU list, or BadParameter before anything runs
     if engine not in ENGINES:
         raise BadParameter(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if not 5 <= repeats <= MAX_REPEATS:
@@ -271,6 +276,10 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
         try:
             vendor = VENDORS.get(rt.name, "host") if vendor == "auto" else vendor
             pols = policies_for(vendor)
+            gpu = rt.name != "host"
+            placed = here(gpu=gpu)   # where the replay and the runtime probe run: the prediction's placement
+            traced = of_cpus(trace_cpus, irq_cpus=placed.irq_cpus, gpu_node=placed.gpu_node) if trace_cpus else None
+            meta["placement"] = f"predicted {placed.where}, traced {traced.where if traced else 'not told'}"
             t1 = time.perf_counter()
             rep = replay(rt, p.classes, pols, repeats, engine=engine)
             meta.update(platform=rt.name, vendor=vendor, engine=" ".join(sorted(set(rep.engine))), repeats=repeats,
@@ -300,12 +309,14 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             name = application or Path(trace_path).stem
             rows = _real_rows(name, pred, real_df)
             lines += _measured_apart(rows, pred)
+            real_places = set(real_df.placement.astype(str)) if real_df is not None and "placement" in real_df else ()
+            lines += placement_lines(placed, traced, real_places)
             if rep_designs is not None:
                 rep_designs.to_csv(out / "designs_replay.csv", index=False)
                 design_tab = design_table(predict(p, rep_designs, DESIGNS), pred)
                 design_tab.to_csv(out / "designs.csv", index=False)
                 rows += design_rows(name, design_tab)
-            write_prediction(out / "prediction.csv", rows)
+            write_prediction(out / "prediction.csv", [{**r, "predicted_placement": placed.where} for r in rows])
         elif trace.stats is not None:
             lines = _stats_advice(trace.stats)
         else:

@@ -155,7 +155,7 @@ def _libomptarget(path: str, text: str) -> Trace:
                 last[ev["host_ptr"]] = ("map", row)
     if not rows:
         raise BadParameter(f"{path}: not a trace pinpath reads (no libomptarget 'Copying data' line of "
-                           f"LIBOMPTARGET_INFO=32, no rocprofv3 memory-copy header, no rocprof stats header)")
+                           f"LIBOMPTARGET_INFO=32 or 40, no rocprofv3 memory-copy header, no rocprof stats header)")
     df, mp = frame(rows, TRACE_COPIES), frame(maps, TRACE_MAPS)
     if marked:   # invocations numbered 0.. in order of appearance (a map's by its copies' numbering)
         inv = df.region >= 0

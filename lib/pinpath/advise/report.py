@@ -17,8 +17,9 @@ from .predict import Prediction
 
 __all__ = ["figure", "write_pages", "write_prediction", "PREDICTION_COLUMNS"]
 
-PREDICTION_COLUMNS = ["application", "kind", "variant", "placement", "predicted_ns", "predicted_low", "predicted_high",
-                      "real_ns", "real_low", "real_high", "ratio", "low", "high", "verdict"]
+PREDICTION_COLUMNS = ["application", "kind", "variant", "placement", "predicted_placement", "predicted_ns",
+                      "predicted_low", "predicted_high", "real_ns", "real_low", "real_high", "ratio", "low", "high",
+                      "verdict"]
 KINDS = {"variant": "a setting the user can make", "difference": "a variant less plain",
          "runtime design": "a design a runtime could adopt, not a setting a user can set"}
 
@@ -210,8 +211,10 @@ def _page(body: str, pred: Prediction | None, designs: pd.DataFrame | None = Non
 def write_prediction(path: Path, rows: list[dict]) -> Path:
     """``prediction.csv``: per application and ``kind`` (KINDS) the predicted and the real time
     per step (or invocation) with the ratio's interval; the real columns, ``ratio``, ``low`` and
-    ``high`` stay empty where no real figure was given."""
-    df = pd.DataFrame([{"kind": "variant", "placement": "", "verdict": "", **r} for r in rows], columns=PREDICTION_COLUMNS)
+    ``high`` stay empty where no real figure was given. ``placement``: where the real figures were
+    taken; ``predicted_placement``: where the prediction was measured (``advise.placement.WHERE``)."""
+    df = pd.DataFrame([{"kind": "variant", "placement": "", "predicted_placement": "", "verdict": "", **r} for r in rows],
+                      columns=PREDICTION_COLUMNS)
     real = pd.to_numeric(df.real_ns, errors="coerce")
     df["ratio"] = pd.to_numeric(df.predicted_ns, errors="coerce") / real.where(real != 0)
     for c in ("low", "high", "predicted_low", "predicted_high", "real_low", "real_high"):

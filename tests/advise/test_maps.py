@@ -206,3 +206,18 @@ def test_per_step_maps_through_the_host_libomptarget(tmp_path, host_offload):
     # per round: 4 maps and 4 unmaps (3 arrays and the counter); the setup's `initial` as an update
     assert per.loc["plain", "map"] == per.loc["plain", "unmap"] == 4 * 4
     assert set(probe.direction) == {"h2d", "d2h"} and (probe.ns > 0).all()
+
+
+def test_advise_of_a_trace_with_maps_writes_them(write, tr, tmp_path):
+    """The command on the host: the pattern's maps as a data set, the arrays table says how often
+    each was mapped and whether every step."""
+    from pinpath.__main__ import main
+    out = tmp_path / "adv"
+    assert main(["advise", str(write("m.err", species_like(tr, 3))), "--platform", "host", "--out", str(out),
+                 "--repeats", "5", "--no-runtime-term"]) == 0
+    maps = pd.read_csv(out / "pattern" / "maps.csv")
+    assert len(maps) == 3 * 3 * 2 and set(maps.event) == {"map", "unmap"} and maps.remapped.all()
+    md = (out / "summary.md").read_text()
+    assert "| maps | mapped every step |" in md and "when each buffer was mapped and unmapped" in md
+    steps = pd.read_csv(out / "steps.csv")
+    assert np.isfinite(steps.predicted_ns).all()

@@ -118,11 +118,14 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
           " · ".join(f"{k} {v}" for k, v in meta.items()), "", "### Pattern", "", *_pattern_lines(p), ""]
     if len(p.arrays):
         top = p.arrays.sort_values("moved_nbytes", ascending=False).head(10)
-        md += _table(["array", "name", "owner", "size", "buffers", "transfers", "H2D", "D2H"],
+        maps = p.trace.has_maps and "maps" in top.columns   # bit 8's lines: how often each was mapped
+        md += _table(["array", "name", "owner", "size", "buffers", "transfers", "H2D", "D2H"] +
+                     (["maps", "mapped every step"] if maps else []),
                      [[md_cell(r.array, code=True), md_cell(r.name, code=True), md_cell(r.owner),
-                       binary_size(int(r.nbytes)), str(r.buffers), str(r.transfers), str(r.h2d), str(r.d2h)]
+                       binary_size(int(r.nbytes)), str(r.buffers), str(r.transfers), str(r.h2d), str(r.d2h)] +
+                      ([str(r.maps), "yes" if r.remapped else "no"] if maps else [])
                       for r in top.itertuples()],
-                     right=(3, 4, 5, 6, 7)) + [""]
+                     right=(3, 4, 5, 6, 7, 8)) + [""]
     if pred is not None:
         md += ["### Ranking (predicted transfer time of the whole trace, 95 % CI; `2=`: overlapping intervals, no order)", "",
                *_table(["rank", "variant", "policy", "predicted", "per transfer", "per region: median (min .. max)"],

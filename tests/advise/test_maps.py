@@ -221,3 +221,25 @@ def test_advise_of_a_trace_with_maps_writes_them(write, tr, tmp_path):
     assert "| maps | mapped every step |" in md and "when each buffer was mapped and unmapped" in md
     steps = pd.read_csv(out / "steps.csv")
     assert np.isfinite(steps.predicted_ns).all()
+
+
+def test_without_markers_an_array_mapped_once_is_not_mapped_every_step(write, tr):
+    """A trace without pinpath's markers (every line in one segment): an array mapped once before
+    its kernels is not probed as mapped every step; one mapped before each kernel is. A copy back
+    before a kernel is not the copy of a removal after it."""
+    once = [MAP.format(hp="0x0000560000009000", tp="0xb000", n=4096, name="g")]
+    for k in range(3):
+        once += [tr.H2D.format(hp="0x0000560000009000", tp="0xb000", n=4096, name="g"), tr.LAUNCH.format(line=k)]
+    once += [tr.D2H.format(hp="0x0000560000009000", tp="0xb000", n=4096, name="g"), tr.LAUNCH.format(line=9),
+             UNMAP.format(hp="0x0000560000009000", tp="0xb000", n=4096, name="g")]
+    p = pattern(read_trace(write("once.err", "\n".join(once) + "\n")))
+    assert not p.arrays.remapped.any() and (p.transfers["at"] == "").all()
+    assert p.trace.copies["at"].tolist() == ["map", "", "", ""]   # the last copy: not its removal's (a kernel between)
+    each = []
+    for k in range(3):
+        each += [MAP.format(hp="0x0000560000009000", tp="0xb000", n=4096, name="g"),
+                 tr.H2D.format(hp="0x0000560000009000", tp="0xb000", n=4096, name="g"), tr.LAUNCH.format(line=k),
+                 tr.D2H.format(hp="0x0000560000009000", tp="0xb000", n=4096, name="g"),
+                 UNMAP.format(hp="0x0000560000009000", tp="0xb000", n=4096, name="g")]
+    q = pattern(read_trace(write("each.err", "\n".join(each) + "\n")))
+    assert q.arrays.remapped.all() and q.transfers["at"].tolist() == ["map", "unmap"] * 3

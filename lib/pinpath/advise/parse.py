@@ -129,8 +129,9 @@ def _libomptarget(path: str, text: str) -> Trace:
             where = {"segment": ev["segment"], "step": ev["step"]}
             region = ev["step"] * 1_000_000 + ev["invocation"] if ev["segment"] == "invocation" else -1
             last.clear()     # one directive never spans a marker
-        elif kind == "launch" and not marked:
-            launches += 1
+        elif kind == "launch":
+            launches += 0 if marked else 1
+            last.clear()     # a copy before a kernel and a map entry's removal after it are two directives
         elif kind == "copy":
             if not marked:   # an H2D belongs to the kernel launched next, a D2H to the one launched last
                 region = launches if ev["direction"] == "h2d" else max(launches - 1, 0)

@@ -144,7 +144,9 @@ def pattern(trace: Trace, *, max_classes: int = MAX_CLASSES) -> Pattern:
 def _maps(maps: pd.DataFrame, buffers: pd.DataFrame, arrays: pd.DataFrame) -> pd.DataFrame:
     """The trace's map lines with the array that holds each one's host pointer ("" where no copied
     array does: memory mapped and never copied, which no prediction charges), its owner, and
-    ``remapped``: the array has a map entry made inside the steps (segment invocation)."""
+    ``remapped``: the array has map entries made inside the steps (segment invocation), two or more
+    of them where the trace has no step markers (there every line is in that segment: an array
+    mapped once is mapped before its regions, not in each)."""
     m = maps.copy()
     if not len(m):
         return m.assign(array=pd.Series(dtype=str), owner=pd.Series(dtype=str), remapped=pd.Series(dtype=bool))
@@ -156,8 +158,9 @@ def _maps(maps: pd.DataFrame, buffers: pd.DataFrame, arrays: pd.DataFrame) -> pd
     ok = (i >= 0) & (a < end[order][np.maximum(i, 0)])
     m["array"] = np.where(ok, arrays.array.to_numpy()[order][np.maximum(i, 0)], "")
     m["owner"] = m.array.map(arrays.set_index("array").owner).fillna("")
-    inside = m[(m.event == "map") & (m.segment == "invocation") & (m.array != "")].array
-    m["remapped"] = m.array.isin(set(inside))
+    inside = m[(m.event == "map") & (m.segment == "invocation") & (m.array != "")].array.value_counts()
+    marked = bool((maps.step >= 0).any()) or bool((maps.segment != "invocation").any())
+    m["remapped"] = m.array.isin(set(inside[inside >= (1 if marked else 2)].index))
     return m
 
 

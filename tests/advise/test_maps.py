@@ -243,3 +243,25 @@ def test_without_markers_an_array_mapped_once_is_not_mapped_every_step(write, tr
                  UNMAP.format(hp="0x0000560000009000", tp="0xb000", n=4096, name="g")]
     q = pattern(read_trace(write("each.err", "\n".join(each) + "\n")))
     assert q.arrays.remapped.all() and q.transfers["at"].tolist() == ["map", "unmap"] * 3
+
+
+def test_an_updates_that_cannot_map_per_step_is_probed_with_updates(write, tr, tmp_path, host_offload, monkeypatch):
+    """A build whose updates predates per-step maps refuses the layout (exit 2, "cannot be read"):
+    the probe runs again with every copy an update, and says so."""
+    from pinpath.advise import runtime_term as rt_mod
+    host_offload("updates")
+    p = pattern(read_trace(write("m.err", species_like(tr, 3))))
+    real, seen = rt_mod._probe, []
+
+    def old_build(exe, env, vendor, variants, where, *rest):
+        text = Path(where[1]).read_text()
+        seen.append(" per_step" in text)
+        if " per_step" in text:   # what an older updates says of a line it does not know
+            return rt_mod._empty(), "the runtime probe (plain) stopped: updates: --layout x: line 1 cannot be read"
+        return real(exe, env, vendor, variants, where, *rest)
+
+    monkeypatch.setattr(rt_mod, "_probe", old_build)
+    probe, why = rt_mod.probe_runtime(p.classes, ["plain"], vendor="host", offload_dir=tmp_path, rounds=3,
+                                      processes=1, layout=p)
+    assert why == "" and seen == [True, False] and set(probe["at"]) == {"update"}
+    assert "cannot map per step" in probe.attrs["note"]

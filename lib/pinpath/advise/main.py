@@ -188,6 +188,8 @@ def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construc
     made = "target updates" if construct == "update" else "copies as target regions' maps (--construct region)"
     if "at" in probe.columns and (probe["at"] != "update").any():
         made += " (`target enter data` and `exit data` where the trace maps an array every step)"
+    if probe.attrs.get("note"):
+        made += f" ({probe.attrs['note']})"
     return probe, (f"added: {made} of the trace's own arrays and copies, in its order, through the offload runtime under "
                    f"{', '.join(sorted(set(probe.variant)))} ({probe.process.nunique()} processes each, "
                    f"{time.perf_counter() - t0:.1f} s), less the replay's copy of the same class")

@@ -74,36 +74,38 @@ def check_construct(construct: str) -> str:
 MIN_SAMPLES = 3   #: a rare copy is still probed at least this many times
 
 
-def _events(p) -> pd.DataFrame:
+def _events(p, per_step: bool = True) -> pd.DataFrame:
     """The copies and, of an array mapped every step (``remapped``), the maps and unmaps that copy
     nothing (direction "none"), in trace order: buffer, array, nbytes, direction, at, step, region,
-    segment."""
+    segment. Without ``per_step``: the copies alone, every one an update's."""
     cols = ["buffer", "array", "nbytes", "direction", "at", "step", "region", "segment"]
     t = p.transfers.assign(order=p.transfers.seq * 2 + 1)
-    at = t["at"] if "at" in t.columns else ""
+    at = t["at"] if "at" in t.columns and per_step else ""
     ev = [t.assign(at=at)[cols + ["order"]]]
     m = p.maps
-    if m is not None and len(m):
+    if per_step and m is not None and len(m):
         bare = m[m.remapped & ~m.copied.fillna(False).astype(bool)]
         ev.append(bare.assign(direction="none", at=bare.event, order=bare.seq * 2)[cols + ["order"]])
     return pd.concat(ev, ignore_index=True).sort_values("order", kind="stable", ignore_index=True)
 
 
-def layout_of(p, rounds: int) -> str:
+def layout_of(p, rounds: int, per_step: bool = True) -> str:
     """updates' --layout for pattern ``p``: its arrays (size, owner, ``per_step`` where the trace maps
     it every step) and its distinct copies in trace order (with the map or unmap that made them,
     and the maps and unmaps that copy nothing, of a per-step array), each made every k-th round
     where the trace makes it in one step of k (regions where the trace has no steps; setup and
     teardown count as one each), at least MIN_SAMPLES times in ``rounds``: every copy the prediction
-    charges has its term. A per-step array's lines all take the rounds of its maps."""
-    t = _events(p)
+    charges has its term. A per-step array's lines all take the rounds of its maps. Without
+    ``per_step``: every array mapped once and every copy an update (the layout an updates built
+    before it could map per step reads)."""
+    t = _events(p, per_step)
     group = (t.step.astype(str) + t.segment) if (t.step >= 0).any() else t.region.astype(str)
     t = t.assign(group=group)
     n_groups = max(int(group[t.segment == "invocation"].nunique()), 1)
     arrays = p.arrays.reset_index(drop=True)
     index = pd.Series(range(len(arrays)), index=arrays.array)
     base = arrays.array.map(host_address)
-    per_step = arrays.remapped.to_numpy() if "remapped" in arrays.columns else [False] * len(arrays)
+    per_step = arrays.remapped.to_numpy() & per_step if "remapped" in arrays.columns else [False] * len(arrays)
     lines = [f"array {int(a.nbytes)} {a.owner}" + (" per_step" if ps else "")
              for a, ps in zip(arrays.itertuples(), per_step)]
     every_max = max(rounds // MIN_SAMPLES, 1)
@@ -127,7 +129,9 @@ def probe_runtime(classes: pd.DataFrame, variants, *, vendor: str, construct: st
     times `target update`s, "region" a copy's share of a target region (updates --construct).
     ``layout``: a pattern, probed as its own arrays and copies (``layout_of``) instead of slices of
     one array; the rows' nbytes are then the classes' (powers of two where the pattern bins sizes).
-    (the rows, "") or (empty, why not)."""
+    (the rows, "") or (empty, why not). Where this build's updates cannot read a layout that maps
+    per step (one built before it could), the layout is probed again with every copy an update, and
+    ``probe.attrs["note"]`` says so."""
     check_construct(construct)
     try:
         build = find_build(offload_dir)
@@ -147,6 +151,11 @@ def probe_runtime(classes: pd.DataFrame, variants, *, vendor: str, construct: st
         where = ["--layout", str(path)]
     with tmp:
         probe, why = _probe(exe, env, build.vendor, variants, where, rounds, construct, processes, timeout_s)
+        if why and "cannot be read" in why and layout is not None and " per_step" in path.read_text():
+            path.write_text(layout_of(layout, rounds, per_step=False))
+            probe, why = _probe(exe, env, build.vendor, variants, where, rounds, construct, processes, timeout_s)
+            probe.attrs["note"] = ("this build's updates cannot map per step (built before it could: make "
+                                   "offload-bundle): the copies of arrays mapped every step were probed as updates")
     if len(probe) and layout is not None and layout.size_binned:
         probe["nbytes"] = pow2_floor(probe.nbytes)
     return probe, why

@@ -265,3 +265,26 @@ def test_an_updates_that_cannot_map_per_step_is_probed_with_updates(write, tr, t
                                       processes=1, layout=p)
     assert why == "" and seen == [True, False] and set(probe["at"]) == {"update"}
     assert "cannot map per step" in probe.attrs["note"]
+
+
+def test_per_step_maps_through_the_offload_bundle(write, tr):
+    """On a GPU node with the offload build (build/offload, as the reference carries it): updates
+    makes a species-like step's maps and unmaps through the real libomptarget, timed per directive,
+    plain and app_pinned. Skipped without a GPU build and its GPU."""
+    from pinpath.advise.runtime_term import probe_runtime
+    from pinpath.errors import NotAvailable
+    from pinpath.experiments import offload_build as ob
+    try:
+        build = ob.find_build()
+    except NotAvailable as e:
+        pytest.skip(str(e))
+    if build.vendor == "host" or ob.device_reason(build):
+        pytest.skip(ob.device_reason(build) or "the offload build is the host's")
+    p = pattern(read_trace(write("m.err", species_like(tr, 3, alloc=True))))
+    probe, why = probe_runtime(p.classes, ["plain", "app_pinned"], vendor=build.vendor, rounds=5, processes=1,
+                               layout=p)
+    assert why == "", why
+    assert not probe.attrs.get("note"), f"{probe.attrs.get('note')}: rebuild build/offload from these sources"
+    per = probe.groupby(["variant", "at"]).size().unstack()
+    assert (per["map"] == 3 * 5).all() and (per["unmap"] == 3 * 5).all()   # 3 directives each per round
+    assert set(probe[probe["at"] == "map"].direction) == {"h2d", "none"} and (probe.ns > 0).all()

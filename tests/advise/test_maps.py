@@ -171,6 +171,10 @@ def test_a_copy_made_by_a_map_costs_the_directive(write, tr):
     assert typ[("plain", "step")] == pytest.approx(3 * 30_000 + 3 * 40_000)
     # app_pinned: the counter is the stack's (plain's directives), the arrays pinned
     assert typ[("app_pinned", "step")] == pytest.approx(30_000 + 40_000 + 2 * 20_000 + 2 * 25_000)
+    # a break-even's saving per transfer is the directives' (the map's term where no update was probed)
+    be = pred.break_even.set_index(["nbytes", "direction"])
+    assert be.loc[(64, "h2d"), "saving_ns"] == pytest.approx(30_000 - 20_000)
+    assert be.loc[(64, "d2h"), "saving_ns"] == pytest.approx(40_000 - 25_000)
 
 
 def test_the_layout_maps_per_step_arrays_in_its_rounds(write, tr):

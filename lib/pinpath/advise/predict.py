@@ -97,8 +97,10 @@ class _Keys:
         """Point and draws of one transfer of a class: its copy, plus the runtime's term where
         the variant has one."""
         pt, dr = self.pooled(variant, "transfer", nbytes, direction, use)
-        if variant in self.runtime_variants():
-            rpt, rdr = self.pooled(variant, RUNTIME_EVENT, nbytes, direction)
+        if variant in self.runtime_variants():   # an update's term, else the map's or unmap's that made it
+            have = self.runtime_keys()
+            ev = next((e for e in RUNTIME_EVENTS.values() if (variant, e, nbytes, direction) in have), RUNTIME_EVENT)
+            rpt, rdr = self.pooled(variant, ev, nbytes, direction)
             pt, dr = pt + rpt, dr + rdr
         return pt, dr
 

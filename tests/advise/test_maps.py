@@ -137,11 +137,11 @@ def test_each_map_is_charged_where_the_trace_makes_it(write, tr):
     assert typ[("plain", "step")] == 6 * 1000 + 3 * 200
 
 
-def _probe(p, directive_ns: dict, update_ns=5000.0) -> pd.DataFrame:
+def _probe(p, directive_ns: dict, update_ns=5000.0, per_step=True) -> pd.DataFrame:
     """Probe rows as updates --layout prints them, of known times: a directive (at, direction) takes
     directive_ns[(variant, at)], an update update_ns."""
     rows = []
-    for line in layout_of(p, 9).splitlines():
+    for line in layout_of(p, 9, per_step).splitlines():
         w = line.split()
         if w[0] != "copy":
             continue
@@ -292,3 +292,40 @@ def test_per_step_maps_through_the_offload_bundle(write, tr):
     per = probe.groupby(["variant", "at"]).size().unstack()
     assert (per["map"] == 3 * 5).all() and (per["unmap"] == 3 * 5).all()   # 3 directives each per round
     assert set(probe[probe["at"] == "map"].direction) == {"h2d", "none"} and (probe.ns > 0).all()
+
+
+def test_mapping_once_is_predicted_from_the_updates_probe(write, tr):
+    """The code change for an array mapped every step: its copies as updates (their probed time),
+    its map and unmap once; the advice says so where the intervals are apart."""
+    from pinpath.advise.map_once import map_once_lines, mapped_once
+    p = pattern(read_trace(write("m.err", species_like(tr, 5))))
+    rep = _replay(p)
+    times = {(v, at): ns for v in _pols() for at, ns in (("map", 30_000.0), ("unmap", 40_000.0))}
+    now = predict(p, pd.concat([rep, runtime_rows(_probe(p, times), rep)], ignore_index=True), _pols())
+    layout = layout_of(p, 9, per_step=False)
+    assert "per_step" not in layout and " map" not in layout and " unmap" not in layout
+    once_p = mapped_once(p)
+    assert not once_p.arrays.remapped.any() and once_p.maps is None and (once_p.transfers["at"] == "").all()
+    once = predict(once_p, pd.concat([rep, runtime_rows(_probe(p, times, per_step=False), rep)],
+                                     ignore_index=True), _pols())
+    step = once.typical.set_index(["variant", "by"]).predicted_ns
+    assert step[("plain", "step")] == pytest.approx(6 * 5000)   # six updates, no map in the median step
+    lines = map_once_lines(p, now, once)
+    assert len(lines) == 1 and lines[0].startswith("**Map the arrays once.**")
+    assert "3 array(s) (1 of them local variables" in lines[0] and "`app_pinned`" in lines[0]
+    # the same times both ways: not advised
+    same = map_once_lines(p, now, now)
+    assert same[0].startswith("Mapping the arrays once would not pay")
+    assert map_once_lines(pattern(read_trace(write("c.err", species_like(tr, 5, maps=False)))), now, once) == []
+
+
+def test_advise_predicts_mapping_once_through_the_host_libomptarget(write, tr, tmp_path, host_offload):
+    from pinpath.__main__ import main
+    host_offload("updates")
+    out = tmp_path / "adv"
+    assert main(["advise", str(write("m.err", species_like(tr, 4))), "--platform", "host", "--out", str(out),
+                 "--repeats", "5", "--offload-dir", str(tmp_path)]) == 0
+    once = pd.read_csv(out / "map_once.csv")
+    assert set(once.variant) >= {"plain", "app_pinned"} and np.isfinite(once.predicted_ns).all()
+    md = (out / "summary.md").read_text()
+    assert "arrays once" in md and "mapped once runtime term added" in md

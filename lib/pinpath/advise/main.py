@@ -21,6 +21,7 @@ from .advice import advice
 from .designs import DESIGNS, design_rows, design_runtime_rows, design_table
 from .parse import read_trace
 from .pattern import pattern, write_dataset
+from .map_once import map_once_lines, mapped_once, remapped_arrays
 from .placement import here, of_cpus, placement_lines
 from .predict import predict, same_as
 from .replay import ENGINES, replay
@@ -173,8 +174,10 @@ def _measured_apart(rows: list[dict], pred) -> list[str]:
     return out
 
 
-def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construct: str) -> tuple[pd.DataFrame, str]:
-    """The runtime probe's rows (empty where not run) and what the pages say about the term."""
+def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construct: str,
+                  per_step: bool = True) -> tuple[pd.DataFrame, str]:
+    """The runtime probe's rows (empty where not run) and what the pages say about the term
+    (``per_step`` False: every array mapped once, ``probe_runtime``)."""
     if not wanted:
         return pd.DataFrame(), "not added (--no-runtime-term): the predictions are the copies alone"
     if set(rep.engine) != {"native"}:
@@ -182,7 +185,7 @@ def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construc
     t0 = time.perf_counter()
     kw = {"offload_dir": offload_dir} if offload_dir else {}
     variants = [v for v in pols if same_as(pols, v) == v]   # a variant that is plain's model is charged as plain
-    probe, why = probe_runtime(p.classes, variants, vendor=vendor, construct=construct, layout=p, **kw)
+    probe, why = probe_runtime(p.classes, variants, vendor=vendor, construct=construct, layout=p, per_step=per_step, **kw)
     if why:
         return probe, f"not added ({why}): the predictions are the copies alone, without the runtime's own work"
     made = "target updates" if construct == "update" else "copies as target regions' maps (--construct region)"
@@ -269,7 +272,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     p = pattern(trace)
     parse_s = time.perf_counter() - t0
     meta = {"format": trace.format, "parse+pattern": f"{parse_s:.2f} s"}
-    pred = rep = rep_designs = design_tab = None
+    pred = rep = rep_designs = design_tab = rep_once = None
     probe = pd.DataFrame()
     if trace.has_sizes:   # the replay first: a runtime that cannot start leaves nothing written
         if vendor != "auto" and not policies_for(vendor):
@@ -295,6 +298,11 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
         probe, meta["runtime term"] = _runtime_term(p, pols, rep, vendor, runtime_term, offload_dir, construct)
         if rep_designs is not None:
             rep_designs = pd.concat([rep_designs, design_runtime_rows(probe, rep, rep_designs)], ignore_index=True)
+        if len(probe) and len(remapped_arrays(p)):   # the same arrays mapped once: their copies as updates
+            once, why = _runtime_term(p, pols, rep, vendor, runtime_term, offload_dir, construct, per_step=False)
+            meta["mapped once"] = f"runtime term {why}"
+            if len(once):
+                rep_once = pd.concat([rep, runtime_rows(once, rep)], ignore_index=True)
         if len(probe):
             rep = pd.concat([rep, runtime_rows(probe, rep)], ignore_index=True)
     final = out or _new_out()
@@ -308,6 +316,11 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             for name in ("totals", "regions", "steps", "break_even", "by_class", "typical", "arrays"):
                 getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
             lines = advice(p, pred, platform=meta["platform"], vendor=vendor, engine=meta["engine"])
+            if rep_once is not None:   # a code change: after the verdict on the variants
+                once = predict(mapped_once(p), rep_once, pols)
+                once.typical.to_csv(out / "map_once.csv", index=False)
+                at = next((i + 1 for i, line in enumerate(lines) if line.startswith("**")), len(lines))
+                lines[at:at] = map_once_lines(p, pred, once)
             name = application or Path(trace_path).stem
             rows = _real_rows(name, pred, real_df)
             lines += _measured_apart(rows, pred)

@@ -122,13 +122,16 @@ def layout_of(p, rounds: int, per_step: bool = True) -> str:
 
 
 def probe_runtime(classes: pd.DataFrame, variants, *, vendor: str, construct: str = "update", offload_dir=OFFLOAD_DIR,
-                  rounds: int = 100, processes: int = 3, timeout_s: int = 300, layout=None) -> tuple[pd.DataFrame, str]:
+                  rounds: int = 100, processes: int = 3, timeout_s: int = 300, layout=None,
+                  per_step: bool = True) -> tuple[pd.DataFrame, str]:
     """Per variant of ``variants`` that the build's runtime has: ``processes`` runs of updates over
     every size of ``classes``, ``rounds`` timed rounds each (fewer where the sizes are large:
     ``probe_rounds``), where the offload build is for ``vendor``'s GPUs; ``construct`` "update"
     times `target update`s, "region" a copy's share of a target region (updates --construct).
     ``layout``: a pattern, probed as its own arrays and copies (``layout_of``) instead of slices of
-    one array; the rows' nbytes are then the classes' (powers of two where the pattern bins sizes).
+    one array; the rows' nbytes are then the classes' (powers of two where the pattern bins sizes);
+    ``per_step`` False: its arrays mapped once and every copy an update, though the trace maps some
+    every step (``layout_of``).
     (the rows, "") or (empty, why not). Where this build's updates cannot read a layout that maps
     per step (one built before it could), the layout is probed again with every copy an update, and
     ``probe.attrs["note"]`` says so."""
@@ -147,7 +150,7 @@ def probe_runtime(classes: pd.DataFrame, variants, *, vendor: str, construct: st
     where = ["--nbytes", sizes]
     if layout is not None:
         path = Path(tmp.name) / "layout.txt"
-        path.write_text(layout_of(layout, rounds))
+        path.write_text(layout_of(layout, rounds, per_step))
         where = ["--layout", str(path)]
     with tmp:
         probe, why = _probe(exe, env, build.vendor, variants, where, rounds, construct, processes, timeout_s)

@@ -325,7 +325,8 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             rows = _real_rows(name, pred, real_df)
             lines += _measured_apart(rows, pred)
             real_places = set(real_df.placement.astype(str)) if real_df is not None and "placement" in real_df else ()
-            lines += placement_lines(placed, traced, real_places)
+            at = next((i for i, line in enumerate(lines) if line.startswith("Caveat")), len(lines))
+            lines[at:at] = placement_lines(placed, traced, real_places)   # before the caveats
             if rep_designs is not None:
                 rep_designs.to_csv(out / "designs_replay.csv", index=False)
                 design_tab = design_table(predict(p, rep_designs, DESIGNS), pred)

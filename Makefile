@@ -123,7 +123,7 @@ compare: setup  ## claims of RUNS="outputs/A outputs/B" side by side into output
 	read -r -a runs <<< "$$RUNS"; $(PY) -m pinpath compare "$${runs[@]}" --out outputs/compare.html $${STRICT:+--strict}
 
 advise: $(if $(TRACE),setup,)  ## replay an application's transfer trace under every policy and advise (TRACE=<file> PLATFORM= OUT=)
-	@[ -n "$$TRACE" ] || { echo 'make advise needs TRACE=<file> (LIBOMPTARGET_INFO=32 stderr, rocprofv3 memory-copy CSV or hsa_stats.csv)'; exit 2; }
+	@[ -n "$$TRACE" ] || { echo 'make advise needs TRACE=<file> (LIBOMPTARGET_INFO=40 or 32 stderr, rocprofv3 memory-copy CSV or hsa_stats.csv)'; exit 2; }
 	$(PY) -m pinpath advise "$$TRACE" --platform "$$PLATFORM" $${OUT:+--out "$$OUT"}
 
 lab: setup  ## JupyterLab on 127.0.0.1 (token), pinpath's kernel the default; executed reference notebooks read-only in build/lab/executed/

@@ -65,3 +65,18 @@ def test_two_runs_give_the_claims_table_of_both_with_their_agreement(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"preset": "smoke", "duration_s": 1.0, "notebooks": {}}))
     r = _run(ref, tmp_path)
     assert r.returncode == 0 and "claims table: not in both runs (claims.csv)" in r.stdout
+
+
+def test_a_real_figure_taken_elsewhere_than_the_prediction_says_so(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "advise").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({"preset": "smoke", "duration_s": 1.0, "notebooks": {}}))
+    (tmp_path / "advise" / "prediction.csv").write_text(
+        "application,kind,variant,placement,predicted_placement,predicted_ns,predicted_low,predicted_high,real_ns,"
+        "real_low,real_high,ratio,low,high,verdict\n"
+        "stencil,variant,plain,irq_cpu,other_cpu,110892,108615,112255,188366,187877,198794,0.59,0.55,0.60,outside\n"
+        "stencil,variant,plain,other_cpu,other_cpu,110892,108615,112255,103438,83094,107700,1.07,1.01,1.35,within 20 %\n")
+    r = _run(tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "stencil plain [irq_cpu] (predicted at other_cpu): predicted 110.9 us" in r.stdout
+    assert "stencil plain [other_cpu]: predicted" in r.stdout

@@ -132,7 +132,8 @@ print(",".join(str(c) for c in sorted(os.sched_getaffinity(0)) if c not in bad))
         args=(--nw 16 --steps 5) real=(--paired) construct=(--construct region)
         [ $app = stencil ] && args=(--nx 4096 --ny 512 --steps 200 --checkpoint 50) real=() construct=()
         [ $app = species ] && args=(--species 16 --steps 200) real=() construct=()
-        on $away env LIBOMPTARGET_INFO=32 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
+        # 40: the copies (bit 32) and the map entries made and removed (bit 8): species maps every step
+        on $away env LIBOMPTARGET_INFO=40 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
         # each variant in 5 processes per placement, the variants interleaved: prediction.csv's real interval is
         # over processes; the columns placement and cpus say where each ran
         for pl in "${places[@]}"; do
@@ -150,8 +151,10 @@ print(",".join(str(c) for c in sorted(os.sched_getaffinity(0)) if c not in bad))
           done
         done >$d/$app-real.csv
         # (taskset runs programs, not shell functions: py written out)
+        # --trace-cpus: where the trace was taken (advise says it beside where it measured, and warns where they differ)
+        tcpus=$(cpus_of $away) traced=(); [ -n "$tcpus" ] && traced=(--trace-cpus "$tcpus")
         on $away env PYTHONPATH=$PWD/.site:$PWD/lib python3 -m pinpath advise $d/$app.info --platform cuda --real $d/$app-real.csv --application $app \
-          "${construct[@]}" --designs --out $d/$app 2>&1 | tail -3 || status=1
+          "${construct[@]}" "${traced[@]}" --designs --out $d/$app 2>&1 | tail -3 || status=1
       done
       awk 'FNR == 1 && NR > 1 {next} {print}' $d/*/prediction.csv | tee $d/prediction.csv
       # the run time for a trace of 100,000 transfers: the stencil's trace repeated

@@ -85,6 +85,9 @@ def advise(run: Path) -> str:
     rows = []
     for x in d.itertuples():
         place = f" [{x.placement}]" if isinstance(getattr(x, "placement", None), str) and x.placement else ""
+        predicted_at = getattr(x, "predicted_placement", None)   # where the prediction was measured (since 2b81848)
+        if place and isinstance(predicted_at, str) and predicted_at and predicted_at != x.placement:
+            place += f" (predicted at {predicted_at})"
         if pd.isna(x.real_ns):
             rows.append(f"  {x.application} {x.variant}{place}: predicted {x.predicted_ns / 1e3:.1f} us, no real figure")
         elif x.kind == "difference":

@@ -99,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--inline", action="store_true",
                    help="embed the figures in summary.md as data URIs (for trackers that accept them)")
     p = sub.add_parser("advise", help="replay an application's transfer trace under every policy and advise")
-    p.add_argument("trace", type=Path, help="LIBOMPTARGET_INFO=32 stderr, rocprofv3 memory-copy CSV or rocprof hsa_stats.csv")
+    p.add_argument("trace", type=Path, help="LIBOMPTARGET_INFO=40 (or 32) stderr, rocprofv3 memory-copy CSV or rocprof hsa_stats.csv")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: outputs/advise-<time>/)")
     p.add_argument("--platform", default="auto", help=f"one of {', '.join(m.value for m in Platform)} (default: auto)")
     p.add_argument("--vendor", default="auto", help="whose runtime to model: nvidia, amd, host (default: the platform's)")
@@ -113,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--construct", default="update",
                    help="how the application makes its copies, for the runtime term: update (target update, the "
                         "default) or region (map clauses of target regions); a trace does not say")
+    p.add_argument("--trace-cpus", default=None,
+                   help="the CPUs the traced application ran on (a CPU list such as 0-13,15): advise says where the "
+                        "trace was taken against the GPU's interrupt CPU and NUMA node, beside where it measured")
     p.add_argument("--designs", action="store_true",
                    help="also replay the trace under each of the engine's nine policies, as runtime designs (for "
                         "runtime developers; not settings a user can set): designs.csv")
@@ -215,7 +218,7 @@ def _main(args) -> int:
             res = advise(args.trace, out=args.out, platform=args.platform, vendor=args.vendor, repeats=args.repeats,
                          real=args.real, application=args.application, engine=args.engine,
                          runtime_term=not args.no_runtime_term, offload_dir=args.offload_dir,
-                         construct=args.construct, designs=args.designs)
+                         construct=args.construct, designs=args.designs, trace_cpus=args.trace_cpus)
             print(printable("\n".join(f"- {a}" for a in res["advice"]), keep="\n"))
             print(printable(f"advice: {res['html']}; summary: {res['summary']}"))
             return 0

@@ -8,6 +8,7 @@ Whatever cannot be read is recorded as unavailable, with why, never guessed.
 - ``pinned_to(cpu)``: a context in which the calling thread runs on ``cpu`` only (sched_setaffinity).
 - ``cpus_by_node() -> {node: [cpu, ...]}``: the CPUs this process may run on, by NUMA node.
 - ``gpu_irq_cpus() -> [cpu, ...]``: the CPUs the GPU's interrupts are delivered to (/proc/interrupts).
+- ``cpulist("0-13,15") -> [cpu, ...]``: a Linux CPU list read.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["FIELDS", "SMI_FIELDS", "GPU_IRQ_DRIVERS", "thread_cpu", "cpu_node", "cpus_by_node", "gpu_node",
+__all__ = ["FIELDS", "SMI_FIELDS", "GPU_IRQ_DRIVERS", "thread_cpu", "cpu_node", "cpulist", "cpus_by_node", "gpu_node",
            "gpu_irq_cpus", "gpu_readings", "snapshot", "placement", "row_fields", "pinned_to"]
 
 #: nvidia-smi --query-gpu fields read each time (they change), and their names in a snapshot
@@ -49,7 +50,8 @@ def cpu_node(cpu: int) -> int:
     return -1
 
 
-def _cpulist(text: str) -> list[int]:
+def cpulist(text: str) -> list[int]:
+    """A Linux CPU list ("0-13,15") as its CPUs; ValueError where it is not one."""
     out = []
     for part in filter(None, text.strip().split(",")):
         lo, _, hi = part.partition("-")
@@ -197,7 +199,7 @@ def gpu_irq_cpus(proc: Path = Path("/proc")) -> list[int]:
     for _, irq in sorted(active):
         for name in ("effective_affinity_list", "smp_affinity_list"):
             try:
-                cpus = _cpulist((proc / "irq" / str(irq) / name).read_text())
+                cpus = cpulist((proc / "irq" / str(irq) / name).read_text())
             except (OSError, ValueError):
                 continue
             out += [c for c in cpus if c not in out]

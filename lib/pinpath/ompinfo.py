@@ -12,6 +12,14 @@ plugin layer prints the same words for its kernel launch environment):
 
   PluginInterface device 0 info: Launching kernel __omp_offloading_..._main_l12 with 4 blocks and 32 threads in SPMD mode
   CUDA device 0 info: Launching kernel ... with 4 blocks and 32 threads in Generic mode   (older releases)
+
+Bit 8 (0x08, OMP_INFOTYPE_MAPPING_CHANGED) prints each map entry made and removed (LLVM 19:
+offload/src/OpenMP/Mapping.cpp getTargetPointer and eraseMapEntry; releases before 17 print no
+TgtAllocBegin): a `target enter data`, a region's map or a `target exit data` that creates or
+removes the entry, with the copy (bit 32) between them where the map copies:
+
+  omptarget device 0 info: Creating new map entry with HstPtrBase=0x..., HstPtrBegin=0x..., TgtAllocBegin=0x..., TgtPtrBegin=0x..., Size=64, DynRefCount=1, HoldRefCount=0, Name=p[0:m]
+  omptarget device 0 info: Removing map entry with HstPtrBegin=0x..., TgtPtrBegin=0x..., Size=64, Name=p[0:m]
 """
 
 from __future__ import annotations
@@ -24,20 +32,24 @@ from .units import bounded_int
 MAX_STEP, MAX_INVOCATION = (1 << 31) - 1, 999_999      #: a region is numbered step * 1e6 + invocation
 MAX_NBYTES, MAX_DEVICE = 1 << 50, 1 << 16             #: a petabyte; devices of one node
 
-__all__ = ["DIRECTION", "MARK_RE", "COPY_RE", "LAUNCH_RE", "events"]
+__all__ = ["DIRECTION", "MARK_RE", "COPY_RE", "MAP_RE", "LAUNCH_RE", "events"]
 
 DIRECTION = {"host": "h2d", "device": "d2h"}   # by where the copy starts
 MARK_RE = re.compile(r"^pinpath-region: (?:invocation step=(\d+) invocation=(\d+)|(teardown))$")
 COPY_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: Copying data from (?P<src>host|device) to "
                      r"(?P<dst>host|device), (?P<l1>Hst|Tgt)Ptr=(?P<p1>0x[0-9a-fA-F]+), (?P<l2>Hst|Tgt)Ptr="
                      r"(?P<p2>0x[0-9a-fA-F]+), Size=(?P<nbytes>\d+)(?:, Name=(?P<name>.*))?$")
+MAP_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: (?P<what>Creating new|Removing) map entry with "
+                    r"(?:HstPtrBase=0x[0-9a-fA-F]+, )?HstPtrBegin=(?P<host_ptr>0x[0-9a-fA-F]+), .*?Size=(?P<nbytes>\d+)"
+                    r"(?:, DynRefCount=[^,]*, HoldRefCount=[^,]*)?(?:, Name=(?P<name>.*))?$")
 LAUNCH_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: Launching kernel (?P<kernel>\S+) with ")
 
 
 def events(text: str) -> Iterator[tuple[str, dict]]:
     """("marker", {segment, step, invocation}), ("copy", {direction, nbytes, name, source, device,
-    host_ptr, tgt_ptr}), ("launch", {kernel, device}) for each line that is one, in order, and
-    ("unreadable", {line, text}) for a line that says "Copying data from" but cannot be read."""
+    host_ptr, tgt_ptr}), ("map" or "unmap", {nbytes, name, device, host_ptr}: a map entry created or
+    removed), ("launch", {kernel, device}) for each line that is one, in order, and ("unreadable",
+    {line, text}) for a line that says "Copying data from" or "map entry with" but cannot be read."""
     for number, line in enumerate(text.splitlines(), 1):
         line = line.rstrip("\r")
         if line.startswith("pinpath-region: "):
@@ -57,6 +69,16 @@ def events(text: str) -> Iterator[tuple[str, dict]]:
                            "name": c.group("name") or "", "source": c.group("source").strip('"'),
                            "device": bounded_int(c.group("device"), f"line {number}: device", MAX_DEVICE), "host_ptr": ptrs.get("Hst", ""),
                            "tgt_ptr": ptrs.get("Tgt", "")}
+            continue
+        if " map entry with " in line:
+            m = MAP_RE.match(line)
+            if m:
+                yield ("map" if m.group("what") == "Creating new" else "unmap"), {
+                    "nbytes": bounded_int(m.group("nbytes"), f"line {number}: Size", MAX_NBYTES),
+                    "name": m.group("name") or "", "host_ptr": m.group("host_ptr"),
+                    "device": bounded_int(m.group("device"), f"line {number}: device", MAX_DEVICE)}
+            else:
+                yield "unreadable", {"line": number, "text": line}
             continue
         k = LAUNCH_RE.match(line)
         if k:

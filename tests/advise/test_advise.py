@@ -164,8 +164,9 @@ def test_prediction_csv(tmp_path):
         {"application": "region", "variant": "plain", "predicted_ns": 900.0, "real_ns": 1000.0, "low": 0.8, "high": 1.0},
         {"application": "stencil", "variant": "plain", "predicted_ns": 5.0, "real_ns": None, "low": None, "high": None}])
     df = pd.read_csv(path)
-    assert list(df.columns) == ["application", "kind", "variant", "placement", "predicted_ns", "predicted_low",
-                                "predicted_high", "real_ns", "real_low", "real_high", "ratio", "low", "high", "verdict"]
+    assert list(df.columns) == ["application", "kind", "variant", "placement", "predicted_placement", "predicted_ns",
+                                "predicted_low", "predicted_high", "real_ns", "real_low", "real_high", "ratio", "low",
+                                "high", "verdict"]
     assert df.ratio.iat[0] == pytest.approx(0.9) and math.isnan(df.ratio.iat[1])
     assert list(df.kind) == ["variant", "variant"]
 

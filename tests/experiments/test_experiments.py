@@ -109,6 +109,21 @@ def test_policy_sweep_staging(any_rt, direction, engine):
     assert len(claims.c2_table(df)) == 2
 
 
+@pytest.mark.parametrize("engine", ["native", "python"])
+def test_policy_sweep_rows_say_where_the_timing_thread_ran(any_rt, engine):
+    """Every round's rows carry the CPU and NUMA node the timing thread ran on when it began (as
+    notebook 14's sections), so that a claim judged on them names its state (issue 33 item 1)."""
+    import os
+    from pinpath import machine_state
+    if engine == "native" and ex.native.native_why_not(any_rt):
+        pytest.skip(ex.native.native_why_not(any_rt))
+    df = ex.policy_sweep(any_rt, policies=["stage_pooled"], sizes_nbytes=[4096], directions=["h2d"], repeats=2,
+                         engine=engine)
+    assert {"thread_cpu", "thread_node", "gpu_node"} <= set(df.columns)
+    assert set(df.thread_cpu) <= set(os.sched_getaffinity(0))
+    assert all(node == machine_state.cpu_node(cpu) for cpu, node in zip(df.thread_cpu, df.thread_node))
+
+
 def test_replica_counts_and_threshold(any_rt):
     from pinpath.kernels import out_nbytes
     tr, calls = ex.replica(any_rt, policies=["stage_per_copy", "nextgen", "nextgen_lock_mapped"], nw_values=[2, 69],

@@ -567,6 +567,10 @@ def test_each_row_names_its_state_and_hot_and_cold_apart_where_their_verdicts_di
     both = judge(["C2"], {"staging": pd.concat([hot.assign(cache="hot"), cold])}, "cuda")
     assert both.verdict.tolist() == [N, H] and both.state.tolist() == [
         "cache cold; timing thread on CPU 8", "cache hot; timing thread not pinned"]
+    # a sweep whose rows say where the timing thread ran (policy_sweep's thread_cpu and thread_node)
+    placed = judge(["C2"], {"staging": hot.assign(thread_cpu=[3, 5] * (len(hot) // 2) + [3] * (len(hot) % 2),
+                                                  thread_node=0)}, "cuda")
+    assert placed.state.tolist() == ["cache hot; timing thread on CPU 3, 5 (NUMA node 0)"]
     same = judge(["C2"], {"staging": pd.concat([hot, _c2(H)["staging"].assign(cache="cold")])}, "cuda")
     assert len(same) == 1 and same.state.iloc[0] == "cache hot; timing thread not pinned (cold: the same verdict)"
     assert same.measured.iloc[0] == judge(["C2"], {"staging": hot}, "cuda").measured.iloc[0]   # the hot rows alone

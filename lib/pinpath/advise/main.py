@@ -21,6 +21,8 @@ from .advice import advice
 from .designs import DESIGNS, design_rows, design_runtime_rows, design_table
 from .parse import read_trace
 from .pattern import pattern, write_dataset
+from .map_once import map_once_lines, mapped_once, remapped_arrays
+from .placement import here, of_cpus, placement_lines
 from .predict import predict, same_as
 from .replay import ENGINES, replay
 from .runtime_term import check_construct, probe_runtime, runtime_rows
@@ -61,13 +63,13 @@ def _stats_advice(stats: pd.DataFrame) -> list[str]:
                        "that are copied (or LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1 on AMD) would remove up to "
                        f"{locks[0]} locks and {unlocks[0] if unlocks else 'their'} unlocks, whose measured time is above; "
                        "what the registrations cost instead cannot be told without sizes (trace with "
-                       "LIBOMPTARGET_INFO=32 for a replay).")
+                       "LIBOMPTARGET_INFO=40 for a replay).")
         else:
             out.append(f"{per:.2f} locks per copy: most copies did not lock per copy (memory already pinned or "
                        "staged), so pinning would save little of the lock cost counted here.")
     elif locks:
         out.append("Locks per copy cannot be told without the copy rows; what registering would save cannot be told "
-                   "without sizes (trace with LIBOMPTARGET_INFO=32 for a replay).")
+                   "without sizes (trace with LIBOMPTARGET_INFO=40 for a replay).")
     return out
 
 
@@ -172,8 +174,10 @@ def _measured_apart(rows: list[dict], pred) -> list[str]:
     return out
 
 
-def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construct: str) -> tuple[pd.DataFrame, str]:
-    """The runtime probe's rows (empty where not run) and what the pages say about the term."""
+def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construct: str,
+                  per_step: bool = True) -> tuple[pd.DataFrame, str]:
+    """The runtime probe's rows (empty where not run) and what the pages say about the term
+    (``per_step`` False: every array mapped once, ``probe_runtime``)."""
     if not wanted:
         return pd.DataFrame(), "not added (--no-runtime-term): the predictions are the copies alone"
     if set(rep.engine) != {"native"}:
@@ -181,10 +185,14 @@ def _runtime_term(p, pols, rep, vendor: str, wanted: bool, offload_dir, construc
     t0 = time.perf_counter()
     kw = {"offload_dir": offload_dir} if offload_dir else {}
     variants = [v for v in pols if same_as(pols, v) == v]   # a variant that is plain's model is charged as plain
-    probe, why = probe_runtime(p.classes, variants, vendor=vendor, construct=construct, layout=p, **kw)
+    probe, why = probe_runtime(p.classes, variants, vendor=vendor, construct=construct, layout=p, per_step=per_step, **kw)
     if why:
         return probe, f"not added ({why}): the predictions are the copies alone, without the runtime's own work"
     made = "target updates" if construct == "update" else "copies as target regions' maps (--construct region)"
+    if "at" in probe.columns and (probe["at"] != "update").any():
+        made += " (`target enter data` and `exit data` where the trace maps an array every step)"
+    if probe.attrs.get("note"):
+        made += f" ({probe.attrs['note']})"
     return probe, (f"added: {made} of the trace's own arrays and copies, in its order, through the offload runtime under "
                    f"{', '.join(sorted(set(probe.variant)))} ({probe.process.nunique()} processes each, "
                    f"{time.perf_counter() - t0:.1f} s), less the replay's copy of the same class")
@@ -229,13 +237,17 @@ def _check_out(out: Path) -> Path:
 def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
            repeats: int = 10, real: Path | None = None, application: str | None = None,
            engine: str = "auto", runtime_term: bool = True, offload_dir: Path | None = None,
-           construct: str = "update", designs: bool = False) -> dict:
+           construct: str = "update", designs: bool = False, trace_cpus: str | None = None) -> dict:
     """Everything ``pinpath advise`` does; the paths written and the run's facts. ``runtime_term``:
     add the offload runtime's own cost per copy, probed on this node (runtime_term.probe_runtime)
     where an offload build is here, as ``construct`` makes the copies (update or region).
     ``designs``: replay the trace under every policy of the engine too, as runtime designs
-    (``advise.designs``): designs.csv, their rows in prediction.csv and a section of the pages."""
+    (``advise.designs``): designs.csv, their rows in prediction.csv and a section of the pages.
+    ``trace_cpus``: the CPUs the traced application ran on (a Linux CPU list), to say where the trace
+    was taken against where the prediction was measured (``advise.placement``)."""
     check_construct(construct)
+    if trace_cpus is not None:
+        of_cpus(trace_cpus, gpu=False, irq_cpus=[], gpu_node=-1)   # a CPU list, or BadParameter before anything runs
     if engine not in ENGINES:
         raise BadParameter(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if not 5 <= repeats <= MAX_REPEATS:
@@ -260,7 +272,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     p = pattern(trace)
     parse_s = time.perf_counter() - t0
     meta = {"format": trace.format, "parse+pattern": f"{parse_s:.2f} s"}
-    pred = rep = rep_designs = design_tab = None
+    pred = rep = rep_designs = design_tab = rep_once = None
     probe = pd.DataFrame()
     if trace.has_sizes:   # the replay first: a runtime that cannot start leaves nothing written
         if vendor != "auto" and not policies_for(vendor):
@@ -269,6 +281,10 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
         try:
             vendor = VENDORS.get(rt.name, "host") if vendor == "auto" else vendor
             pols = policies_for(vendor)
+            gpu = rt.name != "host"
+            placed = here(gpu=gpu)   # where the replay and the runtime probe run: the prediction's placement
+            traced = of_cpus(trace_cpus, irq_cpus=placed.irq_cpus, gpu_node=placed.gpu_node) if trace_cpus else None
+            meta["placement"] = f"predicted {placed.where}, traced {traced.where if traced else 'not told'}"
             t1 = time.perf_counter()
             rep = replay(rt, p.classes, pols, repeats, engine=engine)
             meta.update(platform=rt.name, vendor=vendor, engine=" ".join(sorted(set(rep.engine))), repeats=repeats,
@@ -282,6 +298,11 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
         probe, meta["runtime term"] = _runtime_term(p, pols, rep, vendor, runtime_term, offload_dir, construct)
         if rep_designs is not None:
             rep_designs = pd.concat([rep_designs, design_runtime_rows(probe, rep, rep_designs)], ignore_index=True)
+        if len(probe) and len(remapped_arrays(p)):   # the same arrays mapped once: their copies as updates
+            once, why = _runtime_term(p, pols, rep, vendor, runtime_term, offload_dir, construct, per_step=False)
+            meta["mapped once"] = f"runtime term {why}"
+            if len(once):
+                rep_once = pd.concat([rep, runtime_rows(once, rep)], ignore_index=True)
         if len(probe):
             rep = pd.concat([rep, runtime_rows(probe, rep)], ignore_index=True)
     final = out or _new_out()
@@ -295,15 +316,23 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             for name in ("totals", "regions", "steps", "break_even", "by_class", "typical", "arrays"):
                 getattr(pred, name).to_csv(out / f"{name}.csv", index=False)
             lines = advice(p, pred, platform=meta["platform"], vendor=vendor, engine=meta["engine"])
+            if rep_once is not None:   # a code change: after the verdict on the variants
+                once = predict(mapped_once(p), rep_once, pols)
+                once.typical.to_csv(out / "map_once.csv", index=False)
+                at = next((i + 1 for i, line in enumerate(lines) if line.startswith("**")), len(lines))
+                lines[at:at] = map_once_lines(p, pred, once)
             name = application or Path(trace_path).stem
             rows = _real_rows(name, pred, real_df)
             lines += _measured_apart(rows, pred)
+            real_places = set(real_df.placement.astype(str)) if real_df is not None and "placement" in real_df else ()
+            at = next((i for i, line in enumerate(lines) if line.startswith("Caveat")), len(lines))
+            lines[at:at] = placement_lines(placed, traced, real_places)   # before the caveats
             if rep_designs is not None:
                 rep_designs.to_csv(out / "designs_replay.csv", index=False)
                 design_tab = design_table(predict(p, rep_designs, DESIGNS), pred)
                 design_tab.to_csv(out / "designs.csv", index=False)
                 rows += design_rows(name, design_tab)
-            write_prediction(out / "prediction.csv", rows)
+            write_prediction(out / "prediction.csv", [{**r, "predicted_placement": placed.where} for r in rows])
         elif trace.stats is not None:
             lines = _stats_advice(trace.stats)
         else:

@@ -1,7 +1,9 @@
 """An application's transfer trace, read from one of three files, into one frame of copies.
 
 * the stderr of a run with ``LIBOMPTARGET_INFO=32`` (or 48, which adds kernel launches): every
-  copy with direction, size and host pointer (``pinpath.ompinfo``);
+  copy with direction, size and host pointer (``pinpath.ompinfo``); with bit 8 too (40 or 56), every
+  map entry made and removed, hence which copies a map or an unmap made (``at``) and how often each
+  buffer is mapped (``Trace.maps``);
 * a rocprofv3 ``--memory-copy-trace`` CSV. Its columns, as rocprofiler-sdk writes them
   (source/lib/output/generateCSV.cpp at 00f9d2cbd4f7fb25412efa0ad8ba1ef94415d292, and
   source/docs/data/memory_copy_trace.csv at a6af0d409217775fda5ae3ec46df5120ab9d794a):
@@ -26,7 +28,7 @@ from ..safeio import read_text
 from ..report.rocprof import V1_HEADER, read_stats
 from ..schema import frame
 
-__all__ = ["TRACE_COPIES", "Trace", "read_trace", "FORMATS"]
+__all__ = ["TRACE_COPIES", "TRACE_MAPS", "Trace", "read_trace", "FORMATS"]
 
 FORMATS = ("libomptarget-info", "rocprofv3-memory-copy", "rocprof-hsa-stats")
 TRACE_COPIES = {
@@ -39,6 +41,16 @@ TRACE_COPIES = {
     "buffer": "str",         # the host pointer (HstPtr): the same pointer is the same buffer; "" unknown
     "name": "str",           # the mapped variable as the compiler wrote it
     "duration_ns": "float",  # measured copy time where the trace has it (rocprofv3), else NaN
+    "at": "str",             # "map": the copy of a map entry just made; "unmap": the last before its removal; else ""
+}
+TRACE_MAPS = {               # bit 8's lines: a map entry made (event map) or removed (unmap)
+    "seq": "int",            # the number of copies before it: it comes before copy ``seq``
+    "segment": "str", "region": "int", "step": "int",
+    "event": "str",          # map, unmap
+    "buffer": "str",         # HstPtrBegin
+    "nbytes": "int",
+    "name": "str",
+    "copied": "bool?",       # the map (unmap) made a copy: the copy marked ``at`` map (unmap)
 }
 _V3_COLUMNS = ("Kind", "Direction", "Source_Agent_Id", "Destination_Agent_Id", "Correlation_Id",
                "Start_Timestamp", "End_Timestamp")
@@ -54,8 +66,14 @@ class Trace:
     format: str
     copies: pd.DataFrame
     stats: pd.DataFrame | None = None
+    maps: pd.DataFrame = field(default_factory=lambda: frame([], TRACE_MAPS))
     knows: list[str] = field(default_factory=list)
     lacks: list[str] = field(default_factory=list)
+
+    @property
+    def has_maps(self) -> bool:
+        """Whether the trace says when buffers were mapped and unmapped (bit 8's lines)."""
+        return bool(len(self.maps))
 
     @property
     def has_sizes(self) -> bool:
@@ -92,50 +110,78 @@ def _numeric(fields) -> bool:
 
 
 def _libomptarget(path: str, text: str) -> Trace:
-    rows, where, region, launches, marked = [], {"segment": "invocation", "step": -1}, 0, 0, False
+    rows, maps, where, region, launches, marked = [], [], {"segment": "invocation", "step": -1}, 0, 0, False
+    last = {}   # host pointer -> its latest event: ("map", maps row) or ("copy", rows row)
     try:
         found = list(ompinfo.events(text))
     except BadParameter as e:          # a number no int64 column holds (units.bounded_int)
         raise BadParameter(f"{path}: {e}") from None
     for kind, ev in found:
         if kind == "unreadable":
-            raise BadParameter(f"{path}: line {ev['line']} is a libomptarget copy line that cannot be read "
+            what = "copy" if "Copying data" in ev["text"] else "map"
+            raise BadParameter(f"{path}: line {ev['line']} is a libomptarget {what} line that cannot be read "
                                f"({ev['text'][:80]!r})")
         if kind == "marker":
             if not marked:   # pinpath markers delimit invocations: what came before is setup
                 marked = True
-                for r in rows:
+                for r in rows + maps:
                     r.update(segment="setup", region=-1)
             where = {"segment": ev["segment"], "step": ev["step"]}
             region = ev["step"] * 1_000_000 + ev["invocation"] if ev["segment"] == "invocation" else -1
-        elif kind == "launch" and not marked:
-            launches += 1
+            last.clear()     # one directive never spans a marker
+        elif kind == "launch":
+            launches += 0 if marked else 1
+            last.clear()     # a copy before a kernel and a map entry's removal after it are two directives
         elif kind == "copy":
             if not marked:   # an H2D belongs to the kernel launched next, a D2H to the one launched last
                 region = launches if ev["direction"] == "h2d" else max(launches - 1, 0)
-            rows.append({"seq": len(rows), **where, "region": region, "direction": ev["direction"],
-                         "nbytes": ev["nbytes"], "buffer": ev["host_ptr"], "name": ev["name"],
-                         "duration_ns": float("nan")})
+            row = {"seq": len(rows), **where, "region": region, "direction": ev["direction"],
+                   "nbytes": ev["nbytes"], "buffer": ev["host_ptr"], "name": ev["name"],
+                   "duration_ns": float("nan"), "at": ""}
+            kind_before, before = last.get(ev["host_ptr"], ("", None))
+            if kind_before == "map" and ev["direction"] == "h2d":   # the entry just made: its copy
+                row["at"], before["copied"] = "map", True
+            rows.append(row)
+            last[ev["host_ptr"]] = ("copy", row)
+        elif kind in ("map", "unmap"):
+            if not marked:
+                region = launches if kind == "map" else max(launches - 1, 0)
+            row = {"seq": len(rows), **where, "region": region, "event": kind, "buffer": ev["host_ptr"],
+                   "nbytes": ev["nbytes"], "name": ev["name"], "copied": False}
+            kind_before, before = last.pop(ev["host_ptr"], ("", None))
+            if kind == "unmap" and kind_before == "copy" and before["direction"] == "d2h" and not before["at"]:
+                before["at"], row["copied"] = "unmap", True   # the copy back just before its removal
+            maps.append(row)
+            if kind == "map":
+                last[ev["host_ptr"]] = ("map", row)
     if not rows:
         raise BadParameter(f"{path}: not a trace pinpath reads (no libomptarget 'Copying data' line of "
-                           f"LIBOMPTARGET_INFO=32, no rocprofv3 memory-copy header, no rocprof stats header)")
-    df = frame(rows, TRACE_COPIES)
-    if marked:   # invocations numbered 0.. in order of appearance
+                           f"LIBOMPTARGET_INFO=32 or 40, no rocprofv3 memory-copy header, no rocprof stats header)")
+    df, mp = frame(rows, TRACE_COPIES), frame(maps, TRACE_MAPS)
+    if marked:   # invocations numbered 0.. in order of appearance (a map's by its copies' numbering)
         inv = df.region >= 0
-        df.loc[inv, "region"] = pd.factorize(df.region[inv])[0]
+        codes, uniques = pd.factorize(df.region[inv])
+        number = dict(zip(uniques, range(len(uniques))))
+        df.loc[inv, "region"] = codes
+        mp["region"] = [number.get(r, -1) if r >= 0 else -1 for r in mp.region]
     regions = ("pinpath's region markers (one region per invocation, steps from the markers)" if marked
                else f"kernel launches ({launches} seen: an H2D belongs to the next launch, a D2H to the last)"
                if launches else "")
     knows = ["direction, size and host pointer of every copy (the same HstPtr is the same buffer)",
              "the mapped variable's name"]
-    lacks = ["the time each copy took (LIBOMPTARGET_INFO prints no times)",
-             "when a buffer was mapped or unmapped (bit 32 prints copies only)"]
+    lacks = ["the time each copy took (LIBOMPTARGET_INFO prints no times)"]
+    if len(mp):
+        knows.append(f"when each buffer was mapped and unmapped ({int((mp.event == 'map').sum())} map entries made, "
+                     f"{int((mp.event == 'unmap').sum())} removed), so which copies a map or an unmap made")
+    else:
+        lacks.append("when a buffer was mapped or unmapped (bit 32 prints copies only; LIBOMPTARGET_INFO=40 adds "
+                     "bit 8's map entries): each array is charged one map and one unmap")
     if regions:
         knows.append(f"regions, from {regions}")
     else:
         lacks.append("regions: no kernel launch line (run with LIBOMPTARGET_INFO=48 to get them), so the "
                      "whole trace is one region")
-    return Trace(path, FORMATS[0], df, knows=knows, lacks=lacks)
+    return Trace(path, FORMATS[0], df, maps=mp, knows=knows, lacks=lacks)
 
 
 def _rocprofv3(path: str, text: str, header: list[str]) -> Trace:
@@ -162,7 +208,7 @@ def _rocprofv3(path: str, text: str, header: list[str]) -> Trace:
     order = start[copy].sort_values(kind="stable").index
     rows = pd.DataFrame({"seq": range(len(order)), "segment": "invocation", "region": 0, "step": -1,
                          "direction": direction[order].to_numpy(), "nbytes": pd.NA, "buffer": "", "name": "",
-                         "duration_ns": (end - start)[order].to_numpy(dtype=float)})
+                         "duration_ns": (end - start)[order].to_numpy(dtype=float), "at": ""})
     return Trace(path, FORMATS[1], frame(rows.to_dict("records"), TRACE_COPIES),
                  knows=["direction and measured duration of every copy the GPU's engines ran (on the node traced)"],
                  lacks=["sizes: rocprofv3's memory-copy CSV has no size column, so no copy can be replayed",

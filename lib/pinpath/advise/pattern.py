@@ -11,7 +11,13 @@ Every buffer has an ``owner`` (``owner_of``): "application" (heap or global memo
 user can register), "stack" (a local variable: x86-64 Linux puts the main thread's stack at the top
 of the address space, above every mmap) or "runtime" (the runtime's own, e.g. LLVM's
 ``KernelLaunchEnv``, copied at the launch of a kernel with a reduction). Only the first are arrays
-a user can act on; the others are moved as the runtime moves them under every variant."""
+a user can act on; the others are moved as the runtime moves them under every variant.
+
+Where the trace has bit 8's map lines (``Trace.has_maps``), ``maps`` holds each map entry made and
+removed with its array, and an array mapped inside the steps (``remapped``: `target enter data` /
+`exit data` every step, as species.cpp does) keeps its copies' ``at`` (map, unmap): the runtime term
+is probed as those directives make them and each map and unmap is charged where it happens. An
+array mapped once (at setup) has its copies' ``at`` cleared: they are probed as updates."""
 
 from __future__ import annotations
 
@@ -67,6 +73,7 @@ class Pattern:
     sizes: pd.DataFrame       # size distribution by power-of-two bin: bin_nbytes, direction, transfers, moved_nbytes
     regions: pd.DataFrame     # region, step, segment, transfers, h2d, d2h, moved_nbytes
     size_binned: bool = False
+    maps: pd.DataFrame | None = None   # TRACE_MAPS + array ("" where no copied array holds it), owner, remapped
 
 
 def pattern(trace: Trace, *, max_classes: int = MAX_CLASSES) -> Pattern:
@@ -121,11 +128,40 @@ def pattern(trace: Trace, *, max_classes: int = MAX_CLASSES) -> Pattern:
     if extra.any():
         ex = pd.DataFrame({"nbytes": a_nb[extra], "direction": "h2d", "reuse": 1, "transfers": 0, "buffers": 0})
         classes = pd.concat([classes, ex.drop_duplicates("nbytes")], ignore_index=True)
+    maps = _maps(trace.maps, buffers, arrays)
+    remapped = set(maps.array[maps.remapped]) if len(maps) else set()
+    arrays["remapped"] = arrays.array.isin(remapped)
+    arrays["maps"] = arrays.array.map(maps[maps.event == "map"].groupby("array").size()).fillna(0).astype(np.int64) \
+        if len(maps) else np.int64(0)
+    t["at"] = t["at"].where(t.array.isin(remapped), "") if "at" in t.columns else ""
     t["bin_nbytes"] = pow2_floor(t.nbytes)
     sizes = (t.groupby(["bin_nbytes", "direction"]).agg(transfers=("seq", "size"), moved_nbytes=("nbytes", "sum"))
              .reset_index())
     return Pattern(trace, t, buffers, arrays, classes.sort_values(["nbytes", "direction", "reuse"], ignore_index=True),
-                   sizes, _regions(t), size_binned)
+                   sizes, _regions(t), size_binned, maps)
+
+
+def _maps(maps: pd.DataFrame, buffers: pd.DataFrame, arrays: pd.DataFrame) -> pd.DataFrame:
+    """The trace's map lines with the array that holds each one's host pointer ("" where no copied
+    array does: memory mapped and never copied, which no prediction charges), its owner, and
+    ``remapped``: the array has map entries made inside the steps (segment invocation), two or more
+    of them where the trace has no step markers (there every line is in that segment: an array
+    mapped once is mapped before its regions, not in each)."""
+    m = maps.copy()
+    if not len(m):
+        return m.assign(array=pd.Series(dtype=str), owner=pd.Series(dtype=str), remapped=pd.Series(dtype=bool))
+    start = arrays.array.map(host_address).to_numpy()
+    end = start + arrays.nbytes.to_numpy()
+    order = np.argsort(start, kind="stable")
+    a = np.array([host_address(b) for b in m.buffer])
+    i = np.searchsorted(start[order], a, side="right") - 1
+    ok = (i >= 0) & (a < end[order][np.maximum(i, 0)])
+    m["array"] = np.where(ok, arrays.array.to_numpy()[order][np.maximum(i, 0)], "")
+    m["owner"] = m.array.map(arrays.set_index("array").owner).fillna("")
+    inside = m[(m.event == "map") & (m.segment == "invocation") & (m.array != "")].array.value_counts()
+    marked = bool((maps.step >= 0).any()) or bool((maps.segment != "invocation").any())
+    m["remapped"] = m.array.isin(set(inside[inside >= (1 if marked else 2)].index))
+    return m
 
 
 def host_address(ptr: str) -> int:
@@ -164,12 +200,15 @@ def _regions(t: pd.DataFrame) -> pd.DataFrame:
 
 def write_dataset(p: Pattern, out: Path | str) -> list[Path]:
     """The pattern as a small data set a user can share: ``pattern/<table>.parquet`` and ``.csv``
-    for transfers, buffers, arrays, classes, sizes and regions. The paths written."""
+    for transfers, buffers, arrays, classes, sizes and regions (and maps, where the trace has them).
+    The paths written."""
     d = Path(out) / "pattern"
     d.mkdir(parents=True, exist_ok=True)
     written = []
-    for name in ("transfers", "buffers", "arrays", "classes", "sizes", "regions"):
+    for name in ("transfers", "buffers", "arrays", "classes", "sizes", "regions", "maps"):
         df = getattr(p, name)
+        if df is None or (name == "maps" and not len(df)):
+            continue
         if name == "transfers" and len(df):
             df = df.drop(columns=[c for c in ("class_nbytes", "bin_nbytes") if c in df.columns])
         df = df.reset_index(drop=True)

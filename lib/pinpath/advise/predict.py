@@ -8,7 +8,12 @@ use (the buffer's first transfer or a later one) and, where the replay carries t
 runtime's own term for the variant (event "runtime", ``runtime_term``), that term of its size and
 direction; a buffer is charged its one-off events (map, unmap; register and unregister where the
 application registers it) once, in the region of its first (map, register) and last (unmap,
-unregister) transfer.
+unregister) transfer; where the trace says when it was mapped and unmapped (bit 8's lines,
+``pattern.maps``), each map and unmap is charged where it happens (an array mapped every step
+pays its map, its unmap and, under lock_mapped on AMD, their lock and unlock every step), and a
+copy a map or an unmap made (``at``) carries the runtime's term of that directive (``runtime_map``,
+``runtime_unmap``: probed as `target enter data` / `exit data`), as does a map or unmap that copies
+nothing (direction "none").
 
 Each charge is looked up under the variant that moves it (``via``): a variant whose model is the
 baseline's on this runtime (NVIDIA's lock_mapped: its plugin ignores the variable) is charged
@@ -28,9 +33,9 @@ import pandas as pd
 
 from ..stats import interval, median_draws
 from .pattern import Pattern, pow2_floor
-from .runtime_term import RUNTIME_EVENT
+from .runtime_term import NO_COPY, RUNTIME_EVENT, RUNTIME_EVENTS
 
-__all__ = ["Prediction", "predict", "ranked", "same_as", "BUFFER_EVENTS", "BASELINE"]
+__all__ = ["Prediction", "predict", "ranked", "same_as", "runtime_keys", "BUFFER_EVENTS", "BASELINE"]
 
 BUFFER_EVENTS = ("register", "map", "unmap", "unregister")
 BASELINE = "plain"
@@ -82,14 +87,20 @@ class _Keys:
 
     def runtime_variants(self) -> set:
         """The variants whose replay carries the offload runtime's term."""
-        return {k[0] for k in self.groups if k[1] == RUNTIME_EVENT}
+        return {k[0] for k in self.groups if k[1] in _TERMS}
+
+    def runtime_keys(self) -> set:
+        """(variant, event, nbytes, direction) of every runtime term the replay carries."""
+        return {k[:4] for k in self.groups if k[1] in _TERMS}
 
     def per_copy(self, variant, nbytes, direction, use):
         """Point and draws of one transfer of a class: its copy, plus the runtime's term where
         the variant has one."""
         pt, dr = self.pooled(variant, "transfer", nbytes, direction, use)
-        if variant in self.runtime_variants():
-            rpt, rdr = self.pooled(variant, RUNTIME_EVENT, nbytes, direction)
+        if variant in self.runtime_variants():   # an update's term, else the map's or unmap's that made it
+            have = self.runtime_keys()
+            ev = next((e for e in RUNTIME_EVENTS.values() if (variant, e, nbytes, direction) in have), RUNTIME_EVENT)
+            rpt, rdr = self.pooled(variant, ev, nbytes, direction)
             pt, dr = pt + rpt, dr + rdr
         return pt, dr
 
@@ -111,15 +122,31 @@ def _owner(t: pd.DataFrame) -> pd.Series:
     return t.owner if "owner" in t.columns else pd.Series("application", index=t.index)
 
 
+_TERMS = frozenset(RUNTIME_EVENTS.values())
+
+
+def runtime_keys(rep: pd.DataFrame) -> set:
+    """(variant, event, nbytes, direction) of every runtime term in the replay's rows."""
+    r = rep[rep.event.isin(_TERMS)]
+    return set(zip(r.variant, r.event, r.nbytes, r.direction))
+
+
 def _transfer_rows(t: pd.DataFrame, via: np.ndarray, runtime: set) -> pd.DataFrame:
-    """Each transfer's charge rows: its copy under its ``via`` variant and, where that variant is in
-    ``runtime`` (it carries the runtime's term), the term of its size and direction."""
+    """Each transfer's charge rows: its copy under its ``via`` variant and, where that variant
+    carries the runtime's term (``runtime``: its keys, ``runtime_keys``), the term of its size and
+    direction: of the map or unmap that made the copy where the transfer's ``at`` says so and that
+    term was probed, else of an update."""
     rows = pd.DataFrame({"pos": np.arange(len(t)), "region": t.region.to_numpy(), "step": t.step.to_numpy(),
                          "via": via, "event": "transfer",
                          "nbytes": t.class_nbytes.to_numpy(), "direction": t.direction.to_numpy(),
                          "reuse": t.reuse_class.to_numpy(), "use": t.use.to_numpy()})
-    rt = rows[rows.via.isin(runtime)]
-    return pd.concat([rows, rt.assign(event=RUNTIME_EVENT, reuse=None, use=None)], ignore_index=True)
+    variants = {k[0] for k in runtime}
+    rt = rows[rows.via.isin(variants)]
+    at = (t["at"].to_numpy() if "at" in t.columns else np.full(len(t), ""))[rt.pos.to_numpy()]
+    wanted = [RUNTIME_EVENTS.get(a, RUNTIME_EVENT) for a in at]
+    event = [w if (v, w, nb, d) in runtime else RUNTIME_EVENT
+             for w, v, nb, d in zip(wanted, rt.via, rt.nbytes, rt.direction)]
+    return pd.concat([rows, rt.assign(event=event, reuse=None, use=None)], ignore_index=True)
 
 
 def _counted(rows: pd.DataFrame) -> pd.DataFrame:
@@ -129,7 +156,8 @@ def _counted(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _charges(p: Pattern, policies: dict, variant: str, runtime: set) -> pd.DataFrame:
-    """What the trace charges under ``variant``: rows of (region, step, key, count)."""
+    """What the trace charges under ``variant``: rows of (region, step, key, count). ``runtime``:
+    the runtime terms the replay carries (``runtime_keys``)."""
     t = p.transfers
     tr = _transfer_rows(t, _via(policies, variant, _owner(t)), runtime)
     b = p.arrays
@@ -138,7 +166,11 @@ def _charges(p: Pattern, policies: dict, variant: str, runtime: set) -> pd.DataF
     pinned = np.array([bool(policies[v][1]) for v in via], dtype=bool)
     step_of = t.groupby("region").step.first()
     parts = [tr]
+    maps = p.maps[p.maps.array != ""] if p.maps is not None and len(p.maps) else None
     for ev in BUFFER_EVENTS:
+        if maps is not None and ev in ("map", "unmap"):   # each where the trace made it
+            parts.append(_map_rows(p, maps[maps.event == ev], policies, variant, runtime, nb))
+            continue
         keep = pinned if ev in ("register", "unregister") else np.ones(len(b), dtype=bool)
         region = (b.first_region if ev in ("register", "map") else b.last_region).to_numpy()[keep]
         parts.append(pd.DataFrame({"region": region, "step": step_of.reindex(region).to_numpy(), "via": via[keep],
@@ -146,12 +178,29 @@ def _charges(p: Pattern, policies: dict, variant: str, runtime: set) -> pd.DataF
     return _counted(pd.concat(parts, ignore_index=True))
 
 
+def _map_rows(p: Pattern, maps: pd.DataFrame, policies: dict, variant: str, runtime: set, array_nb) -> pd.DataFrame:
+    """The charges of the trace's maps (or unmaps) ``maps``: the replay's map event of its array's
+    size (the policy's lock under lock_mapped on AMD) and, where it copies nothing and the runtime's
+    term of such a map was probed, that term (direction "none")."""
+    nb_of = pd.Series(array_nb, index=p.arrays.array.to_numpy())
+    via = _via(policies, variant, maps.owner)
+    rows = pd.DataFrame({"region": maps.region.to_numpy(), "step": maps.step.to_numpy(), "via": via,
+                         "event": maps.event.to_numpy(), "nbytes": nb_of.reindex(maps.array).to_numpy(),
+                         "direction": None, "reuse": None, "use": None})
+    bare = ~maps.copied.fillna(False).astype(bool).to_numpy() & maps.remapped.to_numpy()
+    own_nb = (pow2_floor(maps.nbytes) if p.size_binned else maps.nbytes.to_numpy())[bare]
+    term = RUNTIME_EVENTS[maps.event.iat[0]] if len(maps) else RUNTIME_EVENT
+    probed = np.array([(v, term, n, NO_COPY) in runtime for v, n in zip(via[bare], own_nb)], dtype=bool)
+    extra = rows[bare][probed].assign(event=term, nbytes=own_nb[probed], direction=NO_COPY)
+    return pd.concat([rows, extra], ignore_index=True)
+
+
 def _lookup(keys: _Keys, variant: str, ev, nb, d, r, u):
     """Point and draws of one charged event of ``variant`` (the charge's ``via``)."""
     if ev == "transfer":
         k = (variant, ev, nb, d, r, u)
         return (keys.point[k], keys.draws[k]) if k in keys.groups else keys.pooled(variant, ev, nb, d, u)
-    if ev == RUNTIME_EVENT:
+    if ev in _TERMS:
         return keys.pooled(variant, ev, nb, d)
     return keys.pooled(variant, ev, nb)
 
@@ -213,7 +262,8 @@ def _grouped(keys: _Keys, variant: str, ch: pd.DataFrame, by: str, max_signature
 def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
     """Predictions for every variant of ``policies`` (variant -> (policy, user_pinned, threshold))."""
     keys = _Keys(rep)
-    with_runtime = set(rep[rep.event == RUNTIME_EVENT].variant)
+    with_runtime = runtime_keys(rep)
+    runtime_variants = {k[0] for k in with_runtime}
     refused = rep[rep.event == "refused"].groupby("variant").error.first()
     totals, regions, steps, classes, typical, typical_draws = [], [], [], [], [], {}
     n_transfers = len(p.transfers)
@@ -228,7 +278,7 @@ def predict(p: Pattern, rep: pd.DataFrame, policies: dict) -> Prediction:
                        "n_regions": len(per_region), "region_median_ns": per_region.median(),
                        "region_min_ns": per_region.min(), "region_max_ns": per_region.max(),
                        "not_replayed": refused.get(same_as(policies, variant), ""),
-                       "runtime_term": same_as(policies, variant) in with_runtime})
+                       "runtime_term": same_as(policies, variant) in runtime_variants})
         regions.append(_grouped(keys, variant, ch, "region"))
         has_steps = bool((p.transfers.step >= 0).any())
         if has_steps:
@@ -292,7 +342,7 @@ def _array_break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "
     rows = []
     t = p.transfers
     arr = t.array.map(pd.Series(range(len(p.arrays)), index=p.arrays.array)).to_numpy()
-    with_runtime = keys.runtime_variants()
+    with_runtime = keys.runtime_keys()
     owners = _owner(t)
 
     def per_array(variant):

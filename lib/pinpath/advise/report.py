@@ -17,8 +17,9 @@ from .predict import Prediction
 
 __all__ = ["figure", "write_pages", "write_prediction", "PREDICTION_COLUMNS"]
 
-PREDICTION_COLUMNS = ["application", "kind", "variant", "placement", "predicted_ns", "predicted_low", "predicted_high",
-                      "real_ns", "real_low", "real_high", "ratio", "low", "high", "verdict"]
+PREDICTION_COLUMNS = ["application", "kind", "variant", "placement", "predicted_placement", "predicted_ns",
+                      "predicted_low", "predicted_high", "real_ns", "real_low", "real_high", "ratio", "low", "high",
+                      "verdict"]
 KINDS = {"variant": "a setting the user can make", "difference": "a variant less plain",
          "runtime design": "a design a runtime could adopt, not a setting a user can set"}
 
@@ -117,11 +118,14 @@ def write_pages(out: Path, p: Pattern, pred: Prediction | None, advice: list[str
           " · ".join(f"{k} {v}" for k, v in meta.items()), "", "### Pattern", "", *_pattern_lines(p), ""]
     if len(p.arrays):
         top = p.arrays.sort_values("moved_nbytes", ascending=False).head(10)
-        md += _table(["array", "name", "owner", "size", "buffers", "transfers", "H2D", "D2H"],
+        maps = p.trace.has_maps and "maps" in top.columns   # bit 8's lines: how often each was mapped
+        md += _table(["array", "name", "owner", "size", "buffers", "transfers", "H2D", "D2H"] +
+                     (["maps", "mapped every step"] if maps else []),
                      [[md_cell(r.array, code=True), md_cell(r.name, code=True), md_cell(r.owner),
-                       binary_size(int(r.nbytes)), str(r.buffers), str(r.transfers), str(r.h2d), str(r.d2h)]
+                       binary_size(int(r.nbytes)), str(r.buffers), str(r.transfers), str(r.h2d), str(r.d2h)] +
+                      ([str(r.maps), "yes" if r.remapped else "no"] if maps else [])
                       for r in top.itertuples()],
-                     right=(3, 4, 5, 6, 7)) + [""]
+                     right=(3, 4, 5, 6, 7, 8)) + [""]
     if pred is not None:
         md += ["### Ranking (predicted transfer time of the whole trace, 95 % CI; `2=`: overlapping intervals, no order)", "",
                *_table(["rank", "variant", "policy", "predicted", "per transfer", "per region: median (min .. max)"],
@@ -210,8 +214,10 @@ def _page(body: str, pred: Prediction | None, designs: pd.DataFrame | None = Non
 def write_prediction(path: Path, rows: list[dict]) -> Path:
     """``prediction.csv``: per application and ``kind`` (KINDS) the predicted and the real time
     per step (or invocation) with the ratio's interval; the real columns, ``ratio``, ``low`` and
-    ``high`` stay empty where no real figure was given."""
-    df = pd.DataFrame([{"kind": "variant", "placement": "", "verdict": "", **r} for r in rows], columns=PREDICTION_COLUMNS)
+    ``high`` stay empty where no real figure was given. ``placement``: where the real figures were
+    taken; ``predicted_placement``: where the prediction was measured (``advise.placement.WHERE``)."""
+    df = pd.DataFrame([{"kind": "variant", "placement": "", "predicted_placement": "", "verdict": "", **r} for r in rows],
+                      columns=PREDICTION_COLUMNS)
     real = pd.to_numeric(df.real_ns, errors="coerce")
     df["ratio"] = pd.to_numeric(df.predicted_ns, errors="coerce") / real.where(real != 0)
     for c in ("low", "high", "predicted_low", "predicted_high", "real_low", "real_high"):

@@ -34,10 +34,15 @@ from ..errors import BadParameter, NotAvailable
 from .pattern import host_address, pow2_floor
 from ..experiments.offload_build import OFFLOAD_DIR, VARIANTS, app_binary, find_build, runtime_env, variant_env
 
-__all__ = ["layout_of", "probe_runtime", "probe_rounds", "check_construct", "CONSTRUCTS", "runtime_rows", "PROBE_COLUMNS", "RUNTIME_EVENT", "PROBE_BUDGET_NBYTES"]
+__all__ = ["layout_of", "probe_runtime", "probe_rounds", "check_construct", "CONSTRUCTS", "runtime_rows", "PROBE_COLUMNS",
+           "RUNTIME_EVENT", "RUNTIME_EVENTS", "NO_COPY", "PROBE_BUDGET_NBYTES"]
 
-PROBE_COLUMNS = ["variant", "process", "direction", "nbytes", "round", "ns"]
+PROBE_COLUMNS = ["variant", "process", "direction", "nbytes", "round", "ns", "at"]
 RUNTIME_EVENT = "runtime"
+#: the runtime term's event by what made the copy (updates' column at): a target update (or a region's
+#: map), a map entry made with it (`target enter data`), its removal after it (`target exit data`)
+RUNTIME_EVENTS = {"update": RUNTIME_EVENT, "map": "runtime_map", "unmap": "runtime_unmap"}
+NO_COPY = "none"   #: the direction of a map or unmap that copies nothing
 
 
 def _empty() -> pd.DataFrame:
@@ -69,37 +74,67 @@ def check_construct(construct: str) -> str:
 MIN_SAMPLES = 3   #: a rare copy is still probed at least this many times
 
 
-def layout_of(p, rounds: int) -> str:
-    """updates' --layout for pattern ``p``: its arrays (size and owner) and its distinct copies in
-    trace order, each made every k-th round where the trace makes it in one step of k (regions where
-    the trace has no steps; setup and teardown count as one each), at least MIN_SAMPLES times in
-    ``rounds``: every copy the prediction charges has its term."""
-    t = p.transfers
+def _events(p, per_step: bool = True) -> pd.DataFrame:
+    """The copies and, of an array mapped every step (``remapped``), the maps and unmaps that copy
+    nothing (direction "none"), in trace order: buffer, array, nbytes, direction, at, step, region,
+    segment. Without ``per_step``: the copies alone, every one an update's."""
+    cols = ["buffer", "array", "nbytes", "direction", "at", "step", "region", "segment"]
+    t = p.transfers.assign(order=p.transfers.seq * 2 + 1)
+    at = t["at"] if "at" in t.columns and per_step else ""
+    ev = [t.assign(at=at)[cols + ["order"]]]
+    m = p.maps
+    if per_step and m is not None and len(m):
+        bare = m[m.remapped & ~m.copied.fillna(False).astype(bool)]
+        ev.append(bare.assign(direction="none", at=bare.event, order=bare.seq * 2)[cols + ["order"]])
+    return pd.concat(ev, ignore_index=True).sort_values("order", kind="stable", ignore_index=True)
+
+
+def layout_of(p, rounds: int, per_step: bool = True) -> str:
+    """updates' --layout for pattern ``p``: its arrays (size, owner, ``per_step`` where the trace maps
+    it every step) and its distinct copies in trace order (with the map or unmap that made them,
+    and the maps and unmaps that copy nothing, of a per-step array), each made every k-th round
+    where the trace makes it in one step of k (regions where the trace has no steps; setup and
+    teardown count as one each), at least MIN_SAMPLES times in ``rounds``: every copy the prediction
+    charges has its term. A per-step array's lines all take the rounds of its maps. Without
+    ``per_step``: every array mapped once and every copy an update (the layout an updates built
+    before it could map per step reads)."""
+    t = _events(p, per_step)
     group = (t.step.astype(str) + t.segment) if (t.step >= 0).any() else t.region.astype(str)
+    t = t.assign(group=group)
     n_groups = max(int(group[t.segment == "invocation"].nunique()), 1)
     arrays = p.arrays.reset_index(drop=True)
     index = pd.Series(range(len(arrays)), index=arrays.array)
     base = arrays.array.map(host_address)
-    lines = [f"array {int(a.nbytes)} {a.owner}" for a in arrays.itertuples()]
+    per_step = arrays.remapped.to_numpy() & per_step if "remapped" in arrays.columns else [False] * len(arrays)
+    lines = [f"array {int(a.nbytes)} {a.owner}" + (" per_step" if ps else "")
+             for a, ps in zip(arrays.itertuples(), per_step)]
     every_max = max(rounds // MIN_SAMPLES, 1)
-    seen = t.assign(group=group).groupby(["buffer", "nbytes", "direction"], sort=False).group.nunique()
-    for (buf, nb, d), k in seen.items():
-        a = int(index[t.array[t.buffer == buf].iat[0]])
+    every_of = lambda k: min(max(math.floor(n_groups / k), 1), every_max)   # noqa: E731
+    maps = t[t["at"] == "map"].groupby("array").group.nunique()   # a per-step array: the rounds of its maps
+    seen = t.groupby(["buffer", "nbytes", "direction", "at"], sort=False).agg(group=("group", "nunique"),
+                                                                          array=("array", "first"))
+    for (buf, nb, d, at), r in seen.iterrows():
+        a = int(index[r["array"]])
         offset = host_address(buf) - int(base.iat[a]) if host_address(buf) >= 0 else 0
-        every = min(max(math.floor(n_groups / k), 1), every_max)
-        lines.append(f"copy {a} {offset} {int(nb)} {d} {every}")
+        every = every_of(maps.get(r["array"], r["group"]) if per_step[a] else r["group"])
+        lines.append(f"copy {a} {offset} {int(nb)} {d} {every}" + (f" {at}" if at else ""))
     return "\n".join(lines) + "\n"
 
 
 def probe_runtime(classes: pd.DataFrame, variants, *, vendor: str, construct: str = "update", offload_dir=OFFLOAD_DIR,
-                  rounds: int = 100, processes: int = 3, timeout_s: int = 300, layout=None) -> tuple[pd.DataFrame, str]:
+                  rounds: int = 100, processes: int = 3, timeout_s: int = 300, layout=None,
+                  per_step: bool = True) -> tuple[pd.DataFrame, str]:
     """Per variant of ``variants`` that the build's runtime has: ``processes`` runs of updates over
     every size of ``classes``, ``rounds`` timed rounds each (fewer where the sizes are large:
     ``probe_rounds``), where the offload build is for ``vendor``'s GPUs; ``construct`` "update"
     times `target update`s, "region" a copy's share of a target region (updates --construct).
     ``layout``: a pattern, probed as its own arrays and copies (``layout_of``) instead of slices of
-    one array; the rows' nbytes are then the classes' (powers of two where the pattern bins sizes).
-    (the rows, "") or (empty, why not)."""
+    one array; the rows' nbytes are then the classes' (powers of two where the pattern bins sizes);
+    ``per_step`` False: its arrays mapped once and every copy an update, though the trace maps some
+    every step (``layout_of``).
+    (the rows, "") or (empty, why not). Where this build's updates cannot read a layout that maps
+    per step (one built before it could), the layout is probed again with every copy an update, and
+    ``probe.attrs["note"]`` says so."""
     check_construct(construct)
     try:
         build = find_build(offload_dir)
@@ -115,10 +150,15 @@ def probe_runtime(classes: pd.DataFrame, variants, *, vendor: str, construct: st
     where = ["--nbytes", sizes]
     if layout is not None:
         path = Path(tmp.name) / "layout.txt"
-        path.write_text(layout_of(layout, rounds))
+        path.write_text(layout_of(layout, rounds, per_step))
         where = ["--layout", str(path)]
     with tmp:
         probe, why = _probe(exe, env, build.vendor, variants, where, rounds, construct, processes, timeout_s)
+        if why and "cannot be read" in why and layout is not None and " per_step" in path.read_text():
+            path.write_text(layout_of(layout, rounds, per_step=False))
+            probe, why = _probe(exe, env, build.vendor, variants, where, rounds, construct, processes, timeout_s)
+            probe.attrs["note"] = ("this build's updates cannot map per step (built before it could: make "
+                                   "offload-bundle): the copies of arrays mapped every step were probed as updates")
     if len(probe) and layout is not None and layout.size_binned:
         probe["nbytes"] = pow2_floor(probe.nbytes)
     return probe, why
@@ -142,6 +182,8 @@ def _probe(exe, env, vendor, variants, where, rounds, construct, processes, time
                 last = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
                 return _empty(), f"the runtime probe ({variant}) stopped: {last}"
             rows = pd.read_csv(io.StringIO("\n".join(l for l in r.stdout.splitlines() if not l.startswith("#"))))
+            if "at" not in rows.columns:   # without --layout every row is an update
+                rows["at"] = "update"
             frames.append(rows.assign(variant=variant, process=proc))
     if not frames:
         return _empty(), f"the {vendor} offload build has none of the variants {', '.join(variants)}"
@@ -149,14 +191,26 @@ def _probe(exe, env, vendor, variants, where, rounds, construct, processes, time
 
 
 def runtime_rows(probe: pd.DataFrame, rep: pd.DataFrame) -> pd.DataFrame:
-    """Rows shaped as the replay's (variant, event "runtime", nbytes, direction, ns, repeat = the
-    probe's process): each probed update less the replay's median transfer of the same variant,
-    size and direction (its later uses where the class reuses a buffer, as an application's mapped
-    array is used again and again). A probed class the replay lacks gives no row."""
+    """Rows shaped as the replay's (variant, event, nbytes, direction, ns, repeat = the probe's
+    process): each probed update (event "runtime") less the replay's median transfer of the same
+    variant, size and direction (its later uses where the class reuses a buffer, as an application's
+    mapped array is used again and again); each probed map or unmap (events "runtime_map",
+    "runtime_unmap", ``RUNTIME_EVENTS``) less the same copy where it copies and less the replay's
+    own map or unmap event of that size (the policy's lock or unlock there), so that the charges of
+    all three add up to the directive's time. A probed class the replay lacks gives no row."""
+    at = probe["at"] if "at" in probe.columns else pd.Series("update", index=probe.index)
     tr = rep[rep.event == "transfer"]
-    later = tr[tr.use == tr.groupby(["variant", "nbytes", "direction"]).use.transform("max")]
-    copy = later.groupby(["variant", "nbytes", "direction"]).ns.median().rename("copy_ns").reset_index()
-    got = probe.merge(copy, on=["variant", "nbytes", "direction"], how="inner")
-    return pd.DataFrame({"variant": got.variant, "policy": "", "event": RUNTIME_EVENT, "nbytes": got.nbytes,
+    key = ["variant", "nbytes", "direction"]
+    later = tr[tr.use == tr.groupby(key).use.transform("max")]
+    copy_later = later.groupby(key).ns.median().rename("copy_ns").reset_index()
+    frames = [probe[at == "update"].merge(copy_later, on=key, how="inner").assign(event=RUNTIME_EVENT)]
+    for what in ("map", "unmap"):
+        own = rep[rep.event == what].groupby(["variant", "nbytes"]).ns.median().rename("own_ns").reset_index()
+        p = probe[at == what].merge(own, on=["variant", "nbytes"], how="inner")
+        moved = p[p.direction != NO_COPY].merge(copy_later, on=key, how="inner")
+        bare = p[p.direction == NO_COPY].assign(copy_ns=0.0)
+        frames.append(pd.concat([moved, bare]).assign(event=RUNTIME_EVENTS[what], copy_ns=lambda d: d.copy_ns + d.own_ns))
+    got = pd.concat(frames, ignore_index=True)
+    return pd.DataFrame({"variant": got.variant, "policy": "", "event": got.event, "nbytes": got.nbytes,
                          "direction": got.direction, "reuse": -1, "use": -1, "repeat": got.process,
                          "ns": got.ns - got.copy_ns, "path": "", "error": "", "engine": "updates"})

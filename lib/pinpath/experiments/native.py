@@ -22,7 +22,7 @@ from ..errors import BadParameter, NotAvailable
 from ..runtimes.base import has
 from ..schema import frame, THREADS
 from ..vocab import Capability, Direction, MemoryKind, Policy
-from .sweep import SEED, DeviceBuffers, Poisoned, Sweep, grid, page_locked
+from .sweep import SEED, DeviceBuffers, Poisoned, Sweep, grid, page_locked, thread_place
 
 __all__ = ["use_native", "native_why_not", "native_policy_sweep", "native_replica", "native_concurrency", "ROUNDS",
            "cache_state"]
@@ -93,7 +93,8 @@ def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h")
     ``rounds`` times in a shuffled order and unmaps. Columns as policy_sweep's, plus ``round``,
     ``engine`` and the cache state the transfers met (``cache``: "hot", each right after the plan's
     previous op, or "cold": ``evict_nbytes`` > 0 of other memory written before each, untimed;
-    ``evict_nbytes``); ``repeat`` is the independent repeat."""
+    ``evict_nbytes``) and where the timing thread ran when the plan began (``thread_cpu``,
+    ``thread_node``, ``gpu_node``: ``sweep.thread_place``); ``repeat`` is the independent repeat."""
     eng = native_engine.load(rt.name)
     pinned_axis = list(app_pinned) if isinstance(app_pinned, (list, tuple)) else [bool(app_pinned)]
     sweep = Sweep(repeats=repeats, verify=verify, seed=seed, label=label)
@@ -116,8 +117,9 @@ def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h")
                     bufs[key] = (buf, plan.buffer(buf.ptr, dptrs[pt["nbytes"]], buf.nbytes, str(buf.kind)))
                     points += [(key, d) for d in directions if not supports(pt["kind"], d)]
                 plan.evict_nbytes = int(evict_nbytes)
+                place = thread_place(rt)   # where the plan's thread runs (the engine times in this thread)
                 ctx = {k: {"repeat": r, "backing": buf.backing, "app_pinned": k[2], "cache": cache_state(evict_nbytes),
-                           "evict_nbytes": int(evict_nbytes)} for k, (buf, _) in bufs.items()}
+                           "evict_nbytes": int(evict_nbytes), **place} for k, (buf, _) in bufs.items()}
                 for k, (_, b) in bufs.items():
                     if k[2]:
                         plan.app_lock(b, warmup=True, **ctx[k])

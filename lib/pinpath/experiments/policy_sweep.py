@@ -12,7 +12,7 @@ from ..policies import make_policy
 from ..schema import LOCK_OUTCOMES, frame
 from ..vocab import MemoryKind, Policy
 from .native import native_policy_sweep, use_native
-from .sweep import DeviceBuffers, Sweep, grid, transfer
+from .sweep import DeviceBuffers, Sweep, grid, thread_place, transfer
 
 __all__ = ["policy_sweep", "lock_outcomes"]
 
@@ -25,8 +25,9 @@ def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), s
     experiments.native: ``repeat`` is then an independent repeat), else by the Python policies
     (``engine`` "python", the ``engine`` column says which).
 
-    TRANSFERS rows (with ``repeat``, ``backing``, ``app_pinned``) of each policy for each kind,
-    size and direction, every point visited once per round in a shuffled order.
+    TRANSFERS rows (with ``repeat``, ``backing``, ``app_pinned`` and where the timing thread ran
+    when the round began: ``thread_cpu``, ``thread_node``, ``gpu_node``) of each policy for each
+    kind, size and direction, every point visited once per round in a shuffled order.
 
     Each (kind, size, policy) has its own host buffer, mapped before the first round and
     unmapped after the last, so map-time policies see it as an offload runtime would. With
@@ -69,11 +70,14 @@ def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), s
                                     direction=directions)
                   if (pt["kind"], pt["nbytes"], pt["policy"], pt["app_pinned"]) in bufs
                   and not supports(pt["kind"], pt["direction"])]
+        places = {}   # round -> where the timing thread ran when it began
         for i, pt in sweep.rounds(points):
+            if i not in places:
+                places[i] = thread_place(rt)
             buf = bufs[(pt["kind"], pt["nbytes"], pt["policy"], pt["app_pinned"])]
             r = transfer(pols[pt["policy"]], buf, dev, dptrs[pt["nbytes"]], pt["direction"],
                          verify=sweep.checks(i))
-            sweep.add(i, (r, {"backing": buf.backing, "app_pinned": pt["app_pinned"], "engine": "python"}))
+            sweep.add(i, (r, {"backing": buf.backing, "app_pinned": pt["app_pinned"], "engine": "python", **places[i]}))
     out = sweep.transfers()
     if missing:
         out = pd.concat([out, pd.DataFrame(missing).assign(platform=rt.name)], ignore_index=True)

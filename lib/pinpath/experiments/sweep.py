@@ -1,7 +1,7 @@
 """The mechanics every experiment shares, written once: ``Sweep``, the one driver of a sweep's
 order (shuffled rounds, warm-up, independent repeats, an engine plan's rounds), its poisoning
 and byte verification outside the timed region and its rows; the grid of points, device buffers
-with a known pattern, one waited transfer, and the frames."""
+with a known pattern, one waited transfer, the timing thread's placement, and the frames."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from .. import machine_state as ms
 from .. import progress
 from ..closing import Closing
 from ..errors import BadParameter, VerificationFailed
@@ -23,11 +24,18 @@ from ..schema import TRANSFERS, frame, transfer_row
 from ..osinfo import find_vma
 from ..vocab import Direction, Relock
 
-__all__ = ["grid", "rounds", "Sweep", "checks", "poison", "Poisoned", "transfer", "transfers_frame",
+__all__ = ["grid", "rounds", "Sweep", "checks", "poison", "Poisoned", "transfer", "transfers_frame", "thread_place",
            "POISON", "VERIFY_MODES", "DeviceBuffers", "SEED"]
 
 VERIFY_MODES = ("all", "first", "none")
 SEED = 20201019   #: the shuffles of every experiment start from this seed (aomp#160 was opened in Oct 2020)
+
+
+def thread_place(rt) -> dict:
+    """The timing thread's CPU and NUMA node now and the GPU's node (``thread_cpu``, ``thread_node``,
+    ``gpu_node``: ``machine_state.placement``), for the rows of a round that starts now, as
+    notebook 14's sections record them; -1 where unknown."""
+    return ms.placement(getattr(rt, "device", 0))
 
 
 def grid(**axes: Iterable) -> Iterator[dict]:

@@ -19,22 +19,30 @@
 //
 // --layout FILE: the traced application's own buffers and copies instead of slices of one array
 // (pinpath advise writes it from the trace). Lines:
-//   array NBYTES OWNER                          OWNER application (heap: page-aligned, registered under
+//   array NBYTES OWNER [per_step]               OWNER application (heap: page-aligned, registered under
 //                                               app_pinned), stack or runtime (both on this program's
 //                                               stack, never registered: what a local variable and the
-//                                               runtime's launch environment are)
-//   copy ARRAY OFFSET NBYTES h2d|d2h EVERY      one copy of bytes [OFFSET, OFFSET+NBYTES) of array ARRAY
-//                                               (0-based, in file order), made every EVERY-th round
-// Every array is mapped on its own (`target enter data`); a round makes the copies in file order,
-// each timed alone, so each copy meets the runtime's table, the driver and the host's caches as the
-// application's sequence leaves them; rows carry the copy's index (column copy).
+//                                               runtime's launch environment are); per_step: the rounds
+//                                               map and unmap it themselves (its copies at map and unmap)
+//   copy ARRAY OFFSET NBYTES DIR EVERY [AT]     one copy of bytes [OFFSET, OFFSET+NBYTES) of array ARRAY
+//                                               (0-based, in file order), made every EVERY-th round; AT
+//                                               update (default: a target update, or a region's map with
+//                                               --construct region), map (`target enter data map(to:)`:
+//                                               a new map entry and its copy), unmap (`target exit data
+//                                               map(from:)`: the copy and the entry's removal); DIR h2d,
+//                                               d2h, or none for a map without a copy (map(alloc:)) or an
+//                                               unmap without one (map(release:))
+// Every array but a per_step one is mapped on its own (`target enter data`) before the rounds; a round
+// makes the copies in file order, each timed alone, so each copy meets the runtime's table, the driver
+// and the host's caches as the application's sequence leaves them; rows carry the copy's index (column
+// copy) and its AT (column at).
 //
 // Usage: updates [--nbytes N[,N...] (8)] [--rounds R (200)] [--seed K (1)] [--variant plain|app_pinned]
 //                [--construct update|region] [--layout FILE] [--allow-host] [--markers]
 // app_pinned: the array is registered first (as region and stencil do).
 // Afterwards, outside the timing, two round trips of the largest size check that both directions
 // moved the bytes (not on the host, where there is no second copy to check).
-// stdout: '#'-lines of facts (key=value), then CSV: variant,direction,nbytes,round,ns.
+// stdout: '#'-lines of facts (key=value), then CSV: variant,direction,nbytes,round,ns (--layout: and copy,at).
 // Exit status: 0 ok, 2 usage, 3 not on the device, 4 wrong bytes, 5 registration failed.
 
 #include "common.h"
@@ -60,8 +68,10 @@ struct Options : CommonOptions {
   std::string layout;
 };
 
-struct Array { long nbytes; bool stack; unsigned char *p = nullptr; };
-struct Copy { long array, offset, nbytes; bool h2d; long every; };
+struct Array { long nbytes; bool stack, per_step; unsigned char *p = nullptr; };
+enum class At { update, map, unmap };
+struct Copy { long array, offset, nbytes; bool h2d, none; long every; At at; };
+const char *at_name(At at) { return at == At::map ? "map" : at == At::unmap ? "unmap" : "update"; }
 
 constexpr long kStackAreaNbytes = 1L << 20;   // the stack and runtime buffers of a layout, together
 
@@ -72,7 +82,7 @@ void read_layout(const std::string &path, std::vector<Array> &arrays, std::vecto
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     std::istringstream words(line);
-    std::string kind, owner, dir;
+    std::string kind, owner, dir, extra;
     words >> kind;
     bool ok = false;
     if (kind.empty() || kind[0] == '#') continue;
@@ -80,14 +90,26 @@ void read_layout(const std::string &path, std::vector<Array> &arrays, std::vecto
       Array a{};
       ok = static_cast<bool>(words >> a.nbytes >> owner) && a.nbytes >= 1 && a.nbytes <= (1L << 32) &&
            (owner == "application" || owner == "stack" || owner == "runtime");
+      if (words >> extra) ok = ok && extra == "per_step";
       a.stack = owner != "application";
+      a.per_step = extra == "per_step";
       arrays.push_back(a);
     } else if (kind == "copy") {
       Copy c{};
       ok = static_cast<bool>(words >> c.array >> c.offset >> c.nbytes >> dir >> c.every) && c.array >= 0 &&
            c.array < static_cast<long>(arrays.size()) && c.offset >= 0 && c.nbytes >= 1 && c.every >= 1 &&
-           c.offset + c.nbytes <= arrays[static_cast<size_t>(c.array)].nbytes && (dir == "h2d" || dir == "d2h");
+           c.offset + c.nbytes <= arrays[static_cast<size_t>(c.array)].nbytes &&
+           (dir == "h2d" || dir == "d2h" || dir == "none");
       c.h2d = dir == "h2d";
+      c.none = dir == "none";
+      c.at = At::update;
+      if (words >> extra) {
+        c.at = extra == "map" ? At::map : extra == "unmap" ? At::unmap : At::update;
+        ok = ok && (extra == "update" || extra == "map" || extra == "unmap");
+      }
+      // a map copies to the device, an unmap from it; a copy at either is its array's, mapped per step
+      ok = ok && (c.none ? c.at != At::update : c.at == At::update || c.h2d == (c.at == At::map)) &&
+           (c.at == At::update || arrays[static_cast<size_t>(c.array)].per_step);
       copies.push_back(c);
     }
     if (!ok) die(2, "--layout " + path + ": line " + std::to_string(number) + " cannot be read: " + line);
@@ -129,6 +151,32 @@ bool round_trip(unsigned char *a, long n, unsigned seed) {
   std::vector<unsigned char> want(static_cast<size_t>(n));
   pattern(want.data(), n, seed);
   return std::memcmp(want.data(), a, static_cast<size_t>(n)) == 0;
+}
+
+// the same through a new map entry and its removal (a per_step array, not mapped between rounds)
+bool round_trip_mapped(unsigned char *a, long n, unsigned seed) {
+  pattern(a, n, seed);
+#pragma omp target enter data map(to : a[0:n])
+  std::memset(a, 0xA5, static_cast<size_t>(n));
+#pragma omp target exit data map(from : a[0:n])
+  std::vector<unsigned char> want(static_cast<size_t>(n));
+  pattern(want.data(), n, seed);
+  return std::memcmp(want.data(), a, static_cast<size_t>(n)) == 0;
+}
+
+// one map or unmap (copy.at) of p[0:m], timed: with its copy, or without (copy.none)
+int64_t map_or_unmap(const Copy &c, unsigned char *p, long m) {
+  const int64_t t0 = now_ns();
+  if (c.at == At::map && !c.none) {
+#pragma omp target enter data map(to : p[0:m])
+  } else if (c.at == At::map) {
+#pragma omp target enter data map(alloc : p[0:m])
+  } else if (!c.none) {
+#pragma omp target exit data map(from : p[0:m])
+  } else {
+#pragma omp target exit data map(release : p[0:m])
+  }
+  return now_ns() - t0;
 }
 
 // the host's use of the array between copies (untimed): it writes what goes to the device (never
@@ -199,6 +247,7 @@ bool run_layout(const Options &o, bool initial, std::vector<Row> &rows) {
       const int rc = pin.lock(a.p, static_cast<size_t>(a.nbytes));
       if (rc != 0) die(5, "app_pinned: " + pin.how + " failed with " + std::to_string(rc));
     }
+    if (a.per_step) continue;   // the rounds map and unmap it
     unsigned char *p = a.p;
     const long n = a.nbytes;
 #pragma omp target enter data map(to : p[0:n])
@@ -216,7 +265,11 @@ bool run_layout(const Options &o, bool initial, std::vector<Row> &rows) {
       unsigned char *p = arrays[static_cast<size_t>(c.array)].p + c.offset;
       const long m = c.nbytes;
       int64_t ns;
-      if (o.construct == "region") {
+      if (c.at != At::update) {   // the host writes what a map sends and reads what an unmap brought
+        if (!c.none) host_writes(p, m, c.h2d ? r : r + 1);
+        ns = map_or_unmap(c, p, m);
+        if (!c.none && !c.h2d) host_reads(p, m);
+      } else if (o.construct == "region") {
         ns = region_share(c.h2d ? region_to : region_from, p, m, r);
       } else if (c.h2d) {
         host_writes(p, m, r);
@@ -230,16 +283,18 @@ bool run_layout(const Options &o, bool initial, std::vector<Row> &rows) {
         ns = now_ns() - t0;
         host_reads(p, m);
       }
-      if (r >= 0) rows.push_back({c.h2d, m, r, ns, static_cast<long>(i)});
+      if (r >= 0) rows.push_back({c.h2d, c.none, m, r, ns, static_cast<long>(i), c.at});
     }
   }
   // on the host (--allow-host) the "device" copy is the array itself: nothing to check
   bool ok = true;
   for (Array &a : arrays) {
-    if (!initial && !a.stack) ok = ok && round_trip(a.p, a.nbytes, 11);
+    if (!initial && !a.stack) ok = ok && (a.per_step ? round_trip_mapped : round_trip)(a.p, a.nbytes, 11);
     unsigned char *p = a.p;
     const long n = a.nbytes;
+    if (!a.per_step) {
 #pragma omp target exit data map(delete : p[0:n])
+    }
     if (!a.stack) {
       if (o.variant == "app_pinned") pin.unlock(a.p, static_cast<size_t>(a.nbytes));
       std::free(a.p);
@@ -253,16 +308,16 @@ bool run_layout(const Options &o, bool initial, std::vector<Row> &rows) {
 int main(int argc, char **argv) {
   pinpath::program = "updates";
   const Options o = parse(argc, argv);
-  struct Row { bool h2d; long nbytes; int round; int64_t ns; long copy; };
+  struct Row { bool h2d, none; long nbytes; int round; int64_t ns; long copy; At at; };
   std::vector<Row> rows;
   if (!o.layout.empty()) {
     const bool initial = !on_device(o.allow_host);
     const bool ok = run_layout(o, initial, rows);
     std::printf("# checked=%d wrong=%d\n", initial ? 0 : 1, ok ? 0 : 1);
-    std::printf("variant,direction,nbytes,round,ns,copy\n");
+    std::printf("variant,direction,nbytes,round,ns,copy,at\n");
     for (const Row &r : rows)
-      std::printf("%s,%s,%ld,%d,%lld,%ld\n", o.variant.c_str(), r.h2d ? "h2d" : "d2h", r.nbytes, r.round,
-                  static_cast<long long>(r.ns), r.copy);
+      std::printf("%s,%s,%ld,%d,%lld,%ld,%s\n", o.variant.c_str(), r.none ? "none" : r.h2d ? "h2d" : "d2h", r.nbytes,
+                  r.round, static_cast<long long>(r.ns), r.copy, at_name(r.at));
     std::fflush(stdout);
     if (!ok) die(4, "a round trip through the device did not bring the bytes back");
     return 0;
@@ -308,8 +363,8 @@ int main(int argc, char **argv) {
         host_reads(a, m);
       }
       if (r >= 0) {
-        rows.push_back({true, m, r, h2d, -1});
-        rows.push_back({false, m, r, d2h, -1});
+        rows.push_back({true, false, m, r, h2d, -1, At::update});
+        rows.push_back({false, false, m, r, d2h, -1, At::update});
       }
     }
   }

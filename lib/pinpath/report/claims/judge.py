@@ -183,12 +183,19 @@ def _caches(data: RunData, datasets) -> list[str]:
     return sorted({str(v) for d in datasets if d in data for v in _cache_of(data[d])}) or ["hot"]
 
 
+def _seen(data: RunData, datasets, column: str) -> list[int]:
+    """The known (>= 0) values of ``column`` in the rows of ``datasets``."""
+    return sorted({int(v) for d in datasets if d in data and column in data[d].columns
+                   for v in data[d][column].dropna() if v >= 0})
+
+
 def _state(data: RunData, datasets) -> str:
-    """The state a row's figures were measured in: the cache state(s) and the timing thread's CPU."""
-    cpus = sorted({int(v) for d in datasets if d in data and "thread_cpu" in data[d].columns
-                   for v in data[d].thread_cpu.dropna() if v >= 0})
+    """The state a row's figures were measured in: the cache state(s) and the CPU(s) and NUMA
+    node(s) the timing thread ran on (rows that record none: "not pinned")."""
+    cpus, nodes = _seen(data, datasets, "thread_cpu"), _seen(data, datasets, "thread_node")
+    node = f" (NUMA node {', '.join(map(str, nodes))})" if nodes else ""
     return f"cache {' and '.join(_caches(data, datasets))}; " + \
-        (f"timing thread on CPU {', '.join(map(str, cpus))}" if cpus else "timing thread not pinned")
+        (f"timing thread on CPU {', '.join(map(str, cpus))}{node}" if cpus else "timing thread not pinned")
 
 
 def _arms(data: RunData, datasets) -> dict[str, RunData]:

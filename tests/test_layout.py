@@ -19,7 +19,7 @@ NOT_THE_RUN = {
     ("experiments/offload_build.py", "manifest.json"): "the offload build's manifest",
     ("paths.py", "notebooks"): "the project's notebooks/",
     ("report/rocprof.py", "data"): "the package's data/",
-    ("report/html.py", "index.html"): "the page's template",
+    ("report/html/index.py", "index.html"): "the page's template",
 }
 
 

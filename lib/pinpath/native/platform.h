@@ -1,5 +1,5 @@
 /* platform.h: pinpath's one table of runtime calls, per platform, shared by the C timing
- * library (ptime.c) and the transfer engine (engine.c). Each build defines one of
+ * library (ptime.c), notebook 14's state.c and the transfer engine (engine.c). Each build defines one of
  *   -DPINPATH_CUDA (CUDA runtime: cuda_runtime_api.h, libcudart),
  *   -DPINPATH_HSA  (ROCm HSA runtime: hsa/hsa.h, hsa/hsa_ext_amd.h, libhsa-runtime64),
  *   -DPINPATH_HOST (libc only: mlock/munlock, a worker thread for copies).
@@ -47,6 +47,17 @@ static inline int64_t now_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
+
+/* TIME(ns_out, rc_out, call): time one call, the clock read right before and right after it
+ * (ptime.c and state.c time every call they are about with it). */
+#define TIME(ns_out, rc_out, call)            \
+    do {                                      \
+        int64_t t0_ = now_ns();               \
+        int rc_ = (call);                     \
+        int64_t t1_ = now_ns();               \
+        (ns_out) = t1_ - t0_;                 \
+        (rc_out) = rc_;                       \
+    } while (0)
 
 /* What a query says of a pointer: locked (by anyone) or a runtime pinned allocation, and
  * where the device sees it and the range it belongs to where the runtime says so (0 if not). */

@@ -85,3 +85,15 @@ def test_no_import_circle():
                 seen.add(m)
                 todo += [n for n in edges[m] if not start.startswith(n + ".")]   # a package's own __init__ re-exports
     assert not circles, f"import circles through {sorted(circles)}"
+
+
+def platform_ifs(c_source: str) -> list[str]:
+    """The preprocessor conditions of a C source that name a platform (``PINPATH_HOST`` ...)."""
+    return re.findall(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*PINPATH_\w+.*$", c_source, re.M)
+
+
+def test_the_engine_reads_the_platform_only_through_platform_h():
+    """ARCHITECTURE.md says so: what engine.c chooses by platform is a name of platform.h's table."""
+    assert platform_ifs("#if defined(PINPATH_HOST)\n  #elif PINPATH_CUDA\n#if LOCKS_BY_PAGE\n") == \
+        ["#if defined(PINPATH_HOST)", "  #elif PINPATH_CUDA"]
+    assert not platform_ifs((ROOT / "lib/pinpath/native/engine.c").read_text())

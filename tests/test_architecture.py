@@ -97,3 +97,19 @@ def test_the_engine_reads_the_platform_only_through_platform_h():
     assert platform_ifs("#if defined(PINPATH_HOST)\n  #elif PINPATH_CUDA\n#if LOCKS_BY_PAGE\n") == \
         ["#if defined(PINPATH_HOST)", "  #elif PINPATH_CUDA"]
     assert not platform_ifs((ROOT / "lib/pinpath/native/engine.c").read_text())
+
+
+#: a module longer than this is split along its jobs (ARCHITECTURE.md: "under about 500 lines")
+MAX_LINES = 550
+
+
+def long_modules(root: Path, most: int = MAX_LINES) -> dict[str, int]:
+    """The Python modules under ``root`` longer than ``most`` lines, with their lengths."""
+    sizes = {p.relative_to(root).as_posix(): len(p.read_text().splitlines()) for p in root.rglob("*.py")}
+    return {p: n for p, n in sizes.items() if n > most}
+
+
+def test_no_module_is_over_about_500_lines():
+    lib = ROOT / "lib" / "pinpath"
+    assert long_modules(lib, 300)              # the check reads the modules: some are near the limit
+    assert not long_modules(lib), f"split these along their jobs: {long_modules(lib)}"

@@ -14,7 +14,9 @@
  *   already_registered(rc)                         "this memory is locked already" answers
  * the native names of those calls (CALL_NAMES), which the trace and the engine's call log use, and
  * what the Python loaders need to know instead of the platform's name: RC_KIND (how return
- * codes are named), INIT_CALL, INIT_PER_THREAD (see rt_start below), STAGE_NEEDS_POOL.
+ * codes are named), INIT_CALL, INIT_PER_THREAD (see rt_start below), STAGE_NEEDS_POOL; and what
+ * engine.c chooses by instead of the platform's name: LOCKS_BY_PAGE (its own locks kept as page
+ * units), PAGEABLE_PATH_SEEN (a pageable copy's path known), rt_start on each of its threads.
  */
 #ifndef PINPATH_PLATFORM_H
 #define PINPATH_PLATFORM_H
@@ -91,6 +93,8 @@ static const char *const CALL_NAMES[C_N] PP_UNUSED = {
 #define INIT_CALL "cudaSetDevice({device})/cudaFree(0)"  /* what rt_init calls ({device}: Python fills it) */
 #define INIT_PER_THREAD 1   /* the primary context is made current on each calling thread */
 #define STAGE_NEEDS_POOL 0  /* pp_stage ignores its pool */
+#define LOCKS_BY_PAGE 0     /* a registration is one range: registering it again is refused */
+#define PAGEABLE_PATH_SEEN 0  /* the driver's path for pageable memory is seen only by CUPTI */
 
 /* The runtime uses the device's primary context, the one cuda.bindings uses too. */
 static int rt_init(int device) {
@@ -172,6 +176,8 @@ static const char *const CALL_NAMES[C_N] PP_UNUSED = {
 #define INIT_CALL "hsa_init"
 #define INIT_PER_THREAD 0   /* hsa_init is counted: one start per process, paired by rt_stop */
 #define STAGE_NEEDS_POOL 1  /* pp_stage allocates on the caller's pool (no agents are found there) */
+#define LOCKS_BY_PAGE 0     /* locks are counted per range */
+#define PAGEABLE_PATH_SEEN 0  /* ROCr's path for pageable memory is not reported */
 
 /* The agents and the pool the engine's copies and staging use: the first CPU and GPU agents
  * and the CPU's fine-grained global pool, found once after hsa_init (as LLVM's plugin does). */
@@ -301,6 +307,8 @@ static const char *const CALL_NAMES[C_N] PP_UNUSED = {
 #define INIT_CALL "nothing"
 #define INIT_PER_THREAD 0   /* nothing to start */
 #define STAGE_NEEDS_POOL 0
+#define LOCKS_BY_PAGE 1     /* mlock locks pages and one munlock undoes them all: the engine keeps page units */
+#define PAGEABLE_PATH_SEEN 1  /* a pageable copy is the worker's own memmove: its path is known */
 
 static int rt_init(int device) { (void)device; return 0; }
 static int rt_fini(void) { return 0; }

@@ -33,3 +33,35 @@ def test_a_run_without_a_parts_data_says_so(tmp_path):
     assert "fidelity: not in this run" in r.stdout and "replica: not in this run" in r.stdout
     assert "advise: no advise/prediction.csv" in r.stdout
     assert _run(tmp_path / "nowhere").returncode == 2
+
+
+def test_the_replica_line_gives_the_model_alone_and_with_each_measured_term(tmp_path):
+    """A run with real_terms (numbers made up for the test): the bare ratio stays, each step beside it."""
+    import pandas as pd
+    (tmp_path / "data").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({"preset": "full", "duration_s": 1.0, "notebooks": {}}))
+    pd.DataFrame([{"variant": "plain", "nw": 128, "policy": "driver_pageable", "model_median_ns": 200e3,
+                   "real_median_ns": 285e3, "real_lo_ns": 260e3, "real_hi_ns": 300e3, "real_processes": 5,
+                   "ratio": 0.70, "ratio_lo": 0.66, "ratio_hi": 0.78}]).to_parquet(tmp_path / "data" / "real_ratio.parquet")
+    pd.DataFrame([{"variant": "plain", "nw": 128, "step": k, "term": t, "ratio": r, "ratio_lo": r - 0.04,
+                   "ratio_hi": r + 0.04} for k, t, r in ((0, "model", 0.70), (1, "present-only region", 0.91),
+                                                         (2, "bookkeeping", float("nan")))]
+                 ).to_parquet(tmp_path / "data" / "real_terms.parquet")
+    out = _run(tmp_path).stdout
+    assert "model/real 0.700 (0.660-0.780)" in out
+    assert "with measured terms: + present-only region 0.910 (0.870-0.950); + bookkeeping not measured" in out
+
+
+def test_two_runs_give_the_claims_table_of_both_with_their_agreement(tmp_path):
+    """Given two runs, the claims of both, claim by claim; a run against itself agrees on every claim."""
+    ref = sorted(p for p in (ROOT / "outputs" / "reference").iterdir() if (p / "manifest.json").is_file())[0]
+    n = len(open(ref / "report" / "claims.csv").read().strip().splitlines()) - 1
+    r = _run(ref, ref)
+    assert r.returncode == 0, r.stderr
+    both = r.stdout.split("== both\n", 1)[1]
+    assert f"agreement of {ref.name} and {ref.name}: " in both and "DIFFER" not in both
+    assert f"{n} of {n} claims agree" in both and "C12a: agree" in both
+    (tmp_path / "data").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({"preset": "smoke", "duration_s": 1.0, "notebooks": {}}))
+    r = _run(ref, tmp_path)
+    assert r.returncode == 0 and "claims table: not in both runs (claims.csv)" in r.stdout

@@ -841,3 +841,23 @@ def test_plan_says_when_it_falls_back_to_another_platform(project, monkeypatch):
     with pytest.raises(Exception):
         local.run("smoke", "auto", progress=said.append)
     assert said[0] == "notice: " + p.fallback                  # the terminal says it first
+
+
+def test_a_reference_judged_again_says_where_the_reference_beside_it_gives_another_verdict(project, monkeypatch):
+    """finalize --reference: the why of a claim whose verdict another committed reference gives
+    differently ends naming that reference and its verdict (issue 34: two machine starts)."""
+    _one_notebook(project)
+    p = planning.plan("smoke", "host")
+    ref = project / "outputs" / "reference" / "h200"
+    ref.parent.mkdir(parents=True)
+    planning.init_run(p, project / "made", "h200").rename(ref)
+    other = ref.parent / "h200-b"
+    (other / "report").mkdir(parents=True)
+    (other / "manifest.json").write_text(json.dumps({"runtime": {"device": "NVIDIA H200"}, "git": {"commit": "abcdef0"}}))
+    (other / "report" / "claims.csv").write_text("id,verdict,measured,low,high,unit,why\nC6,holds,56.4,36.4,72.8,x,w\n")
+    finalizing.finalize(ref, reference_ok=True)
+    got = pd.read_csv(ref / "report" / "claims.csv").set_index("id")
+    assert got.verdict["C6"] != "holds"
+    assert got.why["C6"].endswith("; the verdict differs between the references: h200-b (NVIDIA H200, commit "
+                                  "abcdef0) gives holds (56.4x (95 % CI 36.4–72.8))")
+    assert "differs between the references" not in " ".join(got.drop(index="C6").why.astype(str))

@@ -23,11 +23,17 @@ if [ "$only" != "--data-report" ]; then
   cp -r "$src/share/summary.md" "$src/share/figures" "$dest/share/"
   [ -d "$src/advise" ] && cp -r "$src/advise" "$dest/"
 fi
-# the index again for what is kept: no link to a page left out, a notice of what was, its CLAIMS.md copy
+# where another reference sits beside it, the why of each claim whose verdict the two give differently
+# says so, in both (report.regress.note_references); then the index again for what is kept (and for a
+# reference whose claims.csv the note changed): no link to a page left out, a notice of what was, its
+# CLAIMS.md copy
 PYTHONPATH="$(cd "$(dirname "$0")/.." && pwd)/lib${PYTHONPATH:+:$PYTHONPATH}" "${PYTHON:-python3}" -c '
 import json, sys
 from pathlib import Path
 from pinpath.report.html import render_index
+from pinpath.report.regress import note_references
 d = Path(sys.argv[1])
-render_index(d, json.loads((d / "manifest.json").read_text()))' "$dest"
+for r in dict.fromkeys([d, *note_references(d)]):
+    render_index(r, json.loads((r / "manifest.json").read_text()))
+    print(f"keep-reference: {r}: claims.csv and index.html written")' "$dest"
 du -sh "$dest"

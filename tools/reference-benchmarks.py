@@ -2,12 +2,15 @@
 """The benchmark figures of issues 16, 17 and 22, read from one or two run folders (a reference,
 or a full run unpacked from tools/h200-run.sh): the engine against the plain yardstick, the
 pinned copy against the bare loop, the replica against the real runtime, the preset's duration,
-and advise's predictions. It reads what the runs measured; it measures nothing.
+and advise's predictions; given two runs, the claims table of both (issue 34: verdict, reading
+with its interval, the repeats behind it with the spread between them, the mechanism measured, and
+whether the two agree). It reads what the runs measured; it measures nothing.
 
 Usage: tools/reference-benchmarks.py RUN [RUN_B]
 
-It stands alone (no pinpath import), so it spells the run folder's paths (data/, manifest.json)
-that lib/pinpath/layout.py names; change both together.
+It spells the run folder's paths (data/, manifest.json) that lib/pinpath/layout.py names; change
+both together. Only the claims table imports pinpath (lib/ beside this folder): its agreement rule
+is report.regress's.
 """
 
 from __future__ import annotations
@@ -46,11 +49,21 @@ def pinned_against_loop(run: Path) -> str:
 
 def replica(run: Path) -> str:
     r = pd.read_parquet(run / "data" / "real_ratio.parquet")
-    rows = [f"  {x.variant} nw={x.nw} ({x.policy}): model {x.model_median_ns / 1e3:.1f} us, real "
-            f"{x.real_median_ns / 1e3:.1f} us (95 % CI {x.real_lo_ns / 1e3:.1f}-{x.real_hi_ns / 1e3:.1f} over "
-            f"{x.real_processes} processes), model/real {x.ratio:.3f} ({x.ratio_lo:.3f}-{x.ratio_hi:.3f})"
-            for x in r.itertuples()]
-    return "replica against the real libomptarget:\n" + "\n".join(rows)
+    terms_path = run / "data" / "real_terms.parquet"
+    terms = pd.read_parquet(terms_path) if terms_path.is_file() else None
+    rows = []
+    for x in r.itertuples():
+        rows.append(f"  {x.variant} nw={x.nw} ({x.policy}): model {x.model_median_ns / 1e3:.1f} us, real "
+                    f"{x.real_median_ns / 1e3:.1f} us (95 % CI {x.real_lo_ns / 1e3:.1f}-{x.real_hi_ns / 1e3:.1f} over "
+                    f"{x.real_processes} processes), model/real {x.ratio:.3f} ({x.ratio_lo:.3f}-{x.ratio_hi:.3f})")
+        if terms is None or "term" not in terms:
+            rows.append("    with measured terms: not in this run (no real_terms)")
+            continue
+        t = terms[(terms.variant == x.variant) & (terms.nw == x.nw) & (terms.step > 0)].sort_values("step")
+        steps = [f"+ {y.term} {y.ratio:.3f} ({y.ratio_lo:.3f}-{y.ratio_hi:.3f})" if pd.notna(y.ratio)
+                 else f"+ {y.term} not measured" for y in t.itertuples()]
+        rows.append("    with measured terms: " + ("; ".join(steps) or "none"))
+    return "replica against the real libomptarget (the model alone, then with each measured term):\n" + "\n".join(rows)
 
 
 def duration(run: Path) -> str:
@@ -85,6 +98,15 @@ def advise(run: Path) -> str:
     return "advise, predicted against real per region or step (and each variant's difference from plain):\n" + "\n".join(rows)
 
 
+def claims_table(run_a: Path, run_b: Path) -> str:
+    """Both runs' report/claims.csv claim by claim (report.regress.check_frames), as text."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+    from pinpath.report import regress
+    a, b = (regress.read_claims(r / "report" / "claims.csv") for r in (run_a, run_b))
+    checked = regress.check_frames(a, b, base_run=run_a.name, run=run_b.name)
+    return "the claims of both runs:\n" + "\n".join(regress.agreement_lines(checked))
+
+
 def main(argv) -> int:
     if not argv or len(argv) > 2:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
@@ -100,6 +122,12 @@ def main(argv) -> int:
                 print(part(run))
             except FileNotFoundError as e:   # pyarrow's carries no filename, only its message
                 print(f"{part.__name__}: not in this run ({Path(e.filename).name if e.filename else e})")
+    if len(argv) == 2:
+        print("== both")
+        try:
+            print(claims_table(Path(argv[0]), Path(argv[1])))
+        except FileNotFoundError as e:
+            print(f"claims table: not in both runs ({Path(e.filename).name if e.filename else e})")
     return 0
 
 

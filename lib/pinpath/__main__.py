@@ -89,6 +89,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("outputs/compare.html"), help="HTML file to write")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 if a claim's verdict changed and the two runs' intervals do not overlap")
+    p = sub.add_parser("agree", help="two runs (two references) claim by claim: verdicts, figures, repeats and "
+                                     "their spread, mechanisms, and whether they agree")
+    p.add_argument("runs", nargs=2, type=Path, help="two run folders (e.g. outputs/reference/h200 outputs/reference/h200-b)")
+    p.add_argument("--out", type=Path, default=None, help="CSV file to write the table to")
     p = sub.add_parser("share", help="write share/summary.md, share/figures/ and share/<run-id>.zip inside a run folder")
     p.add_argument("run", nargs="?", default="latest", help="run folder or run id under outputs/ (default: latest)")
     p.add_argument("--outputs", type=Path, default=None, help="folder of runs (default: outputs/)")
@@ -195,6 +199,11 @@ def _main(args) -> int:
             print(printable(path))
             print(printable("\n".join(regress.lines(checked)), keep="\n"))
             return 1 if args.strict and len(regress.regressions(checked)) else 0
+        if args.cmd == "agree":
+            from .report import regress
+            checked = compare.agreement(*args.runs, args.out)
+            print(printable("\n".join(regress.agreement_lines(checked)), keep="\n"))
+            return 0
         if args.cmd == "runs":
             for rid, man, status in runfolder.list_runs(args.outputs or paths.OUTPUTS_DIR):
                 man = man or {}

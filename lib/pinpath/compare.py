@@ -12,7 +12,7 @@ from .errors import BadParameter
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["compare"]
+__all__ = ["compare", "agreement"]
 
 
 def compare(run_dirs: list[Path], out_path: Path) -> tuple[Path, "pd.DataFrame"]:
@@ -39,3 +39,27 @@ def compare(run_dirs: list[Path], out_path: Path) -> tuple[Path, "pd.DataFrame"]
     except OSError as e:
         raise BadParameter(f"--out {out_path}: cannot be written ({e.strerror or e})") from None
     return path, regress.check(runs)
+
+
+def _judged(d: Path):
+    """A run folder's claims judged by this code (as ``compare`` judges them)."""
+    from .report import claims
+    man = rf.read_manifest(Path(d))
+    return man, claims.evaluate(Path(d), man["platform"], man.get("notebooks"))[0]
+
+
+def agreement(run_a: Path, run_b: Path, out_csv: Path | None = None) -> "pd.DataFrame":
+    """Two run folders (two references, e.g. on two machine starts) claim by claim: both verdicts,
+    both figures with intervals, the repeats behind them with the spread between them, the
+    mechanism each measured, and whether they agree (``report.regress.check_frames``); written to
+    ``out_csv`` where given."""
+    from .report import regress
+    (ma, a), (mb, b) = _judged(run_a), _judged(run_b)
+    checked = regress.check_frames(a, b, base_run=str(ma.get("run_id") or Path(run_a).name),
+                                   run=str(mb.get("run_id") or Path(run_b).name))
+    if out_csv is not None:
+        try:
+            atomic.write_text_atomic(Path(out_csv), checked.to_csv(index=False))
+        except OSError as e:
+            raise BadParameter(f"--out {out_csv}: cannot be written ({e.strerror or e})") from None
+    return checked

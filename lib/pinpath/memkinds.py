@@ -19,7 +19,6 @@ import numpy as np
 
 from . import libc, osinfo
 from .errors import BadParameter, NotAvailable, RuntimeCallFailed
-from .runtimes.base import pinned_alloc
 from .units import MiB, PAGE_NBYTES
 from .vocab import Direction, MemoryKind, choose
 
@@ -274,7 +273,7 @@ def _huge_pages(stack: ExitStack, nbytes, rt, seed, offset):
 def _pinned(stack: ExitStack, nbytes, rt, seed, offset):
     if rt is None:
         raise BadParameter("pinned memory needs a runtime to allocate it (pass rt=)")
-    ptr = stack.enter_context(pinned_alloc(rt, nbytes))
+    ptr = stack.enter_context(rt.pinned_buffer(nbytes)).ptr
     arr = view(ptr, nbytes)
     fill_random(arr, seed)
     return HostBuffer(ptr, nbytes, MemoryKind.PINNED, arr, backing="runtime")

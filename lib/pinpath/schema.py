@@ -18,7 +18,7 @@ from .records import PHASE_FIELDS, TransferRecord
 __all__ = ["ENGINE_FIDELITY", "PLAIN_TRANSFERS", "PHASE_COMPARE", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
            "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "HAZARD_MEANT", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
            "OVERLAP_REAL", "OVERLAP_STREAMS",
-           "REAL_RUNS", "REAL_INVOCATIONS", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO",
+           "REAL_RUNS", "REAL_INVOCATIONS", "REAL_PRESENT", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO", "REAL_REGIONS", "REAL_TERMS",
            "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
 
@@ -209,6 +209,7 @@ REAL_RUNS = {            # one row per run of the binary
     "env": "str",                      # the runtime switches set, "K=V K=V"
     "nw": "int", "process": "int",     # the timed process's number (the unit of repeat); the traced run: 0
     "traced": "bool?", "steps": "int", "invocations": "int",
+    "paired": "bool?",                 # --paired: each invocation beside the same region over present arrays
     "offload_devices": "int", "on_device": "bool?",
     "register": "str",                 # the application's pinning call (cuMemHostRegister, hipHostRegister, mlock, none)
     "register_rc": "int", "register_ns": "int", "unregister_ns": "int",
@@ -219,6 +220,11 @@ REAL_RUNS = {            # one row per run of the binary
 REAL_INVOCATIONS = {     # one row per region invocation (host steady_clock around the target region)
     "variant": "str", "nw": "int", "process": "int", "traced": "bool?", "step": "int", "invocation": "int",
     "ns": "int", "verified": "bool?", "vendor": "str", "arch": "str",
+}
+REAL_PRESENT = {         # one row per invocation of a --paired process
+    **REAL_INVOCATIONS,
+    "kernel_ns": "int",      # the same region over present arrays: lookup, launch, kernel, synchronize
+    "transfer_ns": "int",    # ns - kernel_ns: what the two copies add through the runtime
 }
 REAL_COPIES = {          # one row per copy LIBOMPTARGET_INFO reported
     "variant": "str", "nw": "int", "segment": "str",   # setup, invocation, teardown
@@ -238,6 +244,7 @@ MODEL_INVOCATIONS = {    # the replica's cost per invocation: sum of its events'
     "variant": "str", "policy": "str", "user_pinned": "bool?", "threshold_nbytes": "Int",
     "nw": "int", "step": "int", "invocation": "int", "ns": "int",
     "h2d_ns": "int", "kernel_ns": "int", "d2h_ns": "int", "sync_ns": "int",   # the invocation's events
+    "kernel_only_ns": "Int",  # the same invocation without copies (launch, kernel, wait), run beside it; NA: not run
     "repeat": "int",         # the independent repeat (the step, on the engine: fresh buffers and policy state)
     "platform": "str",
 }
@@ -258,6 +265,27 @@ RATIO = {"variant": "str", "nw": "int", "policy": "str", "user_pinned": "bool?",
          "real_processes": "int", "interval_over": "str",   # the real side's repeats: "processes" or "invocations"
          "ratio": "float", "ratio_lo": "float", "ratio_hi": "float",   # model / real, bootstrap 95 %
          "n_model": "int", "n_real": "int"}   # invocations counted on each side
+REAL_REGIONS = {         # one row per region of a traced --paired run (real_terms.region_work)
+    "variant": "str", "nw": "int", "region": "str",   # full (the copies' region) or present_only
+    "step": "int", "invocation": "int",
+    "region_ns": "int",      # Runtime: target exe
+    "events_ns": "int",      # the union of the profiled events inside it
+    "bookkeeping_ns": "int",  # region_ns - events_ns: lookup, argument set-up, the runtime's own events
+}
+REAL_TERMS = {           # model / real with the real runtime's measured terms added in turn (real_terms)
+    "variant": "str", "nw": "int", "step": "int",   # 0: the model alone, then one term more per step
+    "term": "str",           # model, present-only region, bookkeeping
+    "measured_ns": "float",  # the measured figure the step puts in (median)
+    "replaced_ns": "float",  # what of the model it replaces (the replica's kernel alone; else 0)
+    "term_ns": "float",      # what the step adds to the model's figure (NaN at step 0)
+    "model_ns": "float", "model_lo_ns": "float", "model_hi_ns": "float",   # the model with the terms so far
+    "real_ns": "float",      # the real invocation: median of the process medians
+    "real_paired_ns": "float",   # the same in the --paired processes (pairing's own effect on the real side)
+    "ratio": "float", "ratio_lo": "float", "ratio_hi": "float",   # model / real, bootstrap 95 %
+    "within": "bool?",       # |ratio - 1| <= 0.15
+    "model_repeats": "int", "real_processes": "int", "present_processes": "int", "traced_invocations": "int",
+    "note": "str",           # why a step has no figure
+}
 
 # -- what changes a transfer's cost (notebook 14) ------------------------------------------------
 STATE_EFFECTS = {        # one row per timed C call (native/state.c); sections add their own columns

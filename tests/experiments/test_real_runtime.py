@@ -16,7 +16,8 @@ import pytest
 from pinpath.errors import NotAvailable
 from pinpath.experiments import offload_build
 from pinpath.experiments import real_runtime as rr
-from pinpath.schema import check_frame
+from pinpath.experiments import real_terms
+from pinpath.schema import REAL_TERMS, check_frame
 
 # stderr of `region --markers` under LIBOMPTARGET_INFO=32 (LLVM 19.1.7), with the plugin's
 # kernel-launch-environment copy and an older release's prefix mixed in
@@ -339,3 +340,72 @@ def test_phase_explanation_names_the_phases_that_hold_a_difference():
     assert "no profile" in next(t for t in text if "**lock_mapped" in t)
     assert rr.phase_explanation(ratio.iloc[:0], compare) == ""
     assert rr.phase_explanation(pd.DataFrame([{"not_applicable": "no real run here"}]), compare) == ""
+
+
+def _check_paired(ran, variants, *, processes: int, invocations: int) -> None:
+    """What ``paired_processes`` leaves: the paired processes' invocations with the present-only
+    region's time, and one traced paired run per point whose profile holds both regions."""
+    runs = check_frame(ran.runs, rr.REAL_RUNS)
+    paired = runs[runs.paired.astype(bool)]
+    assert len(paired) == (processes + 1) * len(variants) and paired.traced.sum() == len(variants)
+    present = check_frame(ran.present, rr.REAL_PRESENT)
+    assert len(present) == (processes + 1) * invocations * len(variants) and present.verified.all()
+    assert (present.kernel_ns > 0).all() and (present.transfer_ns == present.ns - present.kernel_ns).all()
+    assert not ran.invocations.paired.any() and "kernel_ns" not in ran.invocations.columns
+    ph = check_frame(ran.present_phases, rr.REAL_PHASES)
+    exe = ph[ph.phase == "Runtime: target exe"]
+    for seg in ("invocation", "present"):   # one region of each kind per invocation, at its own construct
+        got = exe[exe.segment == seg]
+        assert len(got) == invocations * len(variants) and got.groupby("variant").location.nunique().max() == (
+            1 if seg == "invocation" else min(2, invocations))
+        assert sorted(set(got.invocation)) == list(range(invocations))
+    assert set(exe[exe.segment == "invocation"].location).isdisjoint(exe[exe.segment == "present"].location)
+
+
+def test_host_offload_paired_processes_measure_the_present_only_region(host_build, host_rt):
+    """paired_processes through the host plugin: the --paired runs beside the timed ones, and the
+    model with each measured term (figures of the host plugin: only their presence is checked)."""
+    ran = rr.real_runtime(build=host_build, variants=["plain"], nw_values=[2], steps=1, invocations=4, trace_steps=1,
+                          processes=2, paired_processes=2)
+    _check_paired(ran, ["plain"], processes=2, invocations=4)
+    assert len(ran.invocations) == 3 * 4          # the timed processes and the traced one, unpaired
+    model = rr.replica_model(host_rt, rr.model_plan("host", ["plain"]), nw_values=[2], steps=2, invocations=4)
+    terms = check_frame(real_terms.model_terms(model, ran), REAL_TERMS)
+    assert list(terms.step) == [0, 1, 2] and np.isfinite(terms.ratio).all() and (terms.note == "").all()
+
+
+def test_paired_processes_and_the_terms_on_the_gpu(cuda_rt):
+    """The GPU node: the real offload build (build/offload) through the vendor's plugin, --paired
+    processes and their traced profile, the model's kernel-alone invocations, and model / real with
+    each measured term; skips where there is no build or no GPU for it."""
+    try:
+        build = offload_build.find_build()
+    except NotAvailable as e:
+        pytest.skip(str(e))
+    why = offload_build.device_reason(build)
+    if why or build.vendor == "host":
+        pytest.skip(why or "the offload build here targets the host")
+    variants = ["plain", "app_pinned"]
+    ran = rr.real_runtime(build=build, variants=variants, nw_values=[16], steps=1, invocations=6, trace_steps=1,
+                          processes=2, paired_processes=2)
+    _check_paired(ran, variants, processes=2, invocations=6)
+    model = rr.replica_model(cuda_rt, rr.model_plan(build.vendor, variants), nw_values=[16], steps=2, invocations=6)
+    terms = check_frame(real_terms.model_terms(model, ran), REAL_TERMS)
+    assert len(terms) == 3 * len(variants) and np.isfinite(terms.ratio).all() and (terms.ratio_lo <= terms.ratio_hi).all()
+    assert (terms[terms.step == 1].measured_ns > 0).all() and (terms[terms.step == 1].replaced_ns > 0).all()
+    text = real_terms.terms_explanation(terms).splitlines()
+    assert len(text) == len(variants) and all("present-only region (" in t and "not measured" not in t for t in text)
+
+
+def test_the_model_times_each_invocation_without_its_copies(any_rt):
+    """replica_model's kernel_only_ns: the same invocation without copies, run beside it on the
+    engine (timed in C); it costs less than the invocation with its copies (the D2H of 1 MiB)."""
+    from pinpath.experiments.native import native_why_not
+    if native_why_not(any_rt):
+        pytest.skip(native_why_not(any_rt))
+    plan = rr.model_plan("nvidia", ["plain", "app_pinned"])
+    model = check_frame(rr.replica_model(any_rt, plan, nw_values=[69], steps=2, invocations=8), rr.MODEL_INVOCATIONS)
+    assert model.kernel_only_ns.notna().all() and (model.kernel_only_ns > 0).all()
+    assert (model.groupby("variant").kernel_only_ns.median() < model.groupby("variant").ns.median()).all()
+    bare = rr.replica_model(any_rt, plan, nw_values=[4], steps=1, invocations=2, kernel_only=False)
+    assert bare.kernel_only_ns.isna().all() and len(bare) == 2 * 2

@@ -70,15 +70,16 @@ def main(threads: int, ops: int, seed: int, checks: int, budget_s: float) -> dic
     rt = open_runtime("host")
     plain, app = Arena("plain", 48), Arena("application-locked", 16)
     rt.lock(app.base, app.nbytes)                         # the application pinned it itself
-    pinned_ptr = rt.alloc_pinned(16 * PAGE_NBYTES)
-    pinned = Arena("alloc_pinned", 16, base=pinned_ptr)
+    pinned_buf = rt.pinned_buffer(16 * PAGE_NBYTES, grant=False)
+    pinned = Arena("alloc_pinned", 16, base=pinned_buf.ptr)
     arenas = [plain, plain, plain, app, pinned]            # plain ranges are the interesting ones
     pol = make_policy("nextgen_lock_mapped", rt, threshold_nbytes=3 * PAGE_NBYTES, per_thread_queues=True)
     if os.environ.get("PINPATH_STRESS_BREAK") == "units":
         pol.units = None                                   # a plain munlock of each range: page-sharing breaks
     deadline = time.monotonic() + budget_s
     made = [0] * threads
-    dev = rt.alloc_device(16 * PAGE_NBYTES + PAGE_NBYTES)
+    dev_buf = rt.device_buffer(16 * PAGE_NBYTES + PAGE_NBYTES)
+    dev = dev_buf.ptr
     table: dict[tuple[int, int], list] = {}                # (ptr, nbytes) -> [count, took_ref, lock]
     table_lock = threading.Lock()
     violations: list[str] = []
@@ -201,8 +202,8 @@ def main(threads: int, ops: int, seed: int, checks: int, budget_s: float) -> dic
             violations.append(f"{len(pol.pinned.entries())} entries left in the map after every unmap")
     pol.close()
     rt.unlock(app.base, app.nbytes)
-    rt.free_pinned(pinned_ptr, 16 * PAGE_NBYTES)
-    rt.free_device(dev, 16 * PAGE_NBYTES + PAGE_NBYTES)
+    pinned_buf.close()
+    dev_buf.close()
     stray = [(lo, hi) for lo, hi in osinfo.locked_ranges()]
     if stray:
         violations.append(f"{sum(hi - lo for lo, hi in stray)} bytes still locked at the end")

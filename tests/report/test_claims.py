@@ -464,6 +464,29 @@ def test_the_figure_is_taken_over_the_repeat_medians():
     assert row.within_spread == pytest.approx(1 / 3) and row.between_spread == pytest.approx(1.0)
 
 
+def test_a_figure_over_processes_names_them_and_the_spread_between_them():
+    """Rows measured one repeat per fresh process (``repeat_unit`` process): the row's unit is the
+    process, and its why and the report's claims table give the count and the between-process
+    spread beside the interval; without the column the repeats are rounds; a figure of one repeat
+    names none."""
+    from pinpath.report.html import claims_section
+    data = _lock_pair(("lock", "pageable"), ("query", "pageable"), 50, 2, 10)(H)["lock_cost"]
+    row = judge(["C6"], {"lock_cost": data.assign(repeat_unit="process")}, "cuda").iloc[0]
+    assert row.repeat_unit == "process" and row.n_repeats >= 5
+    said = f"over {int(row.n_repeats)} processes (between-process spread {100 * row.between_spread:.0f} %)"
+    assert said in row.why and row.why.index(said) < row.why.index("which meets the claim's")
+    assert said in claims_section(pd.DataFrame([row]))
+    rounds = judge(["C6"], {"lock_cost": data}, "cuda").iloc[0]
+    assert rounds.repeat_unit == "round" and f"over {int(rounds.n_repeats)} rounds" in rounds.why
+    one = judge(["C6"], {"lock_cost": data.drop(columns="repeat")}, "cuda").iloc[0]
+    assert one.repeat_unit == "" and " over " not in one.why
+    # C13 reads concurrency_native beside its data set (concurrency, without repeats): its unit is the C loop's
+    d13 = _c13(H)
+    d13["concurrency_native"] = d13["concurrency_native"].assign(repeat_unit="process")
+    c13 = judge(["C13"], d13, "cuda").iloc[0]
+    assert c13.repeat_unit == "process" and f"over {int(c13.n_repeats)} processes" in c13.why
+
+
 def test_judged_rows_keeps_the_native_engine_rows_where_there_are_any():
     both = pd.DataFrame({"engine": ["python", "native", "python"], "total_ns": [1, 2, 3]})
     assert list(claims.judged_rows(both).total_ns) == [2]

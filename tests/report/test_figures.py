@@ -426,3 +426,24 @@ def test_size_ticks_keep_apart_on_a_narrow_axis():
     boxes = sorted((t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()), key=lambda b: b.x0)
     assert len(boxes) >= 2 and all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:])), [t.get_text() for t in ax.get_xticklabels()]
     plt.close(fig)
+
+
+def test_the_terms_figure_shows_the_bare_model_beside_the_model_with_terms():
+    """Notebook 13's closing figure: every step of real_terms per variant and nw with its interval,
+    the bare model always among them; a step not measured named so in the legend, not drawn."""
+    from pinpath.experiments.real_terms import TERMS
+    from pinpath.report.replica_figures import terms_ratio
+    rows = [{"variant": v, "nw": n, "step": k, "term": TERMS[k], "ratio": r, "ratio_lo": r - 0.05, "ratio_hi": r + 0.05}
+            for v in ("plain", "app_pinned") for n in (16, 128) for k, r in enumerate((0.7, 0.92, 0.95))]
+    fig = terms_ratio(pd.DataFrame(rows))
+    _check(fig, time_axis=False)
+    assert figures.words(fig)["title"] and not figures.problems(fig), figures.problems(fig)
+    assert _legend_words(fig) == ("the model with", ["nothing (the model alone)", *(f"+ {t}" for t in TERMS[1:])])
+    assert {"plain, nw=16", "app_pinned, nw=128"} <= set(_texts(fig))
+    bars = [c for c in fig.axes[0].collections if len(c.get_segments()) == 4]   # one interval per variant and nw
+    assert len(bars) == 3 and all(round(s[1][0] - s[0][0], 6) == 0.1 for c in bars for s in c.get_segments())
+    _legend_outside(fig)
+    bare = pd.DataFrame(rows).assign(ratio=lambda d: d.ratio.where(d.step == 0))
+    assert _legend_words(terms_ratio(bare))[1] == ["nothing (the model alone)", "+ present-only region (not measured)",
+                                                   "+ bookkeeping (not measured)"]
+    assert "no build" in " ".join(_texts(terms_ratio(pd.DataFrame([{"not_applicable": "no build"}]))))

@@ -78,3 +78,74 @@ def test_strict_exits_1_only_on_a_regression(tmp_path, monkeypatch, capsys, stri
     assert cli.main(["compare", str(a), str(b), "--out", str(out), *(["--strict"] if strict else [])]) == rc
     printed = capsys.readouterr().out
     assert printed.startswith(str(out)) and "regression check:" in printed
+
+
+# -- two references: rows keyed by claim and cold arm, agreement, and the why that says they differ ----
+SPLIT = ("id,metric,measured,low,high,unit,verdict,reading,n_repeats,repeat_unit,between_spread,why,state\n"
+         "C2,share [4 KiB h2d],0.9,0.8,0.95,fraction,holds,analogue,5,round,0.01,the share is 90 %,"
+         "cache hot; timing thread not pinned\n"
+         "C2,share [4 KiB h2d],0.3,0.2,0.4,fraction,does not hold,analogue,5,round,0.02,the share is 30 %,"
+         "cache cold; timing thread not pinned\n"
+         "C12a,case 1 / case 2 [case 3 / case 2; re-lock counted by pinpath (analogue of ROCT's count)],1.01,0.9,1.1,x,"
+         "holds,analogue,5,process,0.2,case 3 takes 1.01x case 2,cache hot; timing thread not pinned\n")
+SPLIT_B = SPLIT.replace("0.3,0.2,0.4,fraction,does not hold", "0.35,0.25,0.45,fraction,does not hold") \
+               .replace("1.01,0.9,1.1,x,holds", "3.7,3.2,4.1,x,does not hold")
+
+
+def _split(tmp_path, name, body):
+    d = tmp_path / name / "report"
+    d.mkdir(parents=True)
+    (d / "claims.csv").write_text(body)
+    return pd.read_csv(d / "claims.csv")
+
+
+def test_a_split_cold_row_is_kept_apart_and_agreement_needs_verdict_and_overlap(tmp_path):
+    a, b = _split(tmp_path, "A", SPLIT), _split(tmp_path, "B", SPLIT_B)
+    got = regress.check_frames(a, b, base_run="h200", run="h200-b")
+    assert list(zip(got.id, got.arm)) == [("C2", ""), ("C2", "cold"), ("C12a", "")]
+    assert got.agree.tolist() == [True, True, False] and got.verdict_changed.tolist() == [False, False, True]
+    c12 = got.iloc[2]
+    assert c12.base_repeats == "over 5 processes (between-process spread 20 %)"
+    assert c12.mechanism == "by an analogue; case 3 / case 2; re-lock counted by pinpath (analogue of ROCT's count)"
+    text = "\n".join(regress.agreement_lines(got))
+    assert text.startswith("agreement of h200 and h200-b: 2 of 3 claims agree")
+    assert "C2 (cold): agree" in text and "C12a: DIFFER" in text and "h200-b: does not hold; 3.70x" in text
+    _, rows = __import__("pinpath.report.html", fromlist=["compare_rows"]).compare_rows(
+        [({"run_id": "A"}, a), ({"run_id": "B"}, b)])
+    assert [r["id"] for r in rows] == ["C2", "C2 (cold)", "C12a"]   # the comparison page keeps both rows of C2
+
+
+def test_the_why_says_where_the_other_reference_gives_another_verdict_and_noting_twice_changes_nothing(tmp_path):
+    a, b = _split(tmp_path, "A", SPLIT), _split(tmp_path, "B", SPLIT_B)
+    once = regress.note_disagreements(a, b, "h200-b (NVIDIA H200, commit abc1234)")
+    assert once.why.iloc[0] == "the share is 90 %" and once.why.iloc[1] == "the share is 30 %"
+    assert once.why.iloc[2] == ("case 3 takes 1.01x case 2; the verdict differs between the references: h200-b "
+                                "(NVIDIA H200, commit abc1234) gives does not hold (3.70x (95 % CI 3.20–4.10) over 5 "
+                                "processes (between-process spread 20 %))")
+    assert regress.note_disagreements(once, b, "h200-b (NVIDIA H200, commit abc1234)").why.tolist() == once.why.tolist()
+    assert regress.note_disagreements(once, a, "h200").why.iloc[2] == "case 3 takes 1.01x case 2"   # agreeing again
+
+
+def test_keeping_a_second_reference_notes_both_references(tmp_path):
+    import json
+    refs = tmp_path / "reference"
+    for name, body in (("h200", SPLIT), ("h200-b", SPLIT_B)):
+        _split(refs, name, body)
+        (refs / name / "manifest.json").write_text(json.dumps({"runtime": {"device": "NVIDIA H200"},
+                                                                "git": {"commit": "0123456789"}}))
+    written = regress.note_references(refs / "h200-b")
+    assert sorted(p.name for p in written) == ["h200", "h200-b"]
+    a, b = (regress.read_claims(refs / n) for n in ("h200", "h200-b"))
+    assert "the verdict differs between the references: h200-b (NVIDIA H200, commit 0123456)" in a.why.iloc[2]
+    assert "the verdict differs between the references: h200 (NVIDIA H200, commit 0123456)" in b.why.iloc[2]
+    assert regress.note_references(refs / "h200-b") == []    # nothing new to say
+
+
+def test_agree_prints_and_writes_the_table(tmp_path, monkeypatch, capsys):
+    for name, body in (("A", SPLIT), ("B", SPLIT_B)):
+        _split(tmp_path, name, body)
+    monkeypatch.setattr(compare, "_judged", lambda d: ({"run_id": d.name}, regress.read_claims(d)))
+    out = tmp_path / "agree.csv"
+    assert cli.main(["agree", str(tmp_path / "A"), str(tmp_path / "B"), "--out", str(out)]) == 0
+    assert "agreement of A and B: 2 of 3 claims agree" in capsys.readouterr().out
+    assert pd.read_csv(out).agree.tolist() == [True, True, False]

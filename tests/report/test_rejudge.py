@@ -6,7 +6,8 @@ code of 5dad07e gave (report/claims-as-cuda.csv). Their C13 rows were judged aga
 that takes C13's re-lock path per call (it had summed a thread's calls); their C7, C9, C10, C11,
 C12, C13 and C15 rows after issue 34 (each figure labelled with the re-lock mechanism it measures;
 C11 and C15 as meant, whose data sets this run predates: not measured): nothing else changed; the
-``state`` column, added later, is checked apart."""
+``state`` and ``repeat_unit`` columns, added later, are checked apart, and so is the why's "over N
+rounds (between-round spread S %)", added with them (issue 34 item 4)."""
 
 import io
 import json
@@ -18,6 +19,8 @@ import pytest
 from pinpath.report import claims
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "smoke-host-run"
+#: what the why says of a figure's repeats since issue 34 item 4
+_OVER = r" over \d+ (?:processes|rounds)(?: \(between-(?:process|round) spread \d+ %\))?"
 
 
 def _csv(df: pd.DataFrame) -> pd.DataFrame:
@@ -32,7 +35,12 @@ def test_the_committed_run_judged_again_gives_its_claims_csv(platform, csv):
     assert unreadable == []
     want = pd.read_csv(RUN / "report" / csv, keep_default_na=False)
     got = _csv(judged)
-    assert list(got.columns) == list(want.columns) + ["state"]   # the state column came after 5dad07e
+    later = ["repeat_unit", "state"]   # columns that came after 5dad07e
+    assert [c for c in got.columns if c not in later] == list(want.columns) and set(later) <= set(got.columns)
+    over = got.why.str.contains(_OVER)
+    assert over.any() == (platform == "cuda") and (got.repeat_unit[over] == "round").all()   # rounds in one process
+    assert (got.repeat_unit[got.n_repeats.astype(str) == ""] == "").all()
+    got["why"] = got.why.str.replace(_OVER, "", regex=True)
     pd.testing.assert_frame_equal(got[list(want.columns)], want, check_exact=True)
     assert set(got.state) == {"cache hot; timing thread not pinned"}   # its rows name no cache state or CPU
 

@@ -99,6 +99,24 @@ def test_the_core_is_start_buffers_and_capabilities():
         assert callable(getattr(RuntimeBase, shared)), shared
 
 
+def test_what_a_backend_writes():
+    """RuntimeBase writes four members of the two layers (the capability answers, the host copy,
+    a grant that does nothing); a backend writes the other 22 (23 before the no-op grant moved
+    to RuntimeBase). Buffers and queues as objects are RuntimeBase's too, over the handle calls."""
+    shared = {m for m in CORE_MEMBERS + CALL_MEMBERS if callable(vars(RuntimeBase).get(m))}
+    assert shared == {"capabilities", "reason", "grant", "host_copy"}
+    assert len(CORE_MEMBERS + CALL_MEMBERS) - len(shared) == 22
+    for made in ("pinned_buffer", "device_buffer", "queue"):
+        assert callable(vars(RuntimeBase).get(made)) and made not in CORE_MEMBERS + CALL_MEMBERS, made
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_backend_writes_its_grant_only_where_it_needs_one(platform):
+    """RuntimeBase's grant does nothing: a backend whose pinned memory needs a grant writes its own."""
+    cls = _class(platform)
+    assert (cls.grant is not RuntimeBase.grant) == cls.needs_grant
+
+
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_a_backend_writes_no_member_it_does_not_offer(platform):
     """Events are a capability: a backend that declares them unavailable has none of their
@@ -183,23 +201,22 @@ def drive_core(rt, *, describe: bool = True) -> None:
         _, cats = _categories(rt, rt.unlock, src, NBYTES)
     assert "unlock" in cats and not rt.query(src).locked
 
-    pinned, cats = _categories(rt, rt.alloc_pinned, NBYTES)
-    assert "alloc" in cats
-    rt.grant(pinned, NBYTES)
+    pinned_buf, cats = _categories(rt, rt.pinned_buffer, NBYTES)     # alloc_pinned, grant
+    assert "alloc" in cats and not pinned_buf.closed
+    pinned = pinned_buf.ptr
     assert rt.query(pinned).locked
-    dev = rt.alloc_device(NBYTES)
-    q = rt.new_queue()
-    try:
+    with pinned_buf, rt.device_buffer(NBYTES) as dev_buf, rt.queue() as q:
+        dev = dev_buf.ptr
         _, cats = _categories(rt, rt.host_copy, pinned, src, NBYTES)
         assert "host_copy" in cats
         with event_pair(rt) as (e0, e1):
             if e0 is not None:
-                rt.record_event(e0, q)
-            _, cats = _categories(rt, rt.copy_async, dev, pinned, NBYTES, Direction.H2D, q)
+                rt.record_event(e0, q.handle)
+            _, cats = _categories(rt, q.copy_async, dev, pinned, NBYTES, Direction.H2D)
             assert "copy" in cats
             if e1 is not None:
-                rt.record_event(e1, q)
-            _, cats = _categories(rt, rt.wait, q)
+                rt.record_event(e1, q.handle)
+            _, cats = _categories(rt, q.wait)
             assert "wait" in cats
             if e0 is not None:
                 assert rt.elapsed_ns(e0, e1) >= 0
@@ -208,14 +225,11 @@ def drive_core(rt, *, describe: bool = True) -> None:
         rt.fill_device(dev, 0x5A, NBYTES)
         assert (rt.read_device(dev, NBYTES) == 0x5A).all()
         rt.write_device(dev, np.ascontiguousarray(pattern[::-1]))
-        rt.copy_async(pinned, dev, NBYTES, Direction.D2H, q)
-        rt.wait(q)
+        rt.copy_async(pinned, dev, NBYTES, Direction.D2H, q.handle)            # the handle layer itself
+        rt.wait(q.handle)
         rt.host_copy(back.ctypes.data, pinned, NBYTES)
         assert np.array_equal(back, pattern[::-1])                              # device -> host
-    finally:
-        rt.free_queue(q)
-        rt.free_device(dev, NBYTES)
-        rt.free_pinned(pinned, NBYTES)
+    assert pinned_buf.closed and dev_buf.closed and q.closed
     rt.null_native()
     assert rt.recorder.outstanding() == {} and rt.recorder.acquired == rt.recorder.released
     assert rt.recorder.acquired.get("lock") == 1
@@ -255,12 +269,9 @@ def test_opened_for_real_runs_the_core_or_refuses_in_one_sentence(platform):
 
 def _write_strided(rt) -> None:
     pattern = (np.arange(2 * NBYTES) % 251).astype(np.uint8)[::-2]     # a view with a negative stride
-    dev = rt.alloc_device(pattern.size)
-    try:
-        rt.write_device(dev, pattern)
-        assert np.array_equal(rt.read_device(dev, pattern.size), pattern)
-    finally:
-        rt.free_device(dev, pattern.size)
+    with rt.device_buffer(pattern.size) as dev:
+        rt.write_device(dev.ptr, pattern)
+        assert np.array_equal(rt.read_device(dev.ptr, pattern.size), pattern)
 
 
 def test_host_write_device_takes_a_strided_array():

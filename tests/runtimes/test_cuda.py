@@ -35,21 +35,19 @@ def test_unregister_of_unregistered_is_713(cuda_rt):
 
 def test_copy_both_ways_with_events(cuda_rt):
     n = 4 << 20
-    with host_buffer("pinned", n, rt=cuda_rt) as src, host_buffer("pinned", n, rt=cuda_rt, seed=3) as dst:
-        dev = cuda_rt.alloc_device(n)
-        q = cuda_rt.new_queue()
+    with host_buffer("pinned", n, rt=cuda_rt) as src, host_buffer("pinned", n, rt=cuda_rt, seed=3) as dst, \
+            cuda_rt.device_buffer(n) as dev, cuda_rt.queue() as q:
         e0, e1 = cuda_rt.new_event(), cuda_rt.new_event()
-        cuda_rt.record_event(e0, q)
-        cuda_rt.copy_async(dev, src.ptr, n, "h2d", q)
-        cuda_rt.copy_async(dst.ptr, dev, n, "d2h", q)
-        cuda_rt.record_event(e1, q)
-        cuda_rt.wait(q)
+        cuda_rt.record_event(e0, q.handle)
+        q.copy_async(dev.ptr, src.ptr, n, "h2d")
+        q.copy_async(dst.ptr, dev.ptr, n, "d2h")
+        cuda_rt.record_event(e1, q.handle)
+        q.wait()
         assert np.array_equal(dst.array, src.array)
         assert cuda_rt.elapsed_ns(e0, e1) > 0
         for ev in (e0, e1):
             cuda_rt.free_event(ev)
-        cuda_rt.free_queue(q)
-        cuda_rt.free_device(dev, n)
+    assert cuda_rt.recorder.outstanding() == {}
 
 
 def test_describe_has_versions(cuda_rt):

@@ -42,27 +42,20 @@ def test_lock_of_unmapped_memory_is_refused_by_the_kernel(host_rt):
 
 
 def test_pinned_allocation_is_locked_and_freed(host_rt):
-    ptr = host_rt.alloc_pinned(3 * PAGE_NBYTES)
-    vma = osinfo.find_vma(ptr)
-    assert vma.locked and vma.locked_nbytes >= 3 * PAGE_NBYTES
-    host_rt.free_pinned(ptr, 3 * PAGE_NBYTES)
-    assert osinfo.find_vma(ptr) is None or not osinfo.find_vma(ptr).locked
+    with host_rt.pinned_buffer(3 * PAGE_NBYTES) as buf:
+        vma = osinfo.find_vma(buf.ptr)
+        assert vma.locked and vma.locked_nbytes >= 3 * PAGE_NBYTES
+    assert osinfo.find_vma(buf.ptr) is None or not osinfo.find_vma(buf.ptr).locked
 
 
 def test_copy_on_worker_queue_moves_bytes(host_rt):
     n = 1 << 20
-    with host_buffer("heap", n) as b:
-        dev = host_rt.alloc_device(n)
-        q = host_rt.new_queue()
-        host_rt.copy_async(dev, b.ptr, n, "h2d", q)
-        host_rt.wait(q)
-        assert np.array_equal(host_rt.read_device(dev, n), b.array)
-        host_rt.free_queue(q)
-        host_rt.free_device(dev, n)
+    with host_buffer("heap", n) as b, host_rt.device_buffer(n) as dev, host_rt.queue() as q:
+        q.copy_async(dev.ptr, b.ptr, n, "h2d")
+        q.wait()
+        assert np.array_equal(host_rt.read_device(dev.ptr, n), b.array)
     names = [c.call for c in host_rt.recorder.calls]
     assert names == ["mmap", "memmove@worker", "worker_wait", "munmap"]
-
-
 
 
 def test_describe_names_the_platform(host_rt):

@@ -9,10 +9,10 @@ import pandas as pd
 
 from ..errors import LockFailed
 from ..memkinds import host_buffer
-from ..runtimes.base import device_alloc, event_pair, has, queue
+from ..runtimes.base import event_pair, has
 from ..schema import C12
 from ..vocab import Capability, Direction, MemoryKind
-from .sweep import Sweep
+from .sweep import SEED, Sweep
 
 __all__ = ["c12_cases", "CASES", "COUNTED"]
 _now = time.perf_counter_ns
@@ -31,7 +31,7 @@ def _stream(q) -> int:
 
 
 def c12_cases(rt, *, nbytes: int, repeats: int = 5, warmup: int = 1, verify: str = "first",
-              native: bool = True) -> pd.DataFrame:
+              native: bool = True, seed: int = SEED) -> pd.DataFrame:
     """On ``nbytes`` of heap memory (malloc), H2D, each case once per round in a shuffled order:
 
     1. ``{ lock(a); async_copy(locked a) }`` on memory not locked before;
@@ -50,11 +50,11 @@ def c12_cases(rt, *, nbytes: int, repeats: int = 5, warmup: int = 1, verify: str
         from ..nativelib import load
         lib = load(rt.name)
         lib = lib if lib.has_copy else None
-    sweep = Sweep(repeats=repeats, warmup=warmup, verify=verify, label="C12 cases", platform=rt.name)
+    sweep = Sweep(repeats=repeats, warmup=warmup, verify=verify, seed=seed, label="C12 cases", platform=rt.name)
     with ExitStack() as stack:
         b = stack.enter_context(host_buffer(MemoryKind.HEAP, nbytes))
-        dptr = stack.enter_context(device_alloc(rt, nbytes))
-        q = stack.enter_context(queue(rt))
+        dptr = stack.enter_context(rt.device_buffer(nbytes)).ptr
+        q = stack.enter_context(rt.queue()).handle
         e0, e1 = stack.enter_context(event_pair(rt))
         sources = ["python"] + (["native"] if lib is not None else [])
         points = [(case, src) for case in CASES for src in sources if not (src == "native" and case == "pageable_copy")]

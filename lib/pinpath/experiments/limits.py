@@ -16,7 +16,7 @@ import pandas as pd
 from ..errors import RuntimeCallFailed, VerificationFailed
 from ..memkinds import HostBuffer, host_buffer, view
 from ..osinfo import memlock_limit_nbytes, vmlck_nbytes
-from ..runtimes.base import device_alloc, has
+from ..runtimes.base import has
 from ..schema import HAZARD, HAZARD_MEANT, LIMITS, frame
 from ..units import PAGE_NBYTES
 from ..vocab import Capability, Direction, MemoryKind, Policy, Relock
@@ -73,7 +73,7 @@ def relied_lock_race(rt, *, nbytes: int = 16 << 20, copies: int = 16, iterations
     sweep = Sweep(repeats=iterations, verify=verify, label="C11 as meant", platform=rt.name, key="iteration")
     with ExitStack() as stack:
         a = stack.enter_context(host_buffer(MemoryKind.HEAP, nbytes))
-        dptr = stack.enter_context(device_alloc(rt, nbytes))
+        dptr = stack.enter_context(rt.device_buffer(nbytes)).ptr
         for i, _ in sweep.rounds(["race"]):
             dst = sweep.poisoned(rt, Direction.H2D, a.array, dptr, nbytes, i)
             r = lib.c11(a.ptr, dptr, nbytes, 1, copies=copies)
@@ -135,7 +135,7 @@ def page_sharing_hazard(rt, *, nbytes: int = 4 << 20, iterations: int = 50,
         base = raw.ptr + (-raw.ptr) % page
         a_ptr = base + b_nbytes
         a = view(a_ptr, nbytes)
-        dptr = stack.enter_context(device_alloc(rt, nbytes))
+        dptr = stack.enter_context(rt.device_buffer(nbytes)).ptr
         pols = {p: stack.enter_context(make_policy(p, rt)) for p in policies}
         buf_a = HostBuffer(a_ptr, nbytes, MemoryKind.PAGE_SHARING, a, backing=raw.backing)
         for i, name in sweep.rounds(list(policies)):
@@ -223,7 +223,8 @@ for op in ("lock", "alloc_pinned"):
                     with host_buffer("heap", n) as b:
                         rt.lock(b.ptr, n); vm = vmlck_nbytes(); rt.unlock(b.ptr, n)
                 else:
-                    p = rt.alloc_pinned(n); vm = vmlck_nbytes(); rt.free_pinned(p, n)
+                    with rt.pinned_buffer(n, grant=False):
+                        vm = vmlck_nbytes()
                 err = ""
             except RuntimeCallFailed as e:
                 err, vm = f"{e.rc_name} ({e.rc})", vmlck_nbytes()

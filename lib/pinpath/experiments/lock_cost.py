@@ -13,7 +13,7 @@ from ..memkinds import host_buffer
 from ..runtimes.base import has
 from ..schema import LOCK_COST
 from ..vocab import Capability, MemoryKind
-from .sweep import Sweep, grid
+from .sweep import SEED, Sweep, grid
 
 __all__ = ["lock_cost", "COUNTED_CALL"]
 
@@ -78,7 +78,7 @@ def _native_round(lib, b, add) -> None:
 
 
 def lock_cost(rt, *, sizes_nbytes, kinds=(MemoryKind.HEAP, MemoryKind.HUGE_PAGES), repeats: int = 10,
-              warmup: int = 2, native: bool = True, label: str = "lock cost") -> pd.DataFrame:
+              warmup: int = 2, native: bool = True, label: str = "lock cost", seed: int = SEED) -> pd.DataFrame:
     """LOCK_COST rows per (kind, size), every point once per round in a shuffled order.
 
     On each buffer, in Python: lock of pageable memory, query while locked, a re-lock of the
@@ -93,7 +93,7 @@ def lock_cost(rt, *, sizes_nbytes, kinds=(MemoryKind.HEAP, MemoryKind.HUGE_PAGES
     if native and has(rt, Capability.NATIVE):
         from ..nativelib import load
         lib = load(rt.name)
-    sweep = Sweep(repeats=repeats, warmup=warmup, label=label, platform=rt.name)
+    sweep = Sweep(repeats=repeats, warmup=warmup, seed=seed, label=label, platform=rt.name)
     with ExitStack() as stack:
         bufs, skipped = {}, []
         for pt in grid(kind=kinds, nbytes=sizes_nbytes):

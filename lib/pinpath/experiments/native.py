@@ -147,13 +147,16 @@ def native_policy_sweep(rt, *, policies, sizes_nbytes, directions=("h2d", "d2h")
 
 def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_step: int = 384,
                    user_pinned=(False,), nsplines: int = NSPLINES, threshold_nbytes: int = 1 << 20,
-                   verify: str = "first", seed: int = SEED) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   verify: str = "first", seed: int = SEED, kernel_only: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The replica (experiments.replica) executed by the engine. Every step is an independent
     repeat of every region (policy, nw, user_pinned), the regions in a shuffled order: fresh
     buffers; the application's own pins (``app_lock``) when ``user_pinned``; map; the step's
     invocations (H2D of the positions, the kernel where the runtime has one, D2H of the output,
     the region's end); unmap; unpin. Rows as replica's (events map, transfer, kernel, sync, unmap,
-    app_lock, app_unlock), with ``step`` = the repeat; the calls frame's transfer_id is the row."""
+    app_lock, app_unlock), with ``step`` = the repeat; the calls frame's transfer_id is the row.
+    ``kernel_only``: each invocation also runs without its copies, right after it (before it, every
+    other invocation, as ``region --paired`` does): the kernel and the region's end (the policies
+    that model a runtime wait for their queue there), rows with ``kernel_only`` True."""
     eng = native_engine.load(rt.name)
     kernel = has(rt, Capability.KERNELS)   # the runtime's kernel handle (0: the engine's own, host)
     kernel_fn = rt.kernel_handle() if kernel else 0
@@ -177,7 +180,8 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
             plan = native_engine.Plan()
             bp = plan.buffer(pos.ptr, pos_d, pos.nbytes, str(kind))
             bo = plan.buffer(out.ptr, out_d, out.nbytes, str(kind))
-            ctx = {"nw": nw, "user_pinned": pinned, "kernel": kernel, "step": step, "repeat": step}
+            ctx = {"nw": nw, "user_pinned": pinned, "kernel": kernel, "step": step, "repeat": step,
+                   **({"kernel_only": False} if kernel_only else {})}
             arrays = (("pos", bp), ("out", bo))
             if kind == MemoryKind.PINNED:
                 for name, b in arrays:
@@ -188,11 +192,17 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
             for name, b in arrays:
                 plan.map(b, invocation=-1, array=name, **ctx)
             for inv in range(invocations_per_step):
+                alone = {**ctx, "kernel_only": True, "invocation": inv, "array": ""}
+                first = kernel_only and inv % 2 == 1
+                if first:
+                    _kernel_only(plan, bp, bo, nw, nsplines, kernel, alone)
                 plan.transfer(bp, "h2d", wait=False, invocation=inv, array="pos", **ctx)
                 if kernel:
                     plan.kernel(bp, bo, nw, nsplines, invocation=inv, array="", **ctx)
                 plan.transfer(bo, "d2h", wait=False, invocation=inv, array="out", **ctx)
                 plan.sync(bp, invocation=inv, array="", **ctx)
+                if kernel_only and not first:
+                    _kernel_only(plan, bp, bo, nw, nsplines, kernel, alone)
             for name, b in arrays:
                 plan.unmap(b, invocation=-1, array=name, **ctx)
             done = eng.run(policy, plan, threshold_nbytes=threshold_nbytes, kernel_fn=kernel_fn)
@@ -222,6 +232,13 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
             frames.append(rows)
             call_frames.append(calls)
     return pd.concat(frames, ignore_index=True), pd.concat(call_frames, ignore_index=True)
+
+
+def _kernel_only(plan, bp: int, bo: int, nw: int, nsplines: int, kernel: bool, ctx: dict) -> None:
+    """One invocation of the replica without its copies: the kernel (where the runtime has one) and the region's end."""
+    if kernel:
+        plan.kernel(bp, bo, nw, nsplines, **ctx)
+    plan.sync(bp, **ctx)
 
 
 def native_concurrency(rt, *, policies, threads=(1, 2, 4, 8, 16), nbytes: int = 15360, transfers: int = 200,

@@ -20,7 +20,7 @@ import pandas as pd
 from ..kernels import NSPLINES, out_nbytes, replica_expected
 from ..memkinds import host_buffer
 from ..errors import NotAvailable, PinpathError, VerificationFailed
-from ..runtimes.base import device_alloc, has, need, queue
+from ..runtimes.base import has, need
 from ..schema import OVERLAP, OVERLAP_REAL, OVERLAP_STREAMS, frame
 from ..vocab import Capability, Direction, MemoryKind
 from .sweep import Sweep, poison
@@ -51,12 +51,12 @@ def overlap(rt, *, nbytes: int = 16 << 20, chains: int = 8, queues=(1, 2, 4), re
     with ExitStack() as stack:
         ins = [stack.enter_context(host_buffer(MemoryKind.PINNED, nbytes, rt=rt, seed=i)) for i in range(chains)]
         outs = [stack.enter_context(host_buffer(MemoryKind.PINNED, d2h_nbytes, rt=rt, seed=50 + i)) for i in range(chains)]
-        d_in = [stack.enter_context(device_alloc(rt, nbytes)) for _ in range(chains)]
-        d_out = [stack.enter_context(device_alloc(rt, d2h_nbytes)) for _ in range(chains)] if kernel else d_in
+        d_in = [stack.enter_context(rt.device_buffer(nbytes)).ptr for _ in range(chains)]
+        d_out = [stack.enter_context(rt.device_buffer(d2h_nbytes)).ptr for _ in range(chains)] if kernel else d_in
         for b in ins:   # positions in a range the kernel's arithmetic keeps exact
             b.array.view(np.float64)[: 3 * nw] = np.linspace(-1, 1, 3 * nw)
         for n_queues in queues:
-            qs = [stack.enter_context(queue(rt)) for _ in range(n_queues)]
+            qs = [stack.enter_context(rt.queue()).handle for _ in range(n_queues)]
             for rep in sweep.in_order():
                 for o, d in zip(outs, d_out):   # every repeat's, checked or not
                     poison(rt, Direction.D2H, o.array, d, o.nbytes)

@@ -17,6 +17,12 @@ the runtime's per-invocation time moves from one process to the next far beyond 
 one process's invocations (issue #17). Beside it the replica runs under the policy that models
 that runtime (``MODELS``, one call: ``replica_model``), and ``model_real_ratio`` says how far the
 model's per-invocation cost is from the real one, with the real side's interval over processes.
+
+With ``paired_processes`` the region also runs ``--paired`` in as many more fresh processes per point
+(in the same shuffled rounds; each invocation beside the same region over present arrays, which
+moves nothing: ``kernel_ns`` is the runtime's lookup, launch, kernel and synchronize of one region)
+and, where traced, once more traced, so the profile holds both regions (``segment`` "present" for
+the present-only one): ``real_terms`` puts these measured terms into the model.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import re
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +44,8 @@ from ..errors import NotAvailable, PinpathError, VerificationFailed
 from ..kernels import out_nbytes, pos_nbytes
 from ..stats import median_ci, ratio_ci
 from ..units import fmt_ns
-from ..schema import MODEL_INVOCATIONS, PHASE_COMPARE, RATIO, REAL_COPIES, REAL_INVOCATIONS, REAL_PHASES, REAL_RUNS, SUMMARY, frame
+from ..schema import (MODEL_INVOCATIONS, PHASE_COMPARE, RATIO, REAL_COPIES, REAL_INVOCATIONS, REAL_PHASES, REAL_PRESENT,
+                      REAL_RUNS, SUMMARY, frame)
 from .offload_build import (OFFLOAD_DIR, RUNTIME_DIR, VARIANTS, Build, app_binary, build_host_region,
                             device_reason, find_build, runtime_env, variant_env)
 from .repeats import spreads
@@ -76,6 +83,10 @@ class RealRun:
     phases: pd.DataFrame
     vendor: str = ""
     arch: str = ""
+    #: the ``--paired`` processes' invocations (REAL_PRESENT) and their traced run's profile
+    #: (REAL_PHASES, segments "invocation" and "present"); empty where none ran
+    present: pd.DataFrame = field(default_factory=lambda: frame([], REAL_PRESENT))
+    present_phases: pd.DataFrame = field(default_factory=lambda: frame([], REAL_PHASES))
 
     @property
     def reason(self) -> str:
@@ -107,11 +118,14 @@ def parse_info(text: str, *, variant: str = "", nw: int = 0) -> pd.DataFrame:
 
 
 def parse_profile(doc: dict | str | Path, *, invocations_per_step: int, variant: str = "",
-                  nw: int = 0) -> pd.DataFrame:
+                  nw: int = 0, paired: bool = False) -> pd.DataFrame:
     """REAL_PHASES rows from a LIBOMPTARGET_PROFILE file (Chrome trace: ``traceEvents`` of
     ``ph: X`` events with ``ts``/``dur`` in us and ``args.detail`` ";file;function;line;col;;k=v;..."),
     without the "Total ..." summary events. The region's invocations are the "Runtime: target exe"
-    events at the construct that has most of them, in time order; events inside one belong to it."""
+    events at the construct that has most of them, in time order; events inside one belong to it.
+    ``paired`` (a ``--paired`` run): the "Runtime: target exe" events at other constructs from the
+    first invocation on are the present-only regions, one per invocation in time order; they and
+    the events inside them get ``segment`` "present" and that invocation's step and number."""
     if not isinstance(doc, dict):
         doc = json.loads(Path(doc).read_text())
     ev = [e for e in doc.get("traceEvents", []) if e.get("ph") == "X" and not str(e.get("name", "")).startswith("Total ")]
@@ -129,18 +143,31 @@ def parse_profile(doc: dict | str | Path, *, invocations_per_step: int, variant:
     exe = df[df.phase == "Runtime: target exe"]
     if len(exe):
         region_loc = exe.location.value_counts().index[0]
-        exe = exe[exe.location == region_loc].sort_values("start_us")
-        starts = exe.start_us.to_numpy()
-        ends = starts + exe.dur_ns.to_numpy() // 1000
-        k = np.searchsorted(starts, df.start_us.to_numpy(), side="right") - 1
-        inside = (k >= 0) & (df.start_us.to_numpy() <= ends[np.maximum(k, 0)])
-        df.loc[inside, "segment"] = "invocation"
-        df.loc[inside, "step"] = k[inside] // invocations_per_step
-        df.loc[inside, "invocation"] = k[inside] % invocations_per_step
-        df.loc[~inside & (df.start_us.to_numpy() > ends[-1]), "segment"] = "teardown"
+        full = exe[exe.location == region_loc].sort_values("start_us", kind="stable")
+        regions = [full.assign(segment="invocation", k=np.arange(len(full)))]
+        if paired:
+            present = exe[(exe.location != region_loc) & (exe.start_us >= full.start_us.iloc[0])]
+            present = present.sort_values("start_us", kind="stable").iloc[:len(full)]
+            regions.append(present.assign(segment="present", k=np.arange(len(present))))
+        _label_inside(df, pd.concat(regions).sort_values("start_us", kind="stable"), invocations_per_step)
     df["variant"], df["nw"] = variant, nw
     df = df.drop(columns="tid").sort_values("start_us", kind="stable")
     return frame(df.to_dict("records"), REAL_PHASES)
+
+
+def _label_inside(df: pd.DataFrame, regions: pd.DataFrame, invocations_per_step: int) -> None:
+    """Each event inside a region (target exe rows in time order, with their ``segment`` and
+    invocation number ``k``; an event belongs to the latest region begun by its start) gets that
+    segment, step and invocation; events after the last region are the teardown. In place."""
+    starts = regions.start_us.to_numpy()
+    ends = starts + regions.dur_ns.to_numpy() // 1000
+    j = np.searchsorted(starts, df.start_us.to_numpy(), side="right") - 1
+    inside = (j >= 0) & (df.start_us.to_numpy() <= ends[np.maximum(j, 0)])
+    k = regions.k.to_numpy()[j[inside]]
+    df.loc[inside, "segment"] = regions.segment.to_numpy()[j[inside]]
+    df.loc[inside, "step"] = k // invocations_per_step
+    df.loc[inside, "invocation"] = k % invocations_per_step
+    df.loc[~inside & (df.start_us.to_numpy() > ends.max()), "segment"] = "teardown"
 
 
 def _failure(rc: int, stderr: str) -> str:
@@ -153,13 +180,15 @@ def _failure(rc: int, stderr: str) -> str:
 
 def run_region(build: Build, env: dict[str, str], *, variant: str, nw: int, steps: int, invocations: int,
                verify: str = "all", trace: bool = False, seed: int = 1, timeout_s: int = 600,
-               process: int = 0) -> dict:
+               process: int = 0, paired: bool = False) -> dict:
     """Run the binary once; returns ``facts`` (dict), ``invocations``, ``copies`` and ``phases``
-    (frames; the last two empty unless ``trace``). A run the runtime refused (host fallback under
-    MANDATORY, no image for this GPU ...) raises NotAvailable; wrong bytes VerificationFailed."""
+    (frames; the last two empty unless ``trace``). ``paired``: ``--paired`` (the invocations gain
+    ``kernel_ns``, the same region over present arrays, and ``transfer_ns``). A run the runtime
+    refused (host fallback under MANDATORY, no image for this GPU ...) raises NotAvailable; wrong
+    bytes VerificationFailed."""
     mode = VARIANTS[variant][0]
     cmd = [str(build.binary), "--variant", mode, "--nw", str(nw), "--steps", str(steps),
-           "--invocations", str(invocations), "--verify", verify, "--seed", str(seed)]
+           "--invocations", str(invocations), "--verify", verify, "--seed", str(seed)] + (["--paired"] if paired else [])
     run_env = variant_env(env, variant)
     ctx = {"variant": variant, "nw": nw}
     with tempfile.TemporaryDirectory(prefix="pinpath-offload-") as d:
@@ -187,19 +216,21 @@ def run_region(build: Build, env: dict[str, str], *, variant: str, nw: int, step
         csv = "\n".join(l for l in out_lines if not l.startswith("#"))
         inv = pd.read_csv(pd.io.common.StringIO(csv), keep_default_na=False, dtype={"verified": str})
         inv["verified"] = inv.verified.map({"true": True, "false": False, "": None})
-        inv = inv.assign(variant=variant, traced=trace, vendor=build.vendor, arch=build.arch, process=process)
+        inv = inv.assign(variant=variant, traced=trace, vendor=build.vendor, arch=build.arch, process=process,
+                         paired=paired)
         copies = parse_info(r.stderr, **ctx) if trace else frame([], REAL_COPIES)
-        phases = parse_profile(profile, invocations_per_step=invocations, **ctx) \
+        phases = parse_profile(profile, invocations_per_step=invocations, paired=paired, **ctx) \
             if trace and profile.is_file() else frame([], REAL_PHASES)
     facts.update(wall_ns=wall, env=" ".join(f"{k}={v}" for k, v in VARIANTS[variant][1].items()), traced=trace, mode=mode,
-                 process=process)
+                 process=process, paired=paired)
     return {"facts": facts, "invocations": frame(inv.to_dict("records"), REAL_INVOCATIONS),
             "copies": copies, "phases": phases}
 
 
 def _run_row(facts: dict, variant: str, build: Build) -> dict:
     return {"variant": variant, "mode": facts["mode"], "env": facts["env"], "nw": facts["nw"],
-            "process": facts["process"], "traced": facts["traced"], "steps": facts["steps"], "invocations": facts["invocations"],
+            "process": facts["process"], "traced": facts["traced"], "paired": facts["paired"], "steps": facts["steps"],
+            "invocations": facts["invocations"],
             "offload_devices": facts["offload_devices"], "on_device": bool(facts["on_device"]),
             "register": facts["register"], "register_rc": facts["register_rc"], "register_ns": facts["register_ns"],
             "unregister_ns": facts["unregister_ns"], "enter_ns": facts["enter_ns"], "exit_ns": facts["exit_ns"],
@@ -208,14 +239,18 @@ def _run_row(facts: dict, variant: str, build: Build) -> dict:
 
 def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: int = 5, invocations: int = 384,
                  trace_steps: int = 1, verify: str = "all", seed: int = 1, processes: int = 5,
+                 paired_processes: int = 0, paired_steps: int = 1,
                  build: Build | None = None, offload_dir: Path | str | None = None, timeout_s: int = 600) -> RealRun:
     """Run the real region for every variant the build's vendor knows and every walker count:
     ``processes`` timed runs of ``steps`` x ``invocations``, each a fresh process, in rounds that
     visit the points in a shuffled order (seeded), then, if ``trace_steps``, one traced run of
-    ``trace_steps`` steps per point. The build is ``build``, else the one in ``offload_dir``
-    (default build/offload). NotAvailable (one sentence) where it cannot run."""
-    if int(processes) < 1:
-        raise NotAvailable(f"processes must be at least 1, not {processes}")
+    ``trace_steps`` steps per point. With ``paired_processes``, the rounds also visit each point in
+    that many ``--paired`` processes of ``paired_steps`` steps (``present``), and one of them per
+    point is traced (``present_phases``) if ``trace_steps``. The build is ``build``, else the one
+    in ``offload_dir`` (default build/offload). NotAvailable (one sentence) where it cannot run."""
+    if int(processes) < 1 or int(paired_processes) < 0:
+        raise NotAvailable(f"processes must be at least 1 (not {processes}) and paired processes at least 0 "
+                           f"(not {paired_processes})")
     build = build or find_build(offload_dir or OFFLOAD_DIR)
     why = device_reason(build)
     if why:
@@ -226,21 +261,25 @@ def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: in
             raise NotAvailable(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     # e.g. an AMD switch on an NVIDIA build is left out: model_plan says so
     points = [(v, nw) for v in variants if build.vendor in VARIANTS[v][2] for nw in nw_values]
-    # every process visits the points in its own shuffled order; then one traced run of each
-    order = [(v, nw, p, False, steps) for p, rnd in Sweep(repeats=int(processes), seed=seed).independent(points)
-             for v, nw in rnd]
-    order += [(v, nw, 0, True, trace_steps) for v, nw in points if trace_steps]
-    runs, invs, copies, phases = [], [], [], []
-    for variant, nw, p, traced, n_steps in order:
+    # every round visits the points (timed and paired) in its own shuffled order; then one traced run of each
+    timed = [(v, nw, False) for v, nw in points] + [(v, nw, True) for v, nw in points if paired_processes]
+    order = [(v, nw, p, False, paired_steps if paired else steps, paired)
+             for p, rnd in Sweep(repeats=max(int(processes), int(paired_processes)), seed=seed).independent(timed)
+             for v, nw, paired in rnd if p < (paired_processes if paired else processes)]
+    order += [(v, nw, 0, True, trace_steps, paired) for paired in ((False, True) if paired_processes else (False,))
+              for v, nw in points if trace_steps]
+    runs, got = [], {False: ([], [], []), True: ([], [], [])}   # paired -> invocations, copies, phases
+    for variant, nw, p, traced, n_steps, paired in order:
         res = run_region(build, env, variant=variant, nw=nw, steps=n_steps, invocations=invocations, verify=verify,
-                         trace=traced, seed=seed + p, timeout_s=timeout_s, process=p)
+                         trace=traced, seed=seed + p, timeout_s=timeout_s, process=p, paired=paired)
         runs.append(_run_row(res["facts"], variant, build))
-        invs.append(res["invocations"])
-        copies.append(res["copies"])
-        phases.append(res["phases"])
+        for part, key in zip(got[paired], ("invocations", "copies", "phases")):
+            part.append(res[key])
     cat = lambda fs, table: frame(pd.concat(fs, ignore_index=True).to_dict("records") if fs else [], table)  # noqa: E731
+    (invs, copies, phases), (present, _, present_phases) = got[False], got[True]
     return RealRun(frame(runs, REAL_RUNS), cat(invs, REAL_INVOCATIONS), cat(copies, REAL_COPIES),
-                   cat(phases, REAL_PHASES), build.vendor, build.arch)
+                   cat(phases, REAL_PHASES), build.vendor, build.arch, cat(present, REAL_PRESENT),
+                   cat(present_phases, REAL_PHASES))
 
 
 def real_runtime_or_reason(**kw) -> RealRun:
@@ -251,7 +290,7 @@ def real_runtime_or_reason(**kw) -> RealRun:
     except NotAvailable as e:
         reason = pd.DataFrame([{"not_applicable": str(e)}])
         b = kw.get("build")
-        return RealRun(reason, reason, reason, reason, getattr(b, "vendor", ""), getattr(b, "arch", ""))
+        return RealRun(reason, reason, reason, reason, getattr(b, "vendor", ""), getattr(b, "arch", ""), reason, reason)
 
 
 def plan_vendor(vendor: str, ran: RealRun | None = None) -> str:
@@ -300,27 +339,37 @@ def model_plan(vendor: str, variants) -> pd.DataFrame:
 
 
 def replica_model(rt, plan: pd.DataFrame, *, nw_values, steps: int, invocations: int,
-                  verify: str = "first") -> pd.DataFrame:
+                  verify: str = "first", kernel_only: bool = True) -> pd.DataFrame:
     """Run pinpath's replica once per distinct (policy, user_pinned, threshold) of ``plan`` and
     return MODEL_INVOCATIONS: per invocation the host time of its H2D, kernel, D2H (and any other
-    event of the invocation, e.g. the region's wait), each variant labelled."""
+    event of the invocation, e.g. the region's wait), each variant labelled. ``kernel_only``: each
+    invocation also runs without its copies beside it (on the engine, timed in C), its time
+    ``kernel_only_ns`` (NA where it did not run), so that ``ns - kernel_only_ns`` is the copies' part."""
     from .replica import replica
     rows = []
     plan = plan[plan.policy != ""]
     for (policy, pinned, thr), group in plan.groupby(["policy", "user_pinned", "threshold_nbytes"], dropna=False):
         kw = {} if pd.isna(thr) else {"threshold_nbytes": int(thr)}
         transfers, _ = replica(rt, policies=[policy], nw_values=list(nw_values), steps=steps,
-                               invocations_per_step=invocations, user_pinned=[bool(pinned)], verify=verify, **kw)
+                               invocations_per_step=invocations, user_pinned=[bool(pinned)], verify=verify,
+                               kernel_only=kernel_only, **kw)
         t = transfers[(transfers.invocation >= 0) & (transfers.step >= 0) & transfers.event.isin(_MODEL_EVENTS)]
+        alone = t.kernel_only.eq(True) if "kernel_only" in t.columns else pd.Series(False, index=t.index)
+        key = ["nw", "step", "invocation"]
+        only = t[alone].groupby(key).total_ns.sum()
+        t = t[~alone]
         t = t.assign(phase=np.where(t.event == "transfer", t.direction, t.event))
-        per = t.pivot_table(index=["nw", "step", "invocation"], columns="phase", values="total_ns", aggfunc="sum",
+        per = t.pivot_table(index=key, columns="phase", values="total_ns", aggfunc="sum",
                             fill_value=0).reset_index()
+        per["kernel_only_ns"] = pd.Series(only.reindex(pd.MultiIndex.from_frame(per[key])).to_numpy(),
+                                          index=per.index).astype("Int64") if len(only) else pd.NA
         for variant in group.variant:
             rows += [{"variant": variant, "policy": policy, "user_pinned": bool(pinned),
                       "threshold_nbytes": None if pd.isna(thr) else int(thr), "nw": int(r["nw"]), "step": int(r["step"]),
                       "invocation": int(r["invocation"]), "repeat": int(r["step"]),
                       **{f"{p}_ns": int(r.get(p, 0)) for p in ("h2d", "kernel", "d2h", "sync")},
-                      "ns": int(sum(r.get(p, 0) for p in ("h2d", "kernel", "d2h", "sync"))), "platform": rt.name}
+                      "ns": int(sum(r.get(p, 0) for p in ("h2d", "kernel", "d2h", "sync"))),
+                      "kernel_only_ns": r["kernel_only_ns"], "platform": rt.name}
                      for _, r in per.iterrows()]
     return frame(rows, MODEL_INVOCATIONS)
 

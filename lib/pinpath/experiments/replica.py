@@ -95,7 +95,8 @@ class _Region:
 
 def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_step: int = INVOCATIONS_PER_STEP,
             user_pinned=(False,), nsplines: int = NSPLINES, threshold_nbytes: int = DEFAULT_THRESHOLD_NBYTES,
-            verify: str = "first", seed: int = SEED, engine: str = "auto") -> tuple[pd.DataFrame, pd.DataFrame]:
+            verify: str = "first", seed: int = SEED, engine: str = "auto",
+            kernel_only: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run the region under each policy, walker count and user-pinning choice: on the native
     engine where it runs (experiments.native.native_replica: every step an independent repeat),
     else through the Python policies (``engine`` column "python"), as follows.
@@ -108,6 +109,8 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
     the runtime launches kernels the kernel writes output derived from the positions and
     every checked D2H is compared with ``kernels.replica_expected``; elsewhere the region
     runs its transfers only and the D2H is compared with what the device holds.
+    ``kernel_only`` (the engine only, timed in C): each invocation is also run without its copies
+    (``native_replica``); the Python policies leave it out (no ``kernel_only`` rows).
 
     Returns
     -------
@@ -117,7 +120,7 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
     if use_native(rt, engine):
         return native_replica(rt, policies=policies, nw_values=nw_values, steps=steps,
                               invocations_per_step=invocations_per_step, user_pinned=user_pinned, nsplines=nsplines,
-                              threshold_nbytes=threshold_nbytes, verify=verify, seed=seed)
+                              threshold_nbytes=threshold_nbytes, verify=verify, seed=seed, kernel_only=kernel_only)
     sweep, recs = Sweep(repeats=steps, verify=verify, seed=seed, label="replica steps", platform=rt.name, key=None), []
     kernel = has(rt, Capability.KERNELS)
     if kernel:

@@ -4,8 +4,9 @@ in C (``native/state.c`` through ``pinpath.statelib``), in independent rounds.
 A round is the unit of repeat: every point of a section once, in a freshly shuffled order
 (``sweep.rounds``), on buffers mapped afresh for it (``ps_buffer``, every page written), with every
 registration and allocation the round made undone before the next. ``section(..., unit="process")``
-runs each repeat in a fresh process (``in_processes``: the runtime started anew); with "round" the
-rounds run in this process, whose runtime is not restarted (its CUDA context is the notebook's too).
+runs each repeat in a fresh process (``in_processes``, through ``processes.run``: the runtime started
+anew); with "round" the rounds run in this process, whose runtime is not restarted (its CUDA context
+is the notebook's too).
 Figures are the median of the per-round medians with a bootstrap interval over the rounds
 (``repeat_summary``), and the spread within a round beside the spread between rounds.
 
@@ -15,7 +16,7 @@ Every row carries the timing thread's CPU and NUMA node and the GPU's NUMA node
 
 from __future__ import annotations
 
-import os
+from contextlib import contextmanager
 from typing import Sequence
 
 import numpy as np
@@ -27,6 +28,8 @@ from ..schema import GPU_STATE, STATE_EFFECTS, STATE_SUMMARY, frame
 from ..stats import paired_ratio_ci
 from ..statelib import CACHE_POLICIES
 from ..units import fmt_nbytes
+from . import processes
+from .processes import REPEAT_UNITS
 from .repeats import over_repeats, spreads
 from .sweep import SEED, Sweep
 
@@ -293,11 +296,10 @@ def open_or_reason(rt) -> tuple[object | None, str]:
 
 SECTIONS = {"registration_age": registration_age, "allocator_state": allocator_state, "page_backing": page_backing,
             "thread_placement": thread_placement, "cache_residency": cache_residency}
-REPEAT_UNITS = ("process", "round")
 
 
 def in_processes(name: str, lib, *, repeats: int = 5, warmup: int = 1, timeout_s: int = 600, **kw) -> pd.DataFrame:
-    """Section ``name`` with each repeat a fresh process (``python -m pinpath.experiments.state``):
+    """Section ``name`` with each repeat a fresh process (``processes.run``):
     the runtime started anew, ``warmup`` untimed rounds, then one timed round in its own shuffled
     order; ``repeat`` is the process's number. NativeUnavailable (one sentence) if one fails."""
     got = _processes({name: kw}, lib, repeats=repeats, warmup=warmup, timeout_s=timeout_s)[name]
@@ -309,44 +311,22 @@ def in_processes(name: str, lib, *, repeats: int = 5, warmup: int = 1, timeout_s
 
 def _processes(specs: dict, lib, *, repeats: int, warmup: int, timeout_s: int) -> dict:
     """Each repeat a fresh process that runs every section of ``specs`` ({name: kwargs}) in an order
-    of its own (shuffled with the repeat's seed); {name: rows over the processes, or why it could
-    not run}. NativeUnavailable where a process fails as a whole."""
-    import json
-    import subprocess
-    import sys
-    import tempfile
-    from pathlib import Path
-
-    from .. import progress
+    of its own (``processes.run``); {name: rows over the processes, or why it could not run}.
+    NativeUnavailable where a process fails as a whole."""
     from ..nativelib import NativeUnavailable
-    pkg_parent = str(Path(__file__).resolve().parents[2])
-    env = {k: v for k, v in os.environ.items() if k != progress.ENV}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
-    frames: dict = {name: [] for name in specs}
-    label = " + ".join(name.replace("_", " ") for name in specs)
-    with tempfile.TemporaryDirectory(prefix="pinpath-state-") as d:
-        for r in range(int(repeats)):
-            args = json.dumps({name: {**kw, "repeats": 1, "warmup": warmup, "seed": SEED + r} for name, kw in specs.items()})
-            cmd = [sys.executable, "-m", "pinpath.experiments.state", lib.platform, str(lib.device), args, d, str(r)]
-            try:
-                p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                raise NativeUnavailable(f"{lib.platform}: a process of {label} did not finish in {timeout_s} s") from None
-            if p.returncode != 0:
-                last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
-                raise NativeUnavailable(f"{lib.platform}: a process of {label} failed ({last})")
-            for name in specs:
-                out, why = Path(d) / f"{r}.{name}.parquet", Path(d) / f"{r}.{name}.txt"
-                if isinstance(frames[name], str):
-                    continue
-                if why.is_file():
-                    frames[name] = why.read_text().strip()
-                elif out.is_file():
-                    frames[name].append(pd.read_parquet(out).assign(repeat=r))
-                else:
-                    frames[name] = f"{lib.platform}: a process of {name} wrote nothing"
-            progress.step(label, r + 1, int(repeats))
-    return {name: f if isinstance(f, str) else pd.concat(f, ignore_index=True) for name, f in frames.items()}
+    try:
+        got = processes.run(__name__, specs, platform=lib.platform, device=lib.device, repeats=repeats,
+                            warmup=warmup, timeout_s=timeout_s)
+    except processes.Failed as e:
+        raise NativeUnavailable(str(e)) from None
+    return {name: g if isinstance(g, str) else g.drop(columns=processes.UNIT_COLUMN) for name, g in got.items()}
+
+
+@contextmanager
+def open_for_process(platform: str, device: int):
+    """What a fresh process of ``processes.run`` opens first: state.c for ``platform``."""
+    from ..statelib import load
+    yield load(platform, device)
 
 
 def _not_available(why: str) -> pd.DataFrame:
@@ -369,8 +349,7 @@ def sections(lib, reason: str = "", *, unit: str = "process", repeats: int = 5, 
     after another in this process. {name: its frame, or a one-row frame saying why not}."""
     from ..errors import BadParameter
     from ..nativelib import NativeUnavailable
-    if unit not in REPEAT_UNITS:
-        raise BadParameter(f"the unit of repeat is one of {', '.join(REPEAT_UNITS)}, not {unit!r}")
+    processes.check_unit(unit)
     unknown = sorted(set(specs) - set(SECTIONS))
     if unknown:
         raise BadParameter(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
@@ -390,32 +369,6 @@ def sections(lib, reason: str = "", *, unit: str = "process", repeats: int = 5, 
         return {name: _not_available(str(e)) for name in specs}
     return {name: _not_available(g) if isinstance(g, str) else frame(g.to_dict("records"), STATE_EFFECTS)
             for name, g in got.items()}
-
-
-def _main(argv) -> int:
-    """``python -m pinpath.experiments.state PLATFORM DEVICE JSON_SPECS DIR REPEAT``: one process's
-    rounds of each section in JSON_SPECS ({name: kwargs}), in an order shuffled with the repeat,
-    each written to DIR/REPEAT.NAME.parquet, or why it could not run to DIR/REPEAT.NAME.txt (what
-    ``sections`` starts)."""
-    import json
-    import random
-    from pathlib import Path
-
-    from ..nativelib import NativeUnavailable
-    from ..statelib import load
-    platform, device, specs, d, r = argv
-    specs = json.loads(specs)
-    lib = load(platform, int(device))
-    names = sorted(specs)
-    random.Random(SEED + int(r)).shuffle(names)
-    for name in names:
-        try:
-            df = SECTIONS[name](lib, **specs[name])
-        except NativeUnavailable as e:
-            (Path(d) / f"{r}.{name}.txt").write_text(str(e))
-            continue
-        df.assign(section_order=names.index(name)).to_parquet(Path(d) / f"{r}.{name}.parquet")
-    return 0
 
 
 def read_gpu(when: str, device: int = 0) -> tuple[str, dict]:
@@ -473,7 +426,3 @@ def conclusion(age: pd.DataFrame, alloc: pd.DataFrame, back: pd.DataFrame, place
     return "**What this notebook found** (medians of the per-round medians; the intervals are in the tables " \
            "above)\n\n" + "\n".join(lines)
 
-
-if __name__ == "__main__":
-    import sys
-    sys.exit(_main(sys.argv[1:]))

@@ -19,7 +19,6 @@ from ..closing import Closing
 from ..errors import BadParameter, VerificationFailed
 from ..memkinds import POISON, HostBuffer, fill_random
 from ..records import TransferRecord
-from ..runtimes.base import device_alloc
 from ..schema import TRANSFERS, frame, transfer_row
 from ..osinfo import find_vma
 from ..vocab import Direction, Relock
@@ -244,7 +243,7 @@ class DeviceBuffers(Closing):
 
     def get(self, nbytes: int, seed: int = 7) -> int:
         """A device allocation of ``nbytes`` holding a random pattern."""
-        ptr = self._stack.enter_context(device_alloc(self.rt, nbytes))
+        ptr = self._stack.enter_context(self.rt.device_buffer(nbytes)).ptr
         pattern = _pattern(nbytes, seed)
         self.rt.write_device(ptr, pattern)
         self.content[ptr] = pattern

@@ -109,7 +109,7 @@ def concurrency(rt, *, policies=(Policy.LOCK_ALWAYS, Policy.NEXTGEN_LOCK_MAPPED)
 
 
 def concurrency_native(rt, lib, *, threads=(1, 2, 4, 8, 16), nbytes: int = 15360, reps: int = 200,
-                       warmup: int = 10, repeats: int = 5) -> pd.DataFrame:
+                       warmup: int = 10, repeats: int = 5, seed: int = SEED + 13) -> pd.DataFrame:
     """The same re-lock path from C, with no interpreter: each of ``threads`` Python threads
     calls the C library's loop (which runs with the interpreter lock released) on its own
     buffer, which the application has locked: per call, the re-lock and, where the runtime
@@ -119,7 +119,7 @@ def concurrency_native(rt, lib, *, threads=(1, 2, 4, 8, 16), nbytes: int = 15360
     ``repeats`` independent
     repeats (fresh buffers, the thread counts in a new shuffled order), ``reps`` calls each
     (``call``)."""
-    sweep = Sweep(repeats=repeats, seed=SEED + 13, platform=rt.name)   # repeat r in its own order (seed + r)
+    sweep = Sweep(repeats=repeats, seed=seed, platform=rt.name)   # repeat r in its own order (seed + r)
     points = [(r, n) for r in range(repeats) for n in sweep.shuffled(threads, seed=sweep.seed + r)]
     for k, (r, n_threads) in enumerate(points):
         with ExitStack() as stack:

@@ -16,6 +16,7 @@ from ..errors import LockFailed, PinpathError, RuntimeCallFailed
 from ..memkinds import HostBuffer, host_buffer
 from ..records import TransferRecord
 from ..runtimes.base import Backend, has
+from ..runtimes.objects import PinnedBuffer, Queue
 from ..trace import records
 from ..units import MiB
 from ..vocab import POLICY_STEPS, Capability, Direction, MapOutcome, PageableCopy, Phase, Policy, TransferPath
@@ -62,7 +63,7 @@ class StagingPool:
         self.rt, self.exact = rt, exact
         self._free: dict[int, list[int]] = {}
         self._pending: dict[int, list[tuple[int, int]]] = {}   # id(queue) -> buffers in flight on it
-        self._all: list[tuple[int, int]] = []
+        self._all: list[PinnedBuffer] = []
         self._lock = threading.Lock()
 
     def _class_nbytes(self, nbytes: int) -> int:
@@ -75,9 +76,9 @@ class StagingPool:
             free = self._free.get(cls)
             if free:
                 return free.pop(), cls, True
-        ptr = ph.run(Phase.ALLOC, self.rt.alloc_pinned, cls)
+        ptr = ph.run(Phase.ALLOC, self.rt.alloc_pinned, cls)   # the handle call: the phase times it alone
         with self._lock:
-            self._all.append((ptr, cls))
+            self._all.append(PinnedBuffer(self.rt, ptr, cls))
         if self.rt.needs_grant:
             ph.run(Phase.GRANT, self.rt.grant, ptr, cls)
         return ptr, cls, False
@@ -99,8 +100,8 @@ class StagingPool:
     def close(self) -> None:
         with self._lock:
             held, self._all, self._free, self._pending = self._all, [], {}, {}
-        for ptr, cls in held:
-            self.rt.free_pinned(ptr, cls)
+        for buf in held:
+            buf.close()
 
 
 class PolicyBase(Closing):
@@ -132,7 +133,7 @@ class PolicyBase(Closing):
                                f"{self.steps.transfer!r} (its maps are {self.steps.maps!r})")
         self.rt = rt
         self.threshold_nbytes = threshold_nbytes
-        self._own: list[Any] = []                 # queues this policy made and must free
+        self._own: list[Queue] = []               # queues this policy made and must free
         self._own_lock = threading.Lock()
         self._tls = threading.local()
         self._per_thread = per_thread_queues
@@ -144,10 +145,11 @@ class PolicyBase(Closing):
             self._events = (rt.new_event(), rt.new_event())
 
     def _new_queue(self) -> Any:
-        q = self.rt.new_queue()
+        """A queue this policy owns; its handle, which the timed calls take."""
+        q = self.rt.queue()
         with self._own_lock:
             self._own.append(q)
-        return q
+        return q.handle
 
     @property
     def q(self) -> Any:
@@ -218,8 +220,8 @@ class PolicyBase(Closing):
             own, self._own = self._own, []
         for q in own:
             if self.asynchronous:       # copies still in flight finish before their queue goes
-                self.rt.wait(q)
-            self.rt.free_queue(q)
+                q.wait()
+            q.close()
         self._q = None
 
     # -- the steps ---------------------------------------------------------------------------

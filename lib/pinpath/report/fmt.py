@@ -8,7 +8,7 @@ import math
 
 from ..units import _decimals, binary_size
 
-__all__ = ["format_measured", "format_threshold", "binary_size", "count_verdicts", "cut_words",
+__all__ = ["format_measured", "format_threshold", "format_repeats", "UNITS", "binary_size", "count_verdicts", "cut_words",
            "verdict_groups", "verdict_sentence", "VERDICT_ORDER", "READINGS"]   # binary_size: the report's size formatter
 
 _NS_SCALES = (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0))
@@ -26,6 +26,21 @@ def _exact_binary(nbytes: float) -> bool:
     n = float(nbytes)
     scale = next((s for s in (1 << 40, 1 << 30, 1 << 20, 1 << 10) if abs(n) >= s), 1)
     return n % scale == 0
+
+
+#: a repeat unit (claims.csv's ``repeat_unit``) in the plural
+UNITS = {"process": "processes", "round": "rounds"}
+
+
+def format_repeats(n_repeats, unit, between_spread=None) -> str:
+    """"over 5 processes (between-process spread 12 %)": how many repeats of ``unit`` stand behind
+    a figure and the spread between them (IQR / median of their medians); '' for a figure of
+    fewer than two repeats or without a unit."""
+    if not _isnum(n_repeats) or float(n_repeats) < 2 or not isinstance(unit, str) or not unit:
+        return ""
+    one = unit if unit in UNITS else "repeat"
+    spread = f" (between-{one} spread {100 * float(between_spread):.0f} %)" if _isnum(between_spread) else ""
+    return f"over {int(n_repeats)} {UNITS.get(one, 'repeats')}{spread}"
 
 
 def format_measured(value, low=None, high=None, unit: str = "") -> str:

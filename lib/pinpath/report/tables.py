@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..trace import null_call_ns
 from ..units import _decimals, binary_size, fmt_ns
-from .fmt import READINGS, format_measured
+from .fmt import READINGS, format_measured, format_repeats
 
 __all__ = ["about", "value_words", "cell_words", "table_html", "times", "MAX_ROWS", "spread", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table",
            "lock_table", "bandwidth_table", "harness_table", "fidelity", "conclusion", "CONCLUSION_OPEN", "CONCLUSION_CLOSE", "setup_display", "hazard_table",
@@ -350,9 +350,12 @@ def paths_by(transfers: pd.DataFrame, by) -> pd.DataFrame:
 
 def beside(judged: pd.DataFrame) -> pd.DataFrame:
     """The claims judged in a notebook: the thread's figure beside the measured one (with what
-    it measures, its unit and interval); the verdicts are in ``conclusion``."""
+    it measures, its unit and interval, and the repeats behind it with the spread between them);
+    the verdicts are in ``conclusion``."""
     out = judged[["id", "who", "thread", "metric"]].copy()
     out["measured"] = [format_measured(r.measured, r.low, r.high, r.unit) or "\u2014" for r in judged.itertuples()]   # a verdict word only where the verdict is
+    out["repeats"] = [format_repeats(r.get("n_repeats"), r.get("repeat_unit"), r.get("between_spread"))
+                      for r in judged.to_dict("records")]
     return out      # the verdicts are the conclusion's, which the run's final judgement replaces
 
 

@@ -8,10 +8,10 @@ from .. import libc
 from ..errors import RuntimeUnavailable
 from ..trace import Recorder
 from ..vocab import Platform, choose
-from .base import Runtime, device_alloc, event_pair, has, need, pinned_alloc, queue
+from .base import DeviceBuffer, PinnedBuffer, Queue, Runtime, event_pair, has, need
 
-__all__ = ["RUNTIMES", "AUTO_ORDER", "open_runtime", "Runtime", "pinned_alloc",
-           "device_alloc", "queue", "event_pair", "has", "need"]
+__all__ = ["RUNTIMES", "AUTO_ORDER", "open_runtime", "Runtime", "PinnedBuffer", "DeviceBuffer", "Queue",
+           "event_pair", "has", "need"]
 
 #: platform -> "module:class" of its backend, imported only when asked for
 RUNTIMES: dict[Platform, str] = {

@@ -11,7 +11,10 @@ offer capabilities (``vocab.Capability``: device events, kernels, a latch, bare 
 timing library, CUPTI); ``capabilities()`` says for each one "" (available) or why not, and
 ``need(rt, cap)`` raises NotAvailable with that reason. Code above the backends asks for
 capabilities, never looks at ``name``. ``RuntimeBase`` writes what every backend shares
-(``capabilities``, ``reason``, ``host_copy``, ``fill_device`` over ``write_device``).
+(``capabilities``, ``reason``, ``host_copy``, ``fill_device`` over ``write_device``, a ``grant``
+that does nothing where ``needs_grant`` is False) and makes buffers and queues as objects
+(``pinned_buffer``, ``device_buffer``, ``queue``: ``runtimes/objects.py``) from the backend's
+handle calls; code above the backends holds those objects rather than pairing alloc and free.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from ..errors import NotAvailable, RuntimeUnavailable
 from ..records import PointerInfo
 from ..trace import Recorder
 from ..vocab import Capability, Direction, PageableCopy, Relock
+from .objects import DeviceBuffer, PinnedBuffer, Queue
 
 __all__ = ["Runtime", "RuntimeCalls", "Backend", "RuntimeBase", "CORE_MEMBERS", "CALL_MEMBERS", "CAPABILITY_MEMBERS", "has",
-           "need", "pinned_alloc", "device_alloc", "queue", "event_pair"]
+           "need", "event_pair", "PinnedBuffer", "DeviceBuffer", "Queue"]
 
 
 @runtime_checkable
@@ -125,7 +129,8 @@ CUPTI_CUDA_ONLY = "CUPTI observes CUDA copies only"   #: the reason every other 
 
 
 class RuntimeBase(Closing):
-    """What every backend shares: the capability answers, the host copy, a fill of device memory.
+    """What every backend shares: the capability answers, the host copy, a fill of device memory,
+    the no-op grant, and buffers and queues as objects.
 
     ``unavailable`` (class attribute): capability -> the reason a backend never offers it.
     The C timing library and CUPTI are looked up when first asked for.
@@ -146,6 +151,30 @@ class RuntimeBase(Closing):
         if cap not in known:
             known[cap] = self.unavailable.get(cap) or self._dynamic_reason(cap)
         return known[cap]
+
+    def grant(self, ptr: int, nbytes: int) -> None:
+        """Nothing to do where ``needs_grant`` is False; a backend that needs a grant writes its own."""
+        return None
+
+    # -- buffers and queues as objects, made from the handle calls ---------------------------
+    def pinned_buffer(self, nbytes: int, *, grant: bool = True) -> PinnedBuffer:
+        """Runtime-pinned host memory, device access granted unless ``grant`` is False."""
+        buf = PinnedBuffer(self, self.alloc_pinned(nbytes), nbytes)
+        if grant:
+            try:
+                self.grant(buf.ptr, nbytes)
+            except BaseException:
+                buf.close()
+                raise
+        return buf
+
+    def device_buffer(self, nbytes: int) -> DeviceBuffer:
+        """Device memory."""
+        return DeviceBuffer(self, self.alloc_device(nbytes), nbytes)
+
+    def queue(self) -> Queue:
+        """A new queue."""
+        return Queue(self, self.new_queue())
 
     def host_copy(self, dst: int, src: int, nbytes: int) -> None:
         """memcpy, recorded: the host side of staging (no runtime's own call on any platform)."""
@@ -191,35 +220,6 @@ def need(rt, cap: Capability | str) -> None:
     reason = rt.reason(cap)
     if reason:
         raise NotAvailable(f"{rt.name}: {Capability(cap).value} not available: {reason}")
-
-
-@contextmanager
-def pinned_alloc(rt: Runtime, nbytes: int) -> Iterator[int]:
-    """A runtime-pinned allocation (device access granted) for the block."""
-    ptr = rt.alloc_pinned(nbytes)
-    try:
-        rt.grant(ptr, nbytes)
-        yield ptr
-    finally:
-        rt.free_pinned(ptr, nbytes)
-
-
-@contextmanager
-def device_alloc(rt: Runtime, nbytes: int) -> Iterator[int]:
-    ptr = rt.alloc_device(nbytes)
-    try:
-        yield ptr
-    finally:
-        rt.free_device(ptr, nbytes)
-
-
-@contextmanager
-def queue(rt: Runtime) -> Iterator[Any]:
-    q = rt.new_queue()
-    try:
-        yield q
-    finally:
-        rt.free_queue(q)
 
 
 @contextmanager

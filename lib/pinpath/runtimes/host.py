@@ -143,9 +143,6 @@ class HostRuntime(RuntimeBase):
         self.recorder.acquire("pinned", ptr, nbytes)
         return ptr
 
-    def grant(self, ptr: int, nbytes: int) -> None:
-        return None
-
     def free_pinned(self, ptr: int, nbytes: int) -> None:
         self._call("munlock", _L.munlock, ptr, nbytes, nbytes=nbytes, ptr=ptr)
         self._call("munmap", _L.munmap, ptr, nbytes, nbytes=nbytes, ptr=ptr)

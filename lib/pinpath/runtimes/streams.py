@@ -122,9 +122,6 @@ class StreamRuntime(RuntimeBase):
         self.recorder.acquire("pinned", ptr, nbytes)
         return ptr
 
-    def grant(self, ptr: int, nbytes: int) -> None:
-        return None
-
     def free_pinned(self, ptr: int, nbytes: int) -> None:
         self._do(self._p + self._PINNED_FREE, self._fn(self._PINNED_FREE), ptr, ptr=ptr)
         self.recorder.release("pinned", ptr)

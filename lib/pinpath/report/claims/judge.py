@@ -11,9 +11,10 @@ import pandas as pd
 from ...registry import notebook
 from ...stats import Estimate
 from ...vocab import Verdict
+from ..fmt import format_repeats
 from ..rundata import RunData
 from .catalogue import CLAIMS, READINGS
-from .load import load_run
+from .load import load_run, repeat_unit
 from .measures.common import _real_note, _real_vendor
 from .model import ANALOGUE, AS_MEANT, COLUMNS, MODEL_ONLY, SUBJECTS, Claim, Missing, Result, Test
 from .verdict import _bar, _combine, _fmt_est, _test_verdict, rule_text
@@ -61,7 +62,7 @@ def _reading(c: Claim, platform: str, data: RunData) -> tuple[str, str, tuple[Te
 
 def _row(c: Claim, platform: str, reading: str, analogue: str, verdict: str, why: str, rule_detail: str,
          primary: tuple[str, Estimate] | None, detail: str, notebook: str, test: Test | None = None,
-         difference: Estimate | None = None) -> dict:
+         difference: Estimate | None = None, unit: str = "") -> dict:
     t = test or c.tests[0]
     e = primary[1] if primary else Estimate(math.nan, math.nan, math.nan, 0)
     d = difference or Estimate(math.nan, math.nan, math.nan, 0)
@@ -69,7 +70,8 @@ def _row(c: Claim, platform: str, reading: str, analogue: str, verdict: str, why
             "subject": SUBJECTS[c.subject][0], "reading": reading, "analogue": analogue,
             "metric": t.metric + (f" [{primary[0]}]" if primary else ""), "measured": e.value, "low": e.low,
             "high": e.high, "unit": t.unit, "comparison": t.comparison, "threshold": t.threshold,
-            "n_repeats": e.n_repeats or math.nan, "within_spread": e.within_spread, "between_spread": e.between_spread,
+            "n_repeats": e.n_repeats or math.nan, "repeat_unit": unit if primary else "",
+            "within_spread": e.within_spread, "between_spread": e.between_spread,
             "difference": d.value, "difference_low": d.low, "difference_high": d.high,
             "verdict": verdict, "why": why, "rule_detail": rule_detail, "detail": detail,
             "rule": "; and ".join(rule_text(x) for x in (c.real if reading == AS_MEANT and c.real else c.tests)),
@@ -83,11 +85,19 @@ _RULE_DETAIL = {Verdict.HOLDS: "every test holds with its whole interval on the 
                 Verdict.NOT_APPLICABLE: "no test applies on this platform"}
 
 
-def _sentence(t: Test, r: Result, word: str, pick: tuple[str, Estimate], capped: str) -> str:
-    """The row's "why": what was measured, on what, and what decided."""
+def _units(data: RunData, datasets) -> str:
+    """What a repeat of the claim's data sets was (``load.repeat_unit``), "" where none says."""
+    return " and ".join(dict.fromkeys(u for d in datasets if (u := repeat_unit(data.get(d)))))
+
+
+def _sentence(t: Test, r: Result, word: str, pick: tuple[str, Estimate], capped: str, unit: str = "") -> str:
+    """The row's "why": what was measured, on what, over how many repeats of ``unit`` with what
+    spread between them, and what decided."""
     label, e = pick
     facts = r.facts.get(label) or r.facts.get("") or f"{t.metric} measured at {label}"
     so = t.so.format(v=_fmt_est(e, t.unit), metric=t.metric)
+    over = format_repeats(e.n_repeats, unit, e.between_spread)
+    so += f" {over}" if over else ""
     if capped:
         end = f"{capped}, so at best inconclusive"
     elif word == Verdict.HOLDS:
@@ -143,7 +153,7 @@ def judge_claim(c: Claim, data: RunData, platform: str, status: dict | None = No
         why = "not applicable (" + "; ".join(reason for _, reason in unapplied) + ")"
     else:
         _, pick, t, r, capped, _ = deciding
-        why = _sentence(t, r, deciding[0], pick, capped)
+        why = _sentence(t, r, deciding[0], pick, capped, r.unit or _units(data, datasets))
         others = [f"{p[2].metric} {_fmt_est(p[1][1], p[2].unit)}" + (f" ({_fmt_est(p[3].differences[p[1][0]], 'ns')} "
                   "apart)" if p[1][0] in p[3].differences else "") + f", {p[0]}"
                   for p in picks if p is not deciding and p[1]]
@@ -155,8 +165,9 @@ def judge_claim(c: Claim, data: RunData, platform: str, status: dict | None = No
                  else "")
     primary, test = (deciding[1], deciding[2]) if deciding else (None, None)
     diff = deciding[3].differences.get(primary[0]) if deciding and primary else None
+    unit = (deciding[3].unit or _units(data, datasets)) if deciding and primary and primary[1].n_repeats else ""
     return _row(c, platform, reading, analogue, word, why, _RULE_DETAIL[word], primary, "; ".join(parts), notebook,
-                test, diff)
+                test, diff, unit)
 
 
 COLD_ARM = "_cold"   #: a data set's cold arm: ``<name>_cold``, the same measurement with the buffers cold

@@ -37,5 +37,17 @@ def _rep(df: pd.DataFrame):
     return df["repeat"].to_numpy() if "repeat" in df else None
 
 
+def repeat_unit(df: pd.DataFrame | None) -> str:
+    """What a data set's repeat was: its ``repeat_unit`` column ("process" where the experiment ran
+    each repeat in a fresh process, "round" inside one); "process" where rows carry a ``process``
+    (the real runtime's runs), "round" where they carry only a ``repeat``; "" without either (the
+    calls are the unit)."""
+    if df is None or not len(df):
+        return ""
+    if "repeat_unit" in df:
+        return " and ".join(sorted(set(df.repeat_unit.dropna().astype(str)) - {""}))
+    return "process" if "process" in df else "round" if "repeat" in df else ""
+
+
 def _null_ns(data: RunData, dataset: str) -> float:
     return null_call_ns(data.harness_for(dataset))

@@ -19,7 +19,8 @@ SUBJECTS = {"hsa": ("HSA/ROCT", ("hsa",)), "hip": ("HIP", ("hip",)), "cuda": ("t
 AS_MEANT, ANALOGUE = "as meant", "analogue"
 MODEL_ONLY = "not applicable here (a model shows its own call pattern)"
 COLUMNS = ("id", "who", "claim", "short", "thread", "subject", "reading", "analogue", "metric", "measured", "low",
-           "high", "unit", "comparison", "threshold", "n_repeats", "within_spread", "between_spread", "difference",
+           "high", "unit", "comparison", "threshold", "n_repeats", "repeat_unit", "within_spread", "between_spread",
+           "difference",
            "difference_low", "difference_high", "verdict", "why", "rule_detail", "detail", "rule", "notebook",
            "platform", "state")   # state: the cache state and the timing thread's CPU the figures were measured in
 
@@ -35,12 +36,14 @@ class Result:
     ``facts``: per group label (or "" for all), the data half of the row's "why" sentence: what
     was measured, on what. ``differences``: per group, the absolute difference (ns) beside a ratio.
     ``never_arose``: the situation the claim is about did not occur in the run (then the test is
-    not applicable, saying so)."""
+    not applicable, saying so). ``unit``: what a repeat of the figures was ("process", "round"),
+    where the measure read data other than the claim's data sets (else the judge reads theirs)."""
     groups: list[tuple[str, Estimate]] = field(default_factory=list)
     detail: str = ""
     not_applicable: str = ""
     facts: dict = field(default_factory=dict)
     differences: dict = field(default_factory=dict)
+    unit: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from markupsafe import Markup
 from ... import layout
 from ...paths import OUTPUTS_DIR
 from .. import strip
-from ..fmt import READINGS, _isnum, format_measured, format_threshold, verdict_groups
+from ..fmt import READINGS, _isnum, format_measured, format_repeats, format_threshold, verdict_groups
 from .page import _ENV, JUDGED, VERDICTS, _text, verdict_word
 from .scrub import Scrubber
 
@@ -86,6 +86,7 @@ def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None,
             "id": _text(g("id")), "who": _text(g("who")), "short": _text(g("short")),
             "claim": _text(g("claim")), "thread": _text(g("thread")), "metric": _text(g("metric")),
             "measured": format_measured(g("measured"), g("low"), g("high"), _text(g("unit"))),
+            "spread": format_repeats(g("n_repeats"), g("repeat_unit"), g("between_spread")),
             "numeric": _isnum(g("measured")),
             "bar": format_threshold(g("comparison"), g("threshold"), _text(g("unit"))),
             "verdict": verdict, "vclass": VERDICTS.get(verdict, "v-other"),

@@ -29,7 +29,7 @@ def compare_rows(runs: Sequence[tuple]) -> tuple[list[dict], list[dict]]:
         heads.append({"run_id": _text(man.get("run_id")), "platform": _text(man.get("platform")),
                       "preset": _text(man.get("preset")), "device": _text((man.get("runtime") or {}).get("device")),
                       "run_dir": run_dir})
-        frames.append({str(r["id"]): r for r in df.to_dict("records")})
+        frames.append({regress.row_key(r): r for r in df.to_dict("records")})   # a split cold row kept apart
     ids = list(dict.fromkeys(i for f in frames for i in f))
     rows = []
     for cid in ids:

@@ -70,7 +70,8 @@ def _mechanism(r: Result, words: str) -> Result:
     """``r`` with every group labelled by the mechanism its figure measures."""
     lab = {g: f"{g}, {words}" for g, _ in r.groups}
     return Result([(lab[g], e) for g, e in r.groups], r.detail, r.not_applicable,
-                  {lab.get(k, k): v for k, v in r.facts.items()}, {lab.get(k, k): v for k, v in r.differences.items()})
+                  {lab.get(k, k): v for k, v in r.facts.items()}, {lab.get(k, k): v for k, v in r.differences.items()},
+                  r.unit)
 
 
 def _op_fact(rows: pd.DataFrame, op: str, state: str, size: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ....stats import Estimate, diff_ci, median_ci, proportion_ci, ratio_ci
 from ....units import binary_size, fmt_ns
 from ...rundata import RunData
-from ..load import _get, _rep, judged_rows
+from ..load import _get, _rep, judged_rows, repeat_unit
 from ..model import Missing, Result
 from ..verdict import _fmt_est
 from .common import COUNTED, GRANTED, _answer, _no_relock, _refused_all
@@ -120,6 +120,7 @@ def _c13_cost_of(data: RunData):
     nat = data.get("concurrency_native")
     if nat is not None and len(nat):
         nat = judged_rows(nat)
+        unit = repeat_unit(nat)
         relock = nat[nat.op == "relock"]
         refused = _refused_all(relock[["rc"]]) if len(relock) and "rc" in relock else ""
         counted = nat[nat.op.isin(["relock_counted", "unlock_after_relock_counted"])]
@@ -137,6 +138,7 @@ def _c13_cost_of(data: RunData):
     else:
         conc = _get(data, "concurrency")
         per = conc[conc.policy == "lock_always"].rename(columns={"native_ns": "ns"})
+        unit = repeat_unit(conc)
         src, path, mech = "the runtime's calls from the trace (Python)", "a re-lock and its unlock", "lock_always's path"
     if not len(per):
         raise Missing("no concurrency rows")
@@ -154,27 +156,28 @@ def _c13_cost_of(data: RunData):
     detail = f"re-lock path per transfer, {src}: {_fmt_est(e_lo, 'ns')} with {lo} thread(s), {_fmt_est(e_hi, 'ns')} with {hi}" + py
     fact = (f"the re-lock path ({path}, {src}) takes {fmt_ns(e_lo.value)} per transfer with {lo} "
             f"thread(s) in a hot loop and {fmt_ns(e_hi.value)} with {hi}")
-    return per, detail, fact, (lo, hi), mech
+    return per, detail, fact, (lo, hi), mech, unit
 
 
 def _c13_level(data):
     cost = _c13_cost(data)
     if isinstance(cost, Result):   # no re-lock was performed
         return cost
-    per, detail, fact, (lo, hi), mech = cost
+    per, detail, fact, (lo, hi), mech, unit = cost
     most = per[per.threads == hi]
-    return Result([(f"{hi} threads, {mech}", median_ci(most.ns, _rep(most)))], detail, facts={"": fact})
+    return Result([(f"{hi} threads, {mech}", median_ci(most.ns, _rep(most)))], detail, facts={"": fact}, unit=unit)
 
 
 def _c13_growth(data):
     cost = _c13_cost(data)
     if isinstance(cost, Result):
         return cost
-    per, detail, fact, (lo, hi), mech = cost
+    per, detail, fact, (lo, hi), mech, unit = cost
     if hi == lo:
         raise Missing("one thread count only")
     a, b = per[per.threads == hi], per[per.threads == lo]
-    return Result([(f"{hi} vs {lo} threads, {mech}", ratio_ci(a.ns, b.ns, _rep(a), _rep(b)))], facts={"": fact})
+    return Result([(f"{hi} vs {lo} threads, {mech}", ratio_ci(a.ns, b.ns, _rep(a), _rep(b)))], facts={"": fact},
+                  unit=unit)
 
 
 def _c15(data):

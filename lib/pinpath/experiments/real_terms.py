@@ -1,0 +1,218 @@
+"""The model with the real runtime's measured per-region work put in (issue 33 item 2).
+
+The replica (the model) times each invocation and, beside it, the same invocation without its
+copies (``kernel_only_ns``: launch, kernel, wait); ``ns - kernel_only_ns`` is the model's transfer
+part. The real region runs ``--paired`` in processes of its own: beside each invocation the same
+region over present arrays (``kernel_ns``: the runtime's lookup, argument set-up, launch, the
+clang-built kernel and synchronize). Its traced profile holds both regions, so the time of each
+outside its profiled events (lookup, argument set-up, the runtime's own events) is measured too.
+
+The terms, each a measurement, added in turn to the model's figure per invocation:
+
+0. the model as it is (``model``);
+1. ``present-only region``: the real present-only region in place of the replica's kernel alone
+   (the model's transfer part + the real present-only region);
+2. ``bookkeeping``: what the copies add to a region's time outside its profiled events (the full
+   region's less the present-only region's, medians over the traced run's invocations).
+
+What is left after them is the transfers themselves: the real runtime's copies (real - present-only
+region - bookkeeping) against the replica's (model - kernel alone). Each figure is a sum of medians;
+its interval is bootstrapped over the model's repeats, the real processes and the traced
+invocations, each resampled apart (``stats.median_draws``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..schema import REAL_REGIONS, REAL_TERMS, frame
+from ..stats import interval, median_draws
+from ..units import fmt_ns
+
+__all__ = ["region_work", "model_terms", "terms_explanation", "TERMS", "TOLERANCE"]
+
+#: the terms in the order they are added (step 0 is the model alone)
+TERMS = ("model", "present-only region", "bookkeeping")
+TOLERANCE = 0.15   #: model / real within 1 ± this is "within" (issue 33)
+_EXE = "Runtime: target exe"
+_REGION = {"invocation": "full", "present": "present_only"}
+
+
+def _union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Length of the union of the intervals [starts, ends)."""
+    total, reach = 0, None
+    for s, e in sorted(zip(starts.tolist(), ends.tolist())):
+        if reach is None or s > reach:
+            total, reach = total + (e - s), e
+        elif e > reach:
+            total, reach = total + (e - reach), e
+    return total
+
+
+def region_work(phases: pd.DataFrame) -> pd.DataFrame:
+    """REAL_REGIONS: per region of a traced run's invocations (REAL_PHASES rows, segments
+    "invocation": the full region, and "present": the present-only one of a ``--paired`` run), its
+    time (``Runtime: target exe``), the time its profiled events cover (their union, inside the
+    region) and the rest, ``bookkeeping_ns``. The profile counts whole microseconds."""
+    if "not_applicable" in phases.columns:
+        return frame([], REAL_REGIONS)
+    p = phases[phases.segment.isin(list(_REGION))]
+    rows = []
+    for (variant, nw, seg, step, inv), g in p.groupby(["variant", "nw", "segment", "step", "invocation"]):
+        exe = g[g.phase == _EXE]
+        if len(exe) != 1:
+            continue
+        t0 = int(exe.start_us.iloc[0]) * 1000
+        t1 = t0 + int(exe.dur_ns.iloc[0])
+        kids = g.drop(index=exe.index)
+        starts = np.clip(kids.start_us.to_numpy(dtype=np.int64) * 1000, t0, t1)
+        ends = np.clip(starts + kids.dur_ns.to_numpy(dtype=np.int64), t0, t1)
+        covered = _union_ns(starts, ends)
+        rows.append({"variant": variant, "nw": int(nw), "region": _REGION[seg], "step": int(step),
+                     "invocation": int(inv), "region_ns": t1 - t0, "events_ns": covered,
+                     "bookkeeping_ns": t1 - t0 - covered})
+    return frame(rows, REAL_REGIONS)
+
+
+def _steady(df: pd.DataFrame, skip_first: int) -> pd.DataFrame:
+    return df[~((df.step == 0) & (df.invocation < skip_first))]
+
+
+def _unit_medians(df: pd.DataFrame, column: str, unit: str) -> np.ndarray:
+    """The medians of ``column`` per ``unit`` (process or repeat), NaN left out."""
+    x = df[[unit, column]].dropna()
+    return x.groupby(unit)[column].median().to_numpy(dtype=float)
+
+
+def _estimate(draws: np.ndarray, value: float) -> tuple[float, float, float]:
+    lo, hi = interval(draws)
+    return float(value), lo, hi
+
+
+def model_terms(model: pd.DataFrame, real, regions: pd.DataFrame | None = None, *, skip_first: int = 1,
+                tolerance: float = TOLERANCE) -> pd.DataFrame:
+    """REAL_TERMS: per variant and nw, model / real with each measured term added in turn
+    (``TERMS``), each with its interval. ``model``: MODEL_INVOCATIONS (with ``kernel_only_ns``);
+    ``real``: a RealRun (its untimed ``invocations`` the denominator, ``present`` the present-only
+    region); ``regions``: REAL_REGIONS of the traced paired run (default: from
+    ``real.present_phases``). A term that was not measured (no paired process, no trace) has NaN
+    figures and says so in ``note``. The first ``skip_first`` invocations of each process (warm-up)
+    are left out on every side; a reason frame where the real runtime could not run."""
+    inv = real.invocations
+    if "not_applicable" in inv.columns:
+        return inv
+    present = real.present if "not_applicable" not in real.present.columns else real.present.iloc[:0]
+    if regions is None:
+        regions = region_work(real.present_phases)
+    inv = _steady(inv[~inv.traced.astype(bool)], skip_first)
+    present = _steady(present[~present.traced.astype(bool)], skip_first) if len(present) else present
+    model, regions = _steady(model, skip_first), _steady(regions, skip_first)
+    rows = []
+    for (variant, nw), r in inv.groupby(["variant", "nw"]):
+        m = model[(model.variant == variant) & (model.nw == nw)]
+        if not len(m) or not len(r):
+            continue
+        real_u = _unit_medians(r, "ns", "process")
+        real_draws = median_draws(real_u, seed=1)
+        real_ns = float(np.median(real_u))
+        m = m.assign(transfer_ns=m.ns - m.kernel_only_ns.astype("Float64"))
+        model_u, transfer_u = _unit_medians(m, "ns", "repeat"), _unit_medians(m, "transfer_ns", "repeat")
+        kernel_u = _unit_medians(m, "kernel_only_ns", "repeat")
+        p = present[(present.variant == variant) & (present.nw == nw)] if len(present) else present
+        present_u = _unit_medians(p, "kernel_ns", "process") if len(p) else np.array([])
+        paired_u = _unit_medians(p, "ns", "process") if len(p) else np.array([])
+        g = regions[(regions.variant == variant) & (regions.nw == nw)]
+        full_bk, pres_bk = (g[g.region == k].bookkeeping_ns.to_numpy(dtype=float) for k in ("full", "present_only"))
+        # the numerator of each step: (value, draws, the measured figure, what it replaces, note)
+        steps = [(np.median(model_u), median_draws(model_u, seed=2), np.median(model_u), 0.0, "")]
+        ok1 = len(present_u) and len(transfer_u)
+        base = (np.median(transfer_u) + np.median(present_u)) if ok1 else np.nan
+        base_draws = median_draws(transfer_u, seed=3) + median_draws(present_u, seed=4) if ok1 else np.full(1, np.nan)
+        steps.append((base, base_draws, np.median(present_u) if len(present_u) else np.nan,
+                      np.median(kernel_u) if len(kernel_u) else np.nan,
+                      "" if ok1 else "no present-only region or no kernel-alone invocation measured"))
+        ok2 = ok1 and len(full_bk) and len(pres_bk)
+        bk = (np.median(full_bk) - np.median(pres_bk)) if ok2 else np.nan
+        bk_draws = median_draws(full_bk, seed=5) - median_draws(pres_bk, seed=6) if ok2 else np.full(1, np.nan)
+        steps.append((base + bk, base_draws + bk_draws, bk, 0.0, "" if ok2 else "no traced --paired run"))
+        prev = np.nan
+        for k, (value, draws, measured, replaced, note) in enumerate(steps):
+            ratio, lo, hi = _estimate(draws / real_draws, value / real_ns)
+            num, num_lo, num_hi = _estimate(draws, value)
+            rows.append({"variant": variant, "nw": int(nw), "step": k, "term": TERMS[k], "measured_ns": float(measured),
+                         "replaced_ns": float(replaced), "term_ns": float(value - prev) if k else np.nan,
+                         "model_ns": num, "model_lo_ns": num_lo, "model_hi_ns": num_hi, "real_ns": real_ns,
+                         "real_paired_ns": float(np.median(paired_u)) if len(paired_u) else np.nan,
+                         "ratio": ratio, "ratio_lo": lo, "ratio_hi": hi,
+                         "within": bool(np.isfinite(ratio) and abs(ratio - 1) <= tolerance),
+                         "model_repeats": len(model_u), "real_processes": len(real_u),
+                         "present_processes": len(present_u), "traced_invocations": min(len(full_bk), len(pres_bk)),
+                         "note": note})
+            prev = value
+    return frame(rows, REAL_TERMS)
+
+
+def _r(row) -> str:
+    return f"{row.ratio:.2f} (95 % CI {row.ratio_lo:.2f}-{row.ratio_hi:.2f})"
+
+
+def _signed(ns: float) -> str:
+    return f"{'+' if ns >= 0 else '-'}{fmt_ns(abs(ns))}"
+
+
+def _headline(terms: pd.DataFrame, tolerance: float) -> str:
+    """How many points the model alone and the model with every measured term have within 1 ± tolerance."""
+    points = terms.groupby(["variant", "nw"], sort=False)
+    alone = sum(bool(g[g.step == 0].within.any()) for _, g in points)
+    last = [g[np.isfinite(g.ratio.to_numpy(dtype=float))].sort_values("step").iloc[-1] for _, g in points]
+    with_terms = sum(bool(r.within) for r in last)
+    if not any(r.step for r in last):
+        return f"**Within 1 ± {tolerance:g}: the model alone {alone} of {len(last)} points; no measured term here.**"
+    return (f"**Within 1 ± {tolerance:g}: {with_terms} of {len(last)} points with the measured terms "
+            f"(the model alone: {alone} of {len(last)}).**")
+
+
+def terms_explanation(terms: pd.DataFrame, *, tolerance: float = TOLERANCE) -> str:
+    """Markdown, one line per variant and nw: model / real bare, then with each measured term, how
+    much of the gap each term closed, and where the composed model is still outside 1 ± tolerance,
+    what is left (the transfers themselves). "" where there are no terms (the frame says why)."""
+    if not len(terms) or "term" not in terms.columns:
+        return ""
+    lines = [_headline(terms, tolerance)]
+    for (variant, nw), g in terms.groupby(["variant", "nw"], sort=False):
+        s = g.set_index("step")
+        bare, real_ns = s.loc[0], float(s.loc[0, "real_ns"])
+        gap = real_ns - bare.model_ns
+        text = [f"- **{variant}, nw={nw}**: model / real {_r(bare)} (model {fmt_ns(bare.model_ns)}, real "
+                f"{fmt_ns(real_ns)} over {bare.real_processes} processes)"]
+        last = 0   # the last step with a figure
+        for k in (1, 2):
+            row = s.loc[k] if k in s.index else None
+            if row is None or not np.isfinite(row.ratio):
+                text.append(f"{TERMS[k]}: not measured ({row.note if row is not None else 'no row'})")
+                continue
+            what = (f"with the real present-only region ({fmt_ns(row.measured_ns)}: lookup, launch, kernel, synchronize; "
+                    f"over {row.present_processes} processes) in place of the replica's kernel alone "
+                    f"({fmt_ns(row.replaced_ns)}: launch, kernel, wait)" if k == 1 else
+                    f"with the bookkeeping the copies add to a region (its time outside the profiled events, full region "
+                    f"less present-only: {_signed(row.measured_ns)}; {row.traced_invocations} traced invocations)")
+            share = f" ({100 * row.term_ns / gap:.0f} % of the gap)" if gap else ""
+            text.append(f"{what}: {_signed(row.term_ns)}{share}, {_r(row)}")
+            last = k
+        end = s.loc[last]
+        inside = abs(end.ratio - 1) <= tolerance
+        if not last:
+            verdict = f"within 1 ± {tolerance:g}" if inside else f"outside 1 ± {tolerance:g}, and no measured term to add"
+        else:
+            bookkeeping = s.loc[2, "measured_ns"] if last == 2 else 0.0
+            copies_real = real_ns - s.loc[1, "measured_ns"] - bookkeeping
+            copies_model = s.loc[1, "model_ns"] - s.loc[1, "measured_ns"]
+            left = real_ns - end.model_ns
+            verdict = (f"within 1 ± {tolerance:g} with the measured terms" if inside else
+                       f"still outside 1 ± {tolerance:g}: the model with the terms is {fmt_ns(abs(left))} "
+                       f"{'short of' if left > 0 else 'over'} the real invocation, in the transfers themselves")
+            verdict += (f" (the real runtime's copies, the real invocation less the present-only region and the "
+                        f"bookkeeping: {_signed(copies_real)}, against the replica's {fmt_ns(copies_model)})")
+        lines.append("; ".join(text) + f". {verdict[0].upper()}{verdict[1:]}.")
+    return "\n".join(lines)

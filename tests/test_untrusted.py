@@ -329,7 +329,8 @@ def test_summary_md_escapes_the_manifests_commits(project):
 
 def test_a_notebook_name_from_claims_is_no_link(project):
     import pandas as pd
-    from pinpath.report.html import Scrubber, _claim_rows
+    from pinpath.report.html import Scrubber
+    from pinpath.report.html.claims_table import _claim_rows
     rows = _claim_rows(pd.DataFrame([{"id": "C1", "notebook": "javascript:alert(1)//", "verdict": "<b>x</b>"},
                                      {"id": "C2", "notebook": "01_c12_lock_copy", "verdict": "holds"}]),
                        Scrubber(project), None)

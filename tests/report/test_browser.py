@@ -106,6 +106,7 @@ async def _look(url: str, shot: Path, profile: Path, width: int = WIDTH_PX, heig
             wide: [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1
                    && getComputedStyle(e).display !== 'none').slice(0, 5).map(e => e.tagName + '.' + e.className),
             height: document.documentElement.scrollHeight,
+            claim_rows: [...document.querySelectorAll('table.claims tbody tr')].map(r => r.getBoundingClientRect().height),
             links: [...document.querySelectorAll('a[href]')].map(a => a.href),
             clipped: [...document.querySelectorAll('td, th, p, li, dd, span, code, table, div')].filter(e => e.scrollWidth > e.clientWidth + 1
                       && e.clientWidth > 0 && getComputedStyle(e).overflowX !== 'visible').slice(0, 5).map(e => e.tagName + ': ' + e.innerText.slice(0, 60)),

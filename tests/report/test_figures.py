@@ -16,6 +16,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from pinpath.report import figures  # noqa: E402
+from pinpath.report.figures.axes import _references  # noqa: E402
 
 SIZES = [4096, 65536, 1 << 20, 16 << 20, 800_000_000]
 DECIMAL = re.compile(r"\b\d+(\.\d+)?\s?(kB|MB|GB|TB)\b")
@@ -123,12 +124,12 @@ def test_vs_size_picks_linear_when_values_are_close():
 
 def test_reference_accepts_one_pair_or_a_mapping_and_refuses_nonsense():
     want = [("thread: 35 us", 35_000.0)]
-    assert figures._references(("thread: 35 us", 35_000)) == want
-    assert figures._references({"thread: 35 us": 35_000}) == want
-    assert figures._references(None) == []
+    assert _references(("thread: 35 us", 35_000)) == want
+    assert _references({"thread: 35 us": 35_000}) == want
+    assert _references(None) == []
     for bad in ([("bad", -1)], [("bad", float("nan"))]):
         with pytest.raises(ValueError):
-            figures._references(bad)
+            _references(bad)
 
 
 def test_lock_cost_by_backing_side_by_side():

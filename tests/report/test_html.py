@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from markupsafe import Markup
 
 from pinpath.paths import PROJECT_ROOT
 from pinpath.report import html as H
+from pinpath.report.html.claims_table import _for_information
 from pinpath.atomic import replacing, write_text_atomic
 
 FIXTURES = Path(__file__).resolve().parents[1] / "notebooks"
@@ -199,7 +201,7 @@ def test_index_reads_claims_fidelity_and_links_only_existing_pages(tmp_path):
 def test_extra_sections_escaped_unless_markup(tmp_path):
     run_dir, man = make_run(tmp_path)
     page = H.render_index(run_dir, man, [("Notes", EVIL), ("Claims", H.claims_section(claims_frame())),
-                                         ("Trusted", H.Markup("<p class='t'>fine</p>"))]).read_text()
+                                         ("Trusted", Markup("<p class='t'>fine</p>"))]).read_text()
     assert "&lt;script&gt;" in page and "<p class='t'>fine</p>" in page
     assert page.count("<h2>Claims</h2>") == 1
 
@@ -425,8 +427,8 @@ def test_conclusion_says_a_verdict_word_once():
 def test_a_claim_not_judged_here_shows_what_was_measured_anyway():
     detail = ("measured here for information: register / query of pageable memory: 0.0144x (95 % CI 0.0139\u20130.0166) "
               "[4 KiB] -> inconclusive (only 3 independent repeats)")
-    assert H._for_information(detail) == "register / query of pageable memory: 0.0144x (95 % CI 0.0139\u20130.0166) [4 KiB]"
-    assert H._for_information("measured here for information: a / b: not measured (no staging data in this run); "
+    assert _for_information(detail) == "register / query of pageable memory: 0.0144x (95 % CI 0.0139\u20130.0166) [4 KiB]"
+    assert _for_information("measured here for information: a / b: not measured (no staging data in this run); "
                               "c: not measured (no x data)") == ""
     df = pd.DataFrame([{"id": "C6", "verdict": "not applicable", "platform": "host", "detail": detail, "why": "w"}])
     body = str(H.claims_section(df))

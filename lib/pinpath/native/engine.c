@@ -288,22 +288,19 @@ static int lock_copy_unlock(ctx_t *x, void *h, void *d, size_t n, int dir) {
 static int pageable(ctx_t *x, void *h, void *d, size_t n, int dir) {
     int rc = dma(x, h, d, n, dir, 0);
     if (rc) { x->o->error = rc; return P_COPY_FAILED; }
-#if defined(PINPATH_HOST)
-    return P_PAGEABLE_DIRECT;
-#else
-    return P_DRIVER_UNOBSERVED;   /* what the driver did is seen only by an observer (CUPTI) */
-#endif
+    /* where the platform cannot see the path (PAGEABLE_PATH_SEEN 0), what the driver did is seen
+     * only by an observer (CUPTI) */
+    return PAGEABLE_PATH_SEEN ? P_PAGEABLE_DIRECT : P_DRIVER_UNOBSERVED;
 }
 
-/* -- locks the policy makes itself: page units on a runtime that does not count locks --- */
-#if defined(PINPATH_HOST)
+/* -- locks the policy makes itself: page units where a lock is by page (LOCKS_BY_PAGE) -------- */
 static int unit_cmp(const void *a, const void *b) {
     uintptr_t x = (*(unit_t *const *)a)->lo, y = (*(unit_t *const *)b)->lo;
     return x < y ? -1 : x > y;
 }
 /* mlock keeps no count: one munlock undoes every lock of a page. A range is locked as units of
  * pages no other range holds; a unit is unlocked when no range that touches it is left. */
-static int lock_own(ctx_t *x, int owner, void *p, size_t n, void **alias) {
+static int lock_units(ctx_t *x, int owner, void *p, size_t n, void **alias) {
     engine_t *e = x->th->e;
     uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t lo = (uintptr_t)p / ps * ps, hi = ((uintptr_t)p + n + ps - 1) / ps * ps;
@@ -347,7 +344,7 @@ static int lock_own(ctx_t *x, int owner, void *p, size_t n, void **alias) {
     *alias = p;
     return 0;
 }
-static int unlock_own(ctx_t *x, int owner, void *p, size_t n) {
+static int unlock_units(ctx_t *x, int owner, void *p, size_t n) {
     (void)p; (void)n;
     engine_t *e = x->th->e;
     int rc = 0;
@@ -364,19 +361,23 @@ static int unlock_own(ctx_t *x, int owner, void *p, size_t n) {
     }
     return rc;
 }
-#else
 /* counted (HSA) or exact (CUDA registers each range once): a lock is one call */
-static int lock_own(ctx_t *x, int owner, void *p, size_t n, void **alias) {
+static int lock_once(ctx_t *x, int owner, void *p, size_t n, void **alias) {
     (void)owner;
     int rc = C(C_LOCK, PH_LOCK, lock_alias(p, n, alias));
     if (rc) after_refusal();
     return rc;
 }
-static int unlock_own(ctx_t *x, int owner, void *p, size_t n) {
+static int unlock_once(ctx_t *x, int owner, void *p, size_t n) {
     (void)owner;
     return C(C_UNLOCK, PH_UNLOCK, do_unlock(p, n));
 }
-#endif
+static int lock_own(ctx_t *x, int owner, void *p, size_t n, void **alias) {
+    return LOCKS_BY_PAGE ? lock_units(x, owner, p, n, alias) : lock_once(x, owner, p, n, alias);
+}
+static int unlock_own(ctx_t *x, int owner, void *p, size_t n) {
+    return LOCKS_BY_PAGE ? unlock_units(x, owner, p, n) : unlock_once(x, owner, p, n);
+}
 
 /* -- the map of pinned ranges (nextgen; the caller holds the mutex) ------------------------ */
 static int find_entry(engine_t *e, uintptr_t p) {
@@ -674,9 +675,7 @@ static int run_op(ctx_t *x, const pe_op *op) {
 static void *thread_main(void *arg) {
     thr_t *th = arg;
     engine_t *e = th->e;
-#if defined(PINPATH_CUDA)
-    cudaSetDevice(e->device);   /* the primary context of the device, current on this thread */
-#endif
+    rt_start(e->device);   /* CUDA: the device's primary context current on this thread (platform.h) */
     th->queue_ok = (th->q = queue_take(e->device)) != NULL;
     pthread_mutex_lock(&e->gate_mu);
     e->ready++;

@@ -1,5 +1,5 @@
 /* platform.h: pinpath's one table of runtime calls, per platform, shared by the C timing
- * library (ptime.c) and the transfer engine (engine.c). Each build defines one of
+ * library (ptime.c), notebook 14's state.c and the transfer engine (engine.c). Each build defines one of
  *   -DPINPATH_CUDA (CUDA runtime: cuda_runtime_api.h, libcudart),
  *   -DPINPATH_HSA  (ROCm HSA runtime: hsa/hsa.h, hsa/hsa_ext_amd.h, libhsa-runtime64),
  *   -DPINPATH_HOST (libc only: mlock/munlock, a worker thread for copies).
@@ -14,7 +14,9 @@
  *   already_registered(rc)                         "this memory is locked already" answers
  * the native names of those calls (CALL_NAMES), which the trace and the engine's call log use, and
  * what the Python loaders need to know instead of the platform's name: RC_KIND (how return
- * codes are named), INIT_CALL, INIT_PER_THREAD (see rt_start below), STAGE_NEEDS_POOL.
+ * codes are named), INIT_CALL, INIT_PER_THREAD (see rt_start below), STAGE_NEEDS_POOL; and what
+ * engine.c chooses by instead of the platform's name: LOCKS_BY_PAGE (its own locks kept as page
+ * units), PAGEABLE_PATH_SEEN (a pageable copy's path known), rt_start on each of its threads.
  */
 #ifndef PINPATH_PLATFORM_H
 #define PINPATH_PLATFORM_H
@@ -48,6 +50,17 @@ static inline int64_t now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
+/* TIME(ns_out, rc_out, call): time one call, the clock read right before and right after it
+ * (ptime.c and state.c time every call they are about with it). */
+#define TIME(ns_out, rc_out, call)            \
+    do {                                      \
+        int64_t t0_ = now_ns();               \
+        int rc_ = (call);                     \
+        int64_t t1_ = now_ns();               \
+        (ns_out) = t1_ - t0_;                 \
+        (rc_out) = rc_;                       \
+    } while (0)
+
 /* What a query says of a pointer: locked (by anyone) or a runtime pinned allocation, and
  * where the device sees it and the range it belongs to where the runtime says so (0 if not). */
 typedef struct {
@@ -80,6 +93,8 @@ static const char *const CALL_NAMES[C_N] PP_UNUSED = {
 #define INIT_CALL "cudaSetDevice({device})/cudaFree(0)"  /* what rt_init calls ({device}: Python fills it) */
 #define INIT_PER_THREAD 1   /* the primary context is made current on each calling thread */
 #define STAGE_NEEDS_POOL 0  /* pp_stage ignores its pool */
+#define LOCKS_BY_PAGE 0     /* a registration is one range: registering it again is refused */
+#define PAGEABLE_PATH_SEEN 0  /* the driver's path for pageable memory is seen only by CUPTI */
 
 /* The runtime uses the device's primary context, the one cuda.bindings uses too. */
 static int rt_init(int device) {
@@ -161,6 +176,8 @@ static const char *const CALL_NAMES[C_N] PP_UNUSED = {
 #define INIT_CALL "hsa_init"
 #define INIT_PER_THREAD 0   /* hsa_init is counted: one start per process, paired by rt_stop */
 #define STAGE_NEEDS_POOL 1  /* pp_stage allocates on the caller's pool (no agents are found there) */
+#define LOCKS_BY_PAGE 0     /* locks are counted per range */
+#define PAGEABLE_PATH_SEEN 0  /* ROCr's path for pageable memory is not reported */
 
 /* The agents and the pool the engine's copies and staging use: the first CPU and GPU agents
  * and the CPU's fine-grained global pool, found once after hsa_init (as LLVM's plugin does). */
@@ -290,6 +307,8 @@ static const char *const CALL_NAMES[C_N] PP_UNUSED = {
 #define INIT_CALL "nothing"
 #define INIT_PER_THREAD 0   /* nothing to start */
 #define STAGE_NEEDS_POOL 0
+#define LOCKS_BY_PAGE 1     /* mlock locks pages and one munlock undoes them all: the engine keeps page units */
+#define PAGEABLE_PATH_SEEN 1  /* a pageable copy is the worker's own memmove: its path is known */
 
 static int rt_init(int device) { (void)device; return 0; }
 static int rt_fini(void) { return 0; }

@@ -22,16 +22,6 @@
 #define PP_API __attribute__((visibility("default")))
 #define PP_ABI 2          /* bumped when a signature changes; nativelib.py checks it */
 
-/* TIME(ns_out, rc_out, call): time one call. */
-#define TIME(ns_out, rc_out, call)            \
-    do {                                      \
-        int64_t t0_ = now_ns();               \
-        int rc_ = (call);                     \
-        int64_t t1_ = now_ns();               \
-        (ns_out) = t1_ - t0_;                 \
-        (rc_out) = rc_;                       \
-    } while (0)
-
 
 /* ---------------------------------------------------------------------------------- */
 /* Undo a granted inner (re-)lock so the caller's state is unchanged, untimed.

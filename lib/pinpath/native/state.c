@@ -19,14 +19,6 @@
 #define PS_ESETUP (-4)    /* an untimed setup call failed: its code is in rc[0] */
 #define HUGE_NBYTES ((size_t)2 << 20)
 
-#define TIME(ns_out, rc_out, call)  \
-    do {                            \
-        int64_t t0_ = now_ns();     \
-        int rc_ = (call);           \
-        (ns_out) = now_ns() - t0_;  \
-        (rc_out) = rc_;             \
-    } while (0)
-
 /* Where copies go: device memory (CUDA), a host mapping (host); the table has no device
  * allocation on HSA, so there are no copies there. */
 #if defined(PINPATH_CUDA)

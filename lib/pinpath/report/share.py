@@ -32,8 +32,8 @@ from ..errors import BadParameter
 from ..atomic import replacing, write_bytes_atomic, write_text_atomic
 from ..safeio import read_json
 from . import regress
-from .fmt import binary_size, cut_words, verdict_sentence
-from .html import JUDGED, Scrubber, compare_rows, device_words, format_measured, reference_verdicts, verdict_word
+from .fmt import binary_size, cut_words, format_measured, verdict_sentence
+from .html import JUDGED, Scrubber, compare_rows, device_words, reference_verdicts, verdict_word
 from .rundata import RunData
 
 __all__ = ["share_run", "summary_markdown", "render_compare_markdown", "zip_run", "resize_figures",

@@ -13,7 +13,8 @@ import seaborn as sns
 
 from ..experiments.state import AGES, repeat_medians
 from ..units import fmt_nbytes
-from .figures import _retitle_legend, _titled, case_bars
+from .figures import case_bars
+from .figures.axes import _retitle_legend, _titled
 
 __all__ = ["state_bars", "cache_ratio", "gpu_clocks", "said"]
 

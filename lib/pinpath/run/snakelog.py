@@ -18,6 +18,8 @@ __all__ = ["unstarted_in_log", "record_unstarted"]
 
 _ERROR_BLOCK = re.compile(r"^Error in rule notebook:[ \t]*\n(?P<body>.*?)(?=^\[|^Error in rule |^Exiting because|^Shutting down|\Z)",
                           re.M | re.S)
+#: a notebook's part as the log names it (an output of its job): the stem is the group
+_PART = re.compile("/" + re.escape(rf.rel("part", stem="STEM", check=False)).replace("STEM", r"([^/,\s]+)"))
 
 
 def unstarted_in_log(log_text: str) -> dict[str, dict[str, str]]:
@@ -26,7 +28,7 @@ def unstarted_in_log(log_text: str) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for m in _ERROR_BLOCK.finditer(log_text):
         body = m.group("body")
-        stem = re.search(r"/status/([^/,\s]+)\.json", body)
+        stem = _PART.search(body)
         if not stem:
             continue
         refused = re.search(r"SLURM sbatch failed\. The error message was '(?P<msg>.*?)'", body, re.S) \

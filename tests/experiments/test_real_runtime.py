@@ -393,7 +393,8 @@ def test_paired_processes_and_the_terms_on_the_gpu(cuda_rt):
     terms = check_frame(real_terms.model_terms(model, ran), REAL_TERMS)
     assert len(terms) == 3 * len(variants) and np.isfinite(terms.ratio).all() and (terms.ratio_lo <= terms.ratio_hi).all()
     assert (terms[terms.step == 1].measured_ns > 0).all() and (terms[terms.step == 1].replaced_ns > 0).all()
-    text = real_terms.terms_explanation(terms).splitlines()
+    head, *text = real_terms.terms_explanation(terms).splitlines()   # the headline, then a line per point
+    assert head.startswith("**Within 1 ± 0.15: ") and f"of {len(variants)} points" in head
     assert len(text) == len(variants) and all("present-only region (" in t and "not measured" not in t for t in text)
 
 

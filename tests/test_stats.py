@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from pinpath.stats import MIN_REPEATS, diff_ci, median_ci, paired_ratio_ci, ratio_ci, relative_iqr, share_ci
+from pinpath.stats import (MIN_REPEATS, diff_ci, median_ci, paired_ratio_ci, proportion_ci, ratio_ci, relative_iqr,
+                           share_ci)
 
 
 def test_without_repeats_the_calls_are_the_unit():
@@ -79,3 +80,21 @@ def test_a_paired_ratio_takes_repeat_medians_and_leaves_out_unpaired_repeats():
     assert e.value == 4.0 and e.n_repeats == 3 and e.n == 5      # ratios 2, 4, 4 (repeats 8 and 9 unpaired)
     assert e.between_spread == pytest.approx(relative_iqr([2.0, 4.0, 4.0]))
     assert math.isnan(paired_ratio_ci([1.0], [1.0], [0], [1]).value)
+
+
+def test_a_proportion_lies_inside_its_own_interval():
+    """Wilson's bounds at k = n are 1 exactly (10 of 10 once gave a high of 0.9999999999999999, below
+    the measured 1.0, and the verdict figure refused a negative bar: CI's smoke run, notebook 09)."""
+    for n in range(1, 400):
+        for k in range(n + 1):
+            e = proportion_ci(k, n)
+            assert 0.0 <= e.low <= e.value <= e.high <= 1.0, (k, n, e)
+        assert proportion_ci(n, n).high == 1.0 and proportion_ci(0, n).low == 0.0
+
+
+def test_an_interval_that_leaves_its_point_outside_draws_no_bar_on_that_side():
+    import matplotlib
+    matplotlib.use("Agg")
+    from pinpath.report.figures.axes import error_bars
+    below, above = error_bars([1.0, 2.0], [0.5, 2.1], [0.9999999999999999, 3.0])
+    assert below.tolist() == [0.5, 0.0] and above.tolist() == [0.0, 1.0]

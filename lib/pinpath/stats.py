@@ -214,4 +214,7 @@ def proportion_ci(k: int, n: int) -> Estimate:
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return Estimate(p, max(0.0, centre - half) if k else 0.0, min(1.0, centre + half), n)
+    # the bounds are exact at k = 0 and k = n (0 and 1); rounding alone could put them past p
+    low = 0.0 if k == 0 else min(p, max(0.0, centre - half))
+    high = 1.0 if k == n else max(p, min(1.0, centre + half))
+    return Estimate(p, low, high, n)

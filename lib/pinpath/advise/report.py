@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..report.figures.axes import error_bars
 from ..report.fmt import binary_size, format_measured
 from ..units import fmt_ns
 from ..report.share import _table, md_cell
@@ -41,7 +42,7 @@ def figure(pred: Prediction, path: Path) -> Path | None:
     for ax, (d, gd) in zip(axes[0], g.groupby("direction")):
         for v, gv in gd.groupby("variant"):
             gv = gv.sort_values("nbytes")
-            ax.errorbar(gv.nbytes, gv.median_ns, yerr=[gv.median_ns - gv.low, gv.high - gv.median_ns],
+            ax.errorbar(gv.nbytes, gv.median_ns, yerr=error_bars(gv.median_ns, gv.low, gv.high),
                         marker="o", capsize=3, label=v)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")

@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from .figures.axes import error_bars
 from .state_figures import said
 
 __all__ = ["terms_ratio"]
@@ -31,7 +32,7 @@ def terms_ratio(terms: pd.DataFrame, *, tolerance: float = 0.15,
         ok = np.isfinite(g.ratio.to_numpy(dtype=float))
         name = "nothing (the model alone)" if k == 0 else f"+ {term}"
         name += "" if ok.all() else f" ({'not measured' if not ok.any() else 'partly measured'})"
-        ax.errorbar(g.ratio[ok], y[ok], xerr=[(g.ratio - g.ratio_lo)[ok], (g.ratio_hi - g.ratio)[ok]], fmt="o",
+        ax.errorbar(g.ratio[ok], y[ok], xerr=error_bars(g.ratio[ok], g.ratio_lo[ok], g.ratio_hi[ok]), fmt="o",
                     capsize=3, label=name)
     ax.set_yticks(range(len(labels)), labels)
     ax.set_ylim(len(labels) - 0.5, -0.5)

@@ -14,7 +14,7 @@ import seaborn as sns
 from ..experiments.state import AGES, repeat_medians
 from ..units import fmt_nbytes
 from .figures import case_bars
-from .figures.axes import _retitle_legend, _titled
+from .figures.axes import _retitle_legend, _titled, error_bars
 
 __all__ = ["state_bars", "cache_ratio", "gpu_clocks", "said"]
 
@@ -54,7 +54,7 @@ def cache_ratio(ratios: pd.DataFrame, *, title: str = "cold / hot, paired by rou
     width = 0.8 / len(policies)
     for k, (policy, g) in enumerate(ratios.groupby("policy", sort=False)):
         x = [sizes.index(n) + (k - (len(policies) - 1) / 2) * width for n in g.nbytes]
-        ax.errorbar(x, g.cold_over_hot, yerr=[g.cold_over_hot - g.low, g.high - g.cold_over_hot], fmt="o",
+        ax.errorbar(x, g.cold_over_hot, yerr=error_bars(g.cold_over_hot, g.low, g.high), fmt="o",
                     capsize=3, label=policy)
     ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
     ax.set_xticks(range(len(sizes)), [fmt_nbytes(n) for n in sizes])

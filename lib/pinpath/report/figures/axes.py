@@ -21,6 +21,14 @@ Reference = Union[tuple[str, float], Sequence[tuple[str, float]], Mapping[str, f
 _DECADES_FOR_LOG = math.log10(20)      # a span of 20x or more gets a log axis
 
 
+def error_bars(value, low, high) -> list:
+    """matplotlib's ``xerr``/``yerr`` for points ``value`` with intervals (``low``, ``high``): the
+    distances to either bound, none below 0 (a bootstrap interval of a ratio of medians can leave
+    its own point estimate outside; rounding can put a bound a hair past it): no bar on that side."""
+    value, low, high = (np.asarray(a, dtype=float) for a in (value, low, high))
+    return [np.clip(value - low, 0.0, None), np.clip(high - value, 0.0, None)]
+
+
 class _Pow2Locator(mticker.Locator):
     """Ticks at powers of two whose exponent is a multiple of 1, 2, 3, 4, 5, 6, 8, 10 or 20 (4 KiB, 64 KiB,
     1 MiB, 16 MiB ...), the finest spacing that keeps at most ``most`` ticks, and no more than

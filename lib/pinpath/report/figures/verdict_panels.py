@@ -9,6 +9,7 @@ import matplotlib.ticker as mticker
 import pandas as pd
 
 from ...units import fmt_ns
+from .axes import error_bars
 
 
 _UNIT_TICKS = {"x": lambda v: f"{v:.3g}x", "fraction": lambda v: f"{100 * v:.0f} %", "count": lambda v: f"{v:g}",
@@ -31,7 +32,7 @@ def verdicts(judged: pd.DataFrame, title: str = ""):
         ax.axvspan(*sc.holds, color="#dcf2dc", zorder=0, label="the claim holds here")
         for m in sc.marks:
             ax.axvline(m, color="0.2", ls=(0, (4, 2)), lw=1.1, zorder=1)
-        ax.errorbar([sc.value], [0], xerr=[[sc.value - sc.low], [sc.high - sc.value]], fmt="o", color="#0b57b0",
+        ax.errorbar([sc.value], [0], xerr=error_bars([sc.value], [sc.low], [sc.high]), fmt="o", color="#0b57b0",
                     ecolor="#1f2328", elinewidth=3, capsize=0, zorder=3)
         if sc.log:
             ax.set_xscale("log")

@@ -103,26 +103,64 @@ def _smoke_lock_limit() -> None:
     resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, hard))
 
 
+class _SmokeRun:
+    """The smoke run as a child process, started as soon as the tests are collected where any of
+    them needs it, so that the tests before those run meanwhile (about a minute of `make test`)."""
+
+    def __init__(self, out: Path):
+        self.out, self.proc, self.skip = out, None, ""
+        prefix = []
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                self.skip = "running as root, and setpriv (util-linux) is missing to drop CAP_IPC_LOCK"
+                return
+            prefix = ["setpriv", "--bounding-set=-ipc_lock", "--inh-caps=-ipc_lock", "--"]
+        self.stderr_file = out / "stderr.txt"
+        with open(self.stderr_file, "w") as err:
+            self.proc = subprocess.Popen([*prefix, sys.executable, "-m", "pinpath", "run", "--preset", "smoke",
+                                          "--platform", "host", "--outputs", str(out / "outs")],
+                                         stdout=subprocess.DEVNULL, stderr=err, text=True,
+                                         preexec_fn=_smoke_lock_limit)
+
+    def result(self):
+        """(run folder, manifest, stderr) once the run has ended; the test is skipped or fails as the run did."""
+        if self.skip:
+            pytest.skip(self.skip)
+        rc = self.proc.wait()
+        stderr = self.stderr_file.read_text()
+        assert rc == 0, stderr[-3000:]
+        run_dir = (self.out / "outs" / "latest").resolve()
+        return run_dir, json.loads((run_dir / "manifest.json").read_text()), stderr
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(60)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    if os.environ.get("PINPATH_SMOKE_RUN") or not any("smoke_run" in getattr(i, "fixturenames", ()) for i in items):
+        return
+    config._pinpath_smoke = _SmokeRun(config._tmp_path_factory.mktemp("smoke"))
+
+
+def pytest_unconfigure(config):
+    smoke = getattr(config, "_pinpath_smoke", None)
+    if smoke is not None:
+        smoke.stop()
+
+
 @pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory):
+def smoke_run(request):
     """The project's own notebooks, smoke preset, host platform, through the command line, as a
     fresh non-root user runs them (8 MiB RLIMIT_MEMLOCK, no CAP_IPC_LOCK): (run folder,
-    manifest, stderr). One run for the session: the runner's, report's and browser tests read it.
+    manifest, stderr). One run for the session, started in the background once the tests are
+    collected: the runner's, report's and browser tests read it.
     ``PINPATH_SMOKE_RUN=<run folder>`` reads that run instead (its stderr is then empty)."""
     if os.environ.get("PINPATH_SMOKE_RUN"):      # look again at a run made before, without waiting
         run_dir = Path(os.environ["PINPATH_SMOKE_RUN"]).resolve()
         return run_dir, json.loads((run_dir / "manifest.json").read_text()), ""
-    prefix = []
-    if os.geteuid() == 0:
-        if not shutil.which("setpriv"):
-            pytest.skip("running as root, and setpriv (util-linux) is missing to drop CAP_IPC_LOCK")
-        prefix = ["setpriv", "--bounding-set=-ipc_lock", "--inh-caps=-ipc_lock", "--"]
-    out = tmp_path_factory.mktemp("outs")
-    r = subprocess.run([*prefix, sys.executable, "-m", "pinpath", "run", "--preset", "smoke", "--platform", "host",
-                        "--outputs", str(out)], capture_output=True, text=True, preexec_fn=_smoke_lock_limit)
-    assert r.returncode == 0, r.stderr[-3000:]
-    run_dir = (out / "latest").resolve()
-    return run_dir, json.loads((run_dir / "manifest.json").read_text()), r.stderr
+    return request.config._pinpath_smoke.result()
 
 
 @pytest.fixture

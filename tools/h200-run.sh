@@ -54,7 +54,7 @@ while [ $# -gt 0 ]; do
       [ -d build/advise-run ] && cp -r build/advise-run "outputs/$run/advise"   # the advise step, if it ran first
       echo "reference $name: run $run in $(( $(date +%s) - start )) s"
       # xz: a full run as a plain tar (about 37 MB) is too large to come back from the node
-      tar -C outputs --exclude='*.zip' -cJf "$OUT/$name.tar.xz" "$run"
+      tar -C outputs --exclude="*.zip" -I "xz -T0" -cf "$OUT/$name.tar.xz" "$run"   # xz on every core
       ;;
     smoke)
       make reproduce ENV=system PYTHON=python3 PRESET=smoke PLATFORM=cuda 2>&1 | grep -v '^      ' || status=1
@@ -165,7 +165,7 @@ print(",".join(str(c) for c in sorted(os.sched_getaffinity(0)) if c not in bad))
       echo "advise of $(grep -c 'Copying data' build/advise-100k.info) transfers: $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}') s" \
         | tee $d/run-time-100k.txt
       # xz: three applications in two placements are over the 16 MiB a file may bring back as a plain tar
-      tar -C build -cJf "$OUT/advise.tar.xz" advise-run
+      tar -C build -I "xz -T0" -cf "$OUT/advise.tar.xz" advise-run
       ;;
     *) echo "h200-run: unknown step $step" >&2; exit 2 ;;
   esac

@@ -1,6 +1,7 @@
-"""The real offload runtime beside the model (issue #11): parsing of libomptarget's own output
-(fixtures in LLVM 19's formats), the one-sentence reasons, and where clang-19 with OpenMP
-offload is installed, the region built for the host offload target and run for real."""
+"""The real offload runtime beside the model (issue #11; ``real_runtime``, ``replica_compare``):
+parsing of libomptarget's own output (fixtures in LLVM 19's formats), the one-sentence reasons,
+and where clang-19 with OpenMP offload is installed, the region built for the host offload
+target and run for real."""
 
 import io
 import json
@@ -17,7 +18,8 @@ from pinpath.errors import NotAvailable
 from pinpath.experiments import offload_build
 from pinpath.experiments import real_runtime as rr
 from pinpath.experiments import real_terms
-from pinpath.schema import REAL_TERMS, check_frame
+from pinpath.experiments import replica_compare as rc
+from pinpath.schema import MODEL_INVOCATIONS, RATIO, REAL_TERMS, SUMMARY, check_frame
 
 # stderr of `region --markers` under LIBOMPTARGET_INFO=32 (LLVM 19.1.7), with the plugin's
 # kernel-launch-environment copy and an older release's prefix mixed in
@@ -78,12 +80,12 @@ def test_info_lines_become_copies_of_their_invocation():
 
 def test_copies_table_against_the_replica():
     copies = rr.parse_info(INFO, variant="plain", nw=16)
-    t = rr.copies_table(copies)
+    t = rc.copies_table(copies)
     row = t.iloc[0]
     # invocation 0 has the plugin's extra H2D: 1.5 H2D per invocation, so not as the replica
     assert row.h2d_per_invocation == 1.5 and row.d2h_per_invocation == 1.0 and not row.as_replica
     assert row.replica_h2d_nbytes == 384 and row.replica_d2h_nbytes == 245760
-    plain = rr.copies_table(copies[copies.name != "KernelLaunchEnv"])
+    plain = rc.copies_table(copies[copies.name != "KernelLaunchEnv"])
     assert bool(plain.as_replica.iloc[0])
 
 
@@ -126,8 +128,8 @@ def test_no_build_says_why_in_one_sentence(tmp_path):
         assert list(df.columns) == ["not_applicable"] and len(df) == 1
     _one_sentence(ran.reason)
     assert "no offload build" in ran.reason and "manifest.json is missing" in ran.reason
-    assert rr.model_real_ratio(pd.DataFrame(columns=list(rr.MODEL_INVOCATIONS)), ran) is ran.invocations
-    assert "not_applicable" in rr.copies_table(ran.copies) and "not_applicable" in rr.phase_table(ran.phases)
+    assert rc.model_real_ratio(pd.DataFrame(columns=list(MODEL_INVOCATIONS)), ran) is ran.invocations
+    assert "not_applicable" in rc.copies_table(ran.copies) and "not_applicable" in rr.phase_table(ran.phases)
     (tmp_path / "manifest.json").write_text(json.dumps({"vendor": "nvidia", "arch": "sm_90", "binary": "region-sm_90"}))
     ran = rr.real_runtime_or_reason(offload_dir=tmp_path)
     _one_sentence(ran.reason)
@@ -165,10 +167,10 @@ def test_an_nvidia_build_without_a_gpu_says_why(tmp_path):
 
 
 def test_model_plan_and_ratio_interval():
-    plan = rr.model_plan("nvidia", ["plain", "app_pinned", "lock_mapped", "async_threshold0"])
+    plan = rc.model_plan("nvidia", ["plain", "app_pinned", "lock_mapped", "async_threshold0"])
     assert list(plan.policy) == ["driver_pageable", "prepinned", "driver_pageable", ""]
     assert plan.note.iloc[3] and list(plan.user_pinned[:3]) == [False, True, False]
-    amd = rr.model_plan("amd", ["plain", "lock_mapped", "async_threshold0"])
+    amd = rc.model_plan("amd", ["plain", "lock_mapped", "async_threshold0"])
     assert list(amd.policy) == ["nextgen", "nextgen_lock_mapped", "nextgen"] and amd.threshold_nbytes.iloc[2] == 0
     rng = np.random.default_rng(3)
     n = 400
@@ -176,13 +178,13 @@ def test_model_plan_and_ratio_interval():
                          "ns": rng.normal(100_000, 5_000, n).astype(int)})
     model = pd.DataFrame({"variant": "plain", "policy": "driver_pageable", "user_pinned": False, "nw": 16, "step": 0,
                           "invocation": np.arange(n), "ns": rng.normal(200_000, 10_000, n).astype(int)})
-    r1, r2 = rr.model_real_ratio(model, real), rr.model_real_ratio(model, real)
-    check_frame(r1, rr.RATIO)
+    r1, r2 = rc.model_real_ratio(model, real), rc.model_real_ratio(model, real)
+    check_frame(r1, RATIO)
     pd.testing.assert_frame_equal(r1, r2)
     row = r1.iloc[0]
     assert row.ratio_lo < row.ratio < row.ratio_hi and row.ratio_lo < 2.0 < row.ratio_hi and 1.9 < row.ratio < 2.1
     assert row.n_model == row.n_real == n - 1        # the first invocation is warm-up
-    s = check_frame(rr.summary(model, real.assign(vendor="", arch="", verified=None)), rr.SUMMARY)
+    s = check_frame(rc.summary(model, real.assign(vendor="", arch="", verified=None)), SUMMARY)
     assert set(s.source) == {"model", "real"} and (s.lo_ns <= s.median_ns).all() and (s.median_ns <= s.hi_ns).all()
 
 
@@ -210,7 +212,7 @@ def test_host_offload_region_runs_through_libomptarget(host_build):
     assert (runs[runs.variant == "lock_mapped"].env == "LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1").all()
     inv = check_frame(ran.invocations, rr.REAL_INVOCATIONS)
     assert len(inv) == 3 * 3 * len(variants) and inv.verified.all() and (inv.ns > 0).all()
-    copies = rr.copies_table(ran.copies)
+    copies = rc.copies_table(ran.copies)
     assert copies.as_replica.all() and set(copies.variant) == set(variants)
     phases = ran.phases[ran.phases.segment == "invocation"]
     exe = phases[phases.phase == "Runtime: target exe"]
@@ -228,12 +230,12 @@ def test_host_offload_refuses_wrong_bytes_never(host_build):
 
 
 def test_replica_model_on_the_host_runtime(host_rt):
-    plan = rr.model_plan("nvidia", ["plain", "app_pinned", "lock_mapped"])
-    model = check_frame(rr.replica_model(host_rt, plan, nw_values=[2], steps=1, invocations=3), rr.MODEL_INVOCATIONS)
+    plan = rc.model_plan("nvidia", ["plain", "app_pinned", "lock_mapped"])
+    model = check_frame(rc.replica_model(host_rt, plan, nw_values=[2], steps=1, invocations=3), MODEL_INVOCATIONS)
     assert sorted(set(model.variant)) == ["app_pinned", "lock_mapped", "plain"]
     assert model.groupby("variant").size().eq(3).all() and (model.ns > 0).all()
     assert set(model[model.variant == "app_pinned"].policy) == {"prepinned"}
-    fig_rows = rr.beside(model, rr.real_runtime_or_reason(offload_dir="/nonexistent"))
+    fig_rows = rc.beside(model, rr.real_runtime_or_reason(offload_dir="/nonexistent"))
     assert set(fig_rows.source) == {"model"} and fig_rows.label.str.contains("nw=2").all()
 
 
@@ -260,15 +262,15 @@ def test_the_real_runtime_repeats_in_processes_and_its_interval_is_over_them(tmp
     assert all(sorted(r) == sorted(first_round) for r in rounds) and len({tuple(r) for r in rounds}) > 1  # shuffled
     inv = check_frame(ran.invocations, rr.REAL_INVOCATIONS)
     assert inv.groupby("process").ns.min().tolist() == [10000 * (p + 1) for p in range(5)]
-    s = check_frame(rr.summary(inv.iloc[:0].assign(policy="", user_pinned=False, platform="").drop(
-        columns=["traced", "verified", "vendor", "arch", "process"]), ran), rr.SUMMARY)
+    s = check_frame(rc.summary(inv.iloc[:0].assign(policy="", user_pinned=False, platform="").drop(
+        columns=["traced", "verified", "vendor", "arch", "process"]), ran), SUMMARY)
     real = s[s.source == "real"]
     assert (real.repeats == 5).all() and (real.interval_over == "processes").all() and (real.n == 25).all()
     # the medians of the processes are 10,003 .. 50,003: the interval spans processes, not invocations
     assert (real.median_ns == 30003).all() and (real.hi_ns - real.lo_ns >= 10000).all()
     assert (real.within_spread < 0.001).all() and (real.between_spread > 1).all()
     model = inv[inv.process == 0].assign(policy="driver_pageable", user_pinned=False, platform="host")
-    ratio = check_frame(rr.model_real_ratio(model, ran), rr.RATIO)
+    ratio = check_frame(rc.model_real_ratio(model, ran), RATIO)
     row = ratio.iloc[0]
     assert row.real_processes == 5 and row.interval_over == "processes" and row.n_real == 25
     assert row.ratio == pytest.approx(10003 / 30003) and row.ratio_lo < 0.5 < row.ratio_hi
@@ -331,15 +333,15 @@ def test_phase_explanation_names_the_phases_that_hold_a_difference():
                              "difference_ns": r - m, "real_events": name}
                             for (ph, m, r), name in zip(rows, ["HostToDev", "Kernel Target", "DevToHost",
                                                                "Runtime: syncronize", "Runtime: target exe"])])
-    text = rr.phase_explanation(ratio, compare).splitlines()
+    text = rc.phase_explanation(ratio, compare).splitlines()
     assert len(text) == 3
     plain = next(t for t in text if "**plain" in t)
     assert "outside" in plain and plain.index("DevToHost +6 us") < plain.index("HostToDev +2 us")
     assert "outside the profiled phases +1 us" in plain   # 10 us in all, 9 us in the phases
     assert "within 1 ± 0.15" in next(t for t in text if "**app_pinned" in t)
     assert "no profile" in next(t for t in text if "**lock_mapped" in t)
-    assert rr.phase_explanation(ratio.iloc[:0], compare) == ""
-    assert rr.phase_explanation(pd.DataFrame([{"not_applicable": "no real run here"}]), compare) == ""
+    assert rc.phase_explanation(ratio.iloc[:0], compare) == ""
+    assert rc.phase_explanation(pd.DataFrame([{"not_applicable": "no real run here"}]), compare) == ""
 
 
 def _check_paired(ran, variants, *, processes: int, invocations: int) -> None:
@@ -369,7 +371,7 @@ def test_host_offload_paired_processes_measure_the_present_only_region(host_buil
                           processes=2, paired_processes=2)
     _check_paired(ran, ["plain"], processes=2, invocations=4)
     assert len(ran.invocations) == 3 * 4          # the timed processes and the traced one, unpaired
-    model = rr.replica_model(host_rt, rr.model_plan("host", ["plain"]), nw_values=[2], steps=2, invocations=4)
+    model = rc.replica_model(host_rt, rc.model_plan("host", ["plain"]), nw_values=[2], steps=2, invocations=4)
     terms = check_frame(real_terms.model_terms(model, ran), REAL_TERMS)
     assert list(terms.step) == [0, 1, 2] and np.isfinite(terms.ratio).all() and (terms.note == "").all()
 
@@ -389,7 +391,7 @@ def test_paired_processes_and_the_terms_on_the_gpu(cuda_rt):
     ran = rr.real_runtime(build=build, variants=variants, nw_values=[16], steps=1, invocations=6, trace_steps=1,
                           processes=2, paired_processes=2)
     _check_paired(ran, variants, processes=2, invocations=6)
-    model = rr.replica_model(cuda_rt, rr.model_plan(build.vendor, variants), nw_values=[16], steps=2, invocations=6)
+    model = rc.replica_model(cuda_rt, rc.model_plan(build.vendor, variants), nw_values=[16], steps=2, invocations=6)
     terms = check_frame(real_terms.model_terms(model, ran), REAL_TERMS)
     assert len(terms) == 3 * len(variants) and np.isfinite(terms.ratio).all() and (terms.ratio_lo <= terms.ratio_hi).all()
     assert (terms[terms.step == 1].measured_ns > 0).all() and (terms[terms.step == 1].replaced_ns > 0).all()
@@ -404,9 +406,9 @@ def test_the_model_times_each_invocation_without_its_copies(any_rt):
     from pinpath.experiments.native import native_why_not
     if native_why_not(any_rt):
         pytest.skip(native_why_not(any_rt))
-    plan = rr.model_plan("nvidia", ["plain", "app_pinned"])
-    model = check_frame(rr.replica_model(any_rt, plan, nw_values=[69], steps=2, invocations=8), rr.MODEL_INVOCATIONS)
+    plan = rc.model_plan("nvidia", ["plain", "app_pinned"])
+    model = check_frame(rc.replica_model(any_rt, plan, nw_values=[69], steps=2, invocations=8), MODEL_INVOCATIONS)
     assert model.kernel_only_ns.notna().all() and (model.kernel_only_ns > 0).all()
     assert (model.groupby("variant").kernel_only_ns.median() < model.groupby("variant").ns.median()).all()
-    bare = rr.replica_model(any_rt, plan, nw_values=[4], steps=1, invocations=2, kernel_only=False)
+    bare = rc.replica_model(any_rt, plan, nw_values=[4], steps=1, invocations=2, kernel_only=False)
     assert bare.kernel_only_ns.isna().all() and len(bare) == 2 * 2

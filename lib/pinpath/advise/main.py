@@ -13,7 +13,8 @@ import pandas as pd
 from .. import runfolder as rf
 from ..atomic import replacing_folder
 from ..errors import BadParameter
-from ..experiments.real_runtime import MODELS, VARIANTS
+from ..experiments.offload_build import VARIANTS
+from ..experiments.replica_compare import MODELS
 from .. import paths
 from ..report.fmt import format_measured
 from ..runtimes import open_runtime
@@ -35,7 +36,7 @@ VENDORS = {"cuda": "nvidia", "hsa": "amd", "hip": "amd", "host": "host"}
 
 def policies_for(vendor: str) -> dict[str, tuple]:
     """variant -> (policy, user_pinned, threshold_nbytes or None): the policies that model the
-    vendor's runtime under each variant it has (``real_runtime.MODELS``)."""
+    vendor's runtime under each variant it has (``replica_compare.MODELS``)."""
     return {v: MODELS[(vendor, v)] for v in VARIANTS if (vendor, v) in MODELS}
 
 

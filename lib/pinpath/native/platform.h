@@ -7,16 +7,21 @@
  * Every call returns the runtime's own code (cudaError_t, hsa_status_t, or errno; 0 = success).
  * The table (what a backend must fill):
  *   rt_init, rt_fini, do_null                      start, stop, the cheapest call
+ *   rt_prepare                                     what the calls need found once after the start
  *   do_lock, do_unlock, do_query, locked_state     page locking of user memory and the query
  *   query_info                                     the query with the device alias and the range
  *   stage_alloc, stage_grant, stage_free           runtime-pinned (staging) memory
- *   queue_open, queue_new, queue_close, copy_async, queue_wait, kernel_replica   copy queues
+ *   queue_open, queue_new, queue_close, copy_async, queue_wait, queue_done, kernel_replica   copy queues
+ *   dev_alloc, dev_free                            a copy's destination (none where HAS_DEV_ALLOC is 0)
  *   already_registered(rc)                         "this memory is locked already" answers
  * the native names of those calls (CALL_NAMES), which the trace and the engine's call log use, and
  * what the Python loaders need to know instead of the platform's name: RC_KIND (how return
  * codes are named), INIT_CALL, INIT_PER_THREAD (see rt_start below), STAGE_NEEDS_POOL; and what
- * engine.c chooses by instead of the platform's name: LOCKS_BY_PAGE (its own locks kept as page
- * units), PAGEABLE_PATH_SEEN (a pageable copy's path known), rt_start on each of its threads.
+ * engine.c, ptime.c and state.c choose by instead of the platform's name: LOCKS_BY_PAGE (a page
+ * is locked or not: the engine keeps its own locks as page units, and a granted re-lock changed
+ * nothing), PAGEABLE_PATH_SEEN (a pageable copy's path known), LOCK_ALIASES (a copy relying on a
+ * lock names the lock's device alias), HAS_QUERY, HAS_COPY, HAS_DEV_ALLOC, rt_start on each thread.
+ * No .c file tests the platform's name (tests/test_architecture.py checks it).
  */
 #ifndef PINPATH_PLATFORM_H
 #define PINPATH_PLATFORM_H
@@ -95,6 +100,7 @@ static const char *const CALL_NAMES[C_N] PP_UNUSED = {
 #define STAGE_NEEDS_POOL 0  /* pp_stage ignores its pool */
 #define LOCKS_BY_PAGE 0     /* a registration is one range: registering it again is refused */
 #define PAGEABLE_PATH_SEEN 0  /* the driver's path for pageable memory is seen only by CUPTI */
+#define LOCK_ALIASES 0      /* a copy names the registered host pointer itself */
 
 /* The runtime uses the device's primary context, the one cuda.bindings uses too. */
 static int rt_init(int device) {
@@ -102,6 +108,7 @@ static int rt_init(int device) {
     return rc ? rc : (int)cudaFree(0);
 }
 static int rt_fini(void) { return 0; }
+static int rt_prepare(void) { return 0; }
 static int do_null(void) { int d; return (int)cudaGetDevice(&d); }
 static int do_lock(void *p, size_t n) { return (int)cudaHostRegister(p, n, cudaHostRegisterDefault); }
 static int do_unlock(void *p, size_t n) { (void)n; return (int)cudaHostUnregister(p); }
@@ -140,6 +147,10 @@ static int copy_async(queue_t *q, void *dst, const void *src, size_t n, int dir)
     return (int)cudaMemcpyAsync(dst, src, n, dir == PP_H2D ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, q->s);
 }
 static int queue_wait(queue_t *q) { return (int)cudaStreamSynchronize(q->s); }
+static int queue_done(queue_t *q) { return cudaStreamQuery(q->s) != cudaErrorNotReady; }
+/* device memory */
+static void *dev_alloc(size_t n) { void *p = NULL; return cudaMalloc(&p, n) == cudaSuccess ? p : NULL; }
+static int dev_free(void *p, size_t n) { (void)n; return (int)cudaFree(p); }
 
 /* The replica's kernel: a CUfunction the caller loaded (NVRTC), launched through the driver's
  * cuLaunchKernel, looked up once in libcuda (no driver header needed). */
@@ -158,6 +169,7 @@ static int kernel_replica(queue_t *q, uint64_t fn, void *pos, void *out, int nw,
 }
 #define HAS_QUERY 1
 #define HAS_COPY 1
+#define HAS_DEV_ALLOC 1
 
 /* ---------------------------------------------------------------------------------- */
 #elif defined(PINPATH_HSA)
@@ -178,6 +190,7 @@ static const char *const CALL_NAMES[C_N] PP_UNUSED = {
 #define STAGE_NEEDS_POOL 1  /* pp_stage allocates on the caller's pool (no agents are found there) */
 #define LOCKS_BY_PAGE 0     /* locks are counted per range */
 #define PAGEABLE_PATH_SEEN 0  /* ROCr's path for pageable memory is not reported */
+#define LOCK_ALIASES 1      /* a copy from locked memory names its agent alias (lock_alias, query_info) */
 
 /* The agents and the pool the engine's copies and staging use: the first CPU and GPU agents
  * and the CPU's fine-grained global pool, found once after hsa_init (as LLVM's plugin does). */
@@ -220,6 +233,7 @@ static int find_agents(void) {
 
 static int rt_init(int device) { (void)device; return (int)hsa_init(); }   /* reference counted */
 static int rt_fini(void) { return (int)hsa_shut_down(); }
+static int rt_prepare(void) { return find_agents(); }   /* the agents and the pool, found once */
 static int do_null(void) { uint64_t t; return (int)hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP, &t); }
 /* all agents (NULL, 0), as LLVM's AMDGPU plugin calls it */
 static int do_lock(void *p, size_t n) { void *agent_ptr; return (int)hsa_amd_memory_lock(p, n, NULL, 0, &agent_ptr); }
@@ -285,6 +299,10 @@ static int queue_wait(queue_t *q) {
                                                      HSA_WAIT_STATE_BLOCKED);
     return v == 0 ? 0 : (int)HSA_STATUS_ERROR;
 }
+static int queue_done(queue_t *q) { return hsa_signal_load_scacquire(q->sig) == 0; }
+/* the table has no device allocation on HSA */
+static void *dev_alloc(size_t n) { (void)n; return NULL; }
+static int dev_free(void *p, size_t n) { (void)p; (void)n; return 0; }
 /* no code object: on HSA the replica runs its transfers only */
 static int kernel_replica(queue_t *q, uint64_t fn, void *pos, void *out, int nw, int nsplines) {
     (void)q; (void)fn; (void)pos; (void)out; (void)nw; (void)nsplines;
@@ -292,6 +310,7 @@ static int kernel_replica(queue_t *q, uint64_t fn, void *pos, void *out, int nw,
 }
 #define HAS_QUERY 1
 #define HAS_COPY 0   /* ptime's pp_c12 takes a caller's CUDA stream; the engine copies on HSA too */
+#define HAS_DEV_ALLOC 0
 
 /* ---------------------------------------------------------------------------------- */
 #elif defined(PINPATH_HOST)
@@ -307,11 +326,14 @@ static const char *const CALL_NAMES[C_N] PP_UNUSED = {
 #define INIT_CALL "nothing"
 #define INIT_PER_THREAD 0   /* nothing to start */
 #define STAGE_NEEDS_POOL 0
-#define LOCKS_BY_PAGE 1     /* mlock locks pages and one munlock undoes them all: the engine keeps page units */
+#define LOCKS_BY_PAGE 1     /* mlock locks pages and one munlock undoes them all: the engine keeps page
+                             * units, and a granted re-lock changed nothing (ptime.c) */
 #define PAGEABLE_PATH_SEEN 1  /* a pageable copy is the worker's own memmove: its path is known */
+#define LOCK_ALIASES 0      /* one address space */
 
 static int rt_init(int device) { (void)device; return 0; }
 static int rt_fini(void) { return 0; }
+static int rt_prepare(void) { return 0; }
 static int do_null(void) { return getppid() > 0 ? 0 : errno; }
 static int do_lock(void *p, size_t n) { return mlock(p, n) == 0 ? 0 : errno; }
 static int do_unlock(void *p, size_t n) { return munlock(p, n) == 0 ? 0 : errno; }
@@ -433,18 +455,31 @@ static int queue_wait(queue_t *q) {
     pthread_mutex_unlock(&q->mu);
     return 0;
 }
+static int queue_done(queue_t *q) {
+    pthread_mutex_lock(&q->mu);
+    int done = !q->pending;
+    pthread_mutex_unlock(&q->mu);
+    return done;
+}
+/* "device" memory: a host mapping */
+static void *dev_alloc(size_t n) {
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+static int dev_free(void *p, size_t n) { return munmap(p, n) == 0 ? 0 : errno; }
 static int kernel_replica(queue_t *q, uint64_t fn, void *pos, void *out, int nw, int nsplines) {
     (void)fn;
     return enqueue(q, out, pos, 0, nw, nsplines);
 }
 #define HAS_QUERY 0   /* ptime's pp_query: smaps is no call to time against a runtime's */
 #define HAS_COPY 1
+#define HAS_DEV_ALLOC 1
 
 #else
 #error "build with -DPINPATH_CUDA, -DPINPATH_HSA or -DPINPATH_HOST"
 #endif
 
-#if !defined(PINPATH_HSA)
+#if !LOCK_ALIASES
 /* the device-visible alias of a lock: the pointer itself (CUDA's registration maps it as is;
  * the host has one address space) */
 static int lock_alias(void *p, size_t n, void **alias) {

@@ -26,25 +26,19 @@
 /* ---------------------------------------------------------------------------------- */
 /* Undo a granted inner (re-)lock so the caller's state is unchanged, untimed.
  * Counted runtimes (HSA) and CUDA (a grant means the caller had not registered) unlock;
- * on the host a re-mlock changed nothing, so nothing is undone. */
+ * where a page is locked or not (LOCKS_BY_PAGE: the host's mlock) a re-lock changed nothing,
+ * so nothing is undone. */
 static int undo_inner_lock(void *p, size_t n) {
-#if defined(PINPATH_HOST)
-    (void)p; (void)n;
-    return 0;
-#else
-    return do_unlock(p, n);
-#endif
+    return LOCKS_BY_PAGE ? 0 : do_unlock(p, n);
 }
 
-/* Time the unlock of a granted re-lock. On the host that munlock really unlocks the
- * caller's memory (mlock does not stack): the caller's lock is put back, untimed. */
+/* Time the unlock of a granted re-lock. Where a page is locked or not (the host's mlock does
+ * not stack) that unlock really unlocks the caller's memory: its lock is put back, untimed. */
 static int timed_inner_unlock(void *p, size_t n, int64_t *ns, int32_t *rc) {
     int r;
     TIME(*ns, r, do_unlock(p, n));
     *rc = r;
-#if defined(PINPATH_HOST)
-    if (r == 0 && do_lock(p, n) != 0) return PP_ERESTORE;
-#endif
+    if (LOCKS_BY_PAGE && r == 0 && do_lock(p, n) != 0) return PP_ERESTORE;
     return 0;
 }
 
@@ -275,7 +269,7 @@ PP_API int pp_counted_relock_unlock(void *p, size_t n, int reps, int64_t *lock_n
  * Case 1 stops the rep after a refused lock. */
 PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stream, int reps,
                   int64_t *lock_ns, int64_t *enqueue_ns, int64_t *wait_ns, int64_t *unlock_ns, int32_t *rc) {
-#if HAS_COPY
+    if (!HAS_COPY) return PP_ENOTSUP;
     if (which < 1 || which > 4 || !host_ptr || !dev_ptr) return PP_EARG;
     CHECK_ARRAYS(reps, lock_ns, enqueue_ns, wait_ns, unlock_ns, rc);
     queue_t q;
@@ -312,11 +306,6 @@ PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stre
     if (which == 4) count_forget(host_ptr, n);
     queue_close(&q);
     return status;
-#else
-    (void)which; (void)host_ptr; (void)dev_ptr; (void)n; (void)stream; (void)reps;
-    (void)lock_ns; (void)enqueue_ns; (void)wait_ns; (void)unlock_ns; (void)rc;
-    return PP_ENOTSUP;
-#endif
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -345,19 +334,6 @@ PP_API int pp_c12(int which, void *host_ptr, void *dev_ptr, size_t n, void *stre
 #include <stdatomic.h>
 
 enum { C11_T = 9, C11_RC = 6 };
-
-static int queue_done(queue_t *q) {
-#if defined(PINPATH_CUDA)
-    return cudaStreamQuery(q->s) != cudaErrorNotReady;
-#elif defined(PINPATH_HSA)
-    return hsa_signal_load_scacquire(q->sig) == 0;
-#else
-    pthread_mutex_lock(&q->mu);
-    int done = !q->pending;
-    pthread_mutex_unlock(&q->mu);
-    return done;
-#endif
-}
 
 typedef struct {
     void *a;
@@ -411,9 +387,7 @@ PP_API int pp_c11(void *a, size_t n, size_t b_nbytes, void *dev_ptr, int copies,
         ri[1] = r ? -1000 - r : info.locked;
         if (r) after_refusal();
         const void *src = a;
-#if defined(PINPATH_HSA)
-        if (!r && info.locked && info.dev_ptr) src = (const void *)info.dev_ptr;   /* B's lock's agent alias */
-#endif
+        if (LOCK_ALIASES && !r && info.locked && info.dev_ptr) src = (const void *)info.dev_ptr;   /* B's lock's alias */
         ri[2] = 0;
         ti[2] = now_ns();
         for (int k = 0; k < copies && ri[2] == 0; ++k) ri[2] = copy_async(&q, dev_ptr, src, n, PP_H2D);

@@ -19,29 +19,12 @@
 #define PS_ESETUP (-4)    /* an untimed setup call failed: its code is in rc[0] */
 #define HUGE_NBYTES ((size_t)2 << 20)
 
-/* Where copies go: device memory (CUDA), a host mapping (host); the table has no device
- * allocation on HSA, so there are no copies there. */
-#if defined(PINPATH_CUDA)
-static void *dev_alloc(size_t n) { void *p = NULL; return cudaMalloc(&p, n) == cudaSuccess ? p : NULL; }
-static int dev_free(void *p, size_t n) { (void)n; return (int)cudaFree(p); }
-#elif defined(PINPATH_HOST)
-static void *dev_alloc(size_t n) {
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-static int dev_free(void *p, size_t n) { return munmap(p, n) == 0 ? 0 : errno; }
-#else
-static void *dev_alloc(size_t n) { (void)n; return NULL; }
-static int dev_free(void *p, size_t n) { (void)p; (void)n; return 0; }
-#endif
-
 /* The runtime's pinned allocation as a staging policy makes it: allocate, and grant the GPU
- * access where the runtime needs it (HSA: hsa_amd_agents_allow_access on the fine pool). */
+ * access where the runtime needs it (HSA: hsa_amd_agents_allow_access on the fine pool, the
+ * agents and the pool found first by rt_prepare). */
 static int pinned_alloc(size_t n, void **out) {
-#if defined(PINPATH_HSA)
-    int rc = find_agents();
+    int rc = rt_prepare();
     if (rc) return rc;
-#endif
     int r = stage_alloc(0, n, out);
     if (r == 0 && NEEDS_GRANT && (r = stage_grant(*out, n)) != 0) stage_free(*out, n);
     return r;
@@ -68,21 +51,13 @@ static int aged_call(int op, void *p, size_t n) {
 NATIVE_COMMON_API(ps_, PS_API, PS_ABI)
 PS_API int ps_has_query(void) { return HAS_QUERY; }
 PS_API int ps_has_pinned(void) { return 1; }
-PS_API int ps_has_copy(void) {
-#if defined(PINPATH_HSA)
-    return 0;
-#else
-    return 1;
-#endif
-}
-/* Start the runtime where it is not started yet (rt_start, as ptime.c and engine.c; HSA: also find
- * the agents and the fine pool now, so no timed call pays for it; a failure there is the pinned
- * allocation's return code later). */
+PS_API int ps_has_copy(void) { return HAS_DEV_ALLOC; }
+/* Start the runtime where it is not started yet (rt_start, as ptime.c and engine.c), then what
+ * its calls need found (rt_prepare; HSA: the agents and the fine pool, now, so no timed call pays
+ * for it; a failure there is the pinned allocation's return code later). */
 PS_API int ps_init(int device) {
     int rc = rt_start(device);
-#if defined(PINPATH_HSA)
-    if (rc == 0) (void)find_agents();
-#endif
+    if (rc == 0) (void)rt_prepare();
     return rc;
 }
 PS_API int ps_fini(void) { return rt_stop(); }

@@ -13,6 +13,15 @@ plugin layer prints the same words for its kernel launch environment):
   PluginInterface device 0 info: Launching kernel __omp_offloading_..._main_l12 with 4 blocks and 32 threads in SPMD mode
   CUDA device 0 info: Launching kernel ... with 4 blocks and 32 threads in Generic mode   (older releases)
 
+The same bit makes LLVM's CUDA plugin say, once per device it starts, how it found the primary
+context (offload/plugins-nextgen/cuda/src/rtl.cpp, CUDADeviceTy::initImpl): inactive, and it sets
+the context's wait mode to CU_CTX_SCHED_BLOCKING_SYNC, or already active, flags kept, with a warning
+where they are not blocking sync:
+
+  CUDA device 0 info: The primary context is inactive, set its flags to CU_CTX_SCHED_BLOCKING_SYNC
+  CUDA device 0 info: The primary context is active, no change to its flags
+  CUDA device 0 info: Warning: The current flags are not CU_CTX_SCHED_BLOCKING_SYNC
+
 Bit 8 (0x08, OMP_INFOTYPE_MAPPING_CHANGED) prints each map entry made and removed (LLVM 19:
 offload/src/OpenMP/Mapping.cpp getTargetPointer and eraseMapEntry; releases before 17 print no
 TgtAllocBegin): a `target enter data`, a region's map or a `target exit data` that creates or
@@ -32,7 +41,7 @@ from .units import bounded_int
 MAX_STEP, MAX_INVOCATION = (1 << 31) - 1, 999_999      #: a region is numbered step * 1e6 + invocation
 MAX_NBYTES, MAX_DEVICE = 1 << 50, 1 << 16             #: a petabyte; devices of one node
 
-__all__ = ["DIRECTION", "MARK_RE", "COPY_RE", "MAP_RE", "LAUNCH_RE", "events"]
+__all__ = ["DIRECTION", "MARK_RE", "COPY_RE", "MAP_RE", "LAUNCH_RE", "CONTEXT_RE", "events", "context_wait"]
 
 DIRECTION = {"host": "h2d", "device": "d2h"}   # by where the copy starts
 MARK_RE = re.compile(r"^pinpath-region: (?:invocation step=(\d+) invocation=(\d+)|(teardown))$")
@@ -43,6 +52,8 @@ MAP_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: (?P<what>Cre
                     r"(?:HstPtrBase=0x[0-9a-fA-F]+, )?HstPtrBegin=(?P<host_ptr>0x[0-9a-fA-F]+), .*?Size=(?P<nbytes>\d+)"
                     r"(?:, DynRefCount=[^,]*, HoldRefCount=[^,]*)?(?:, Name=(?P<name>.*))?$")
 LAUNCH_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: Launching kernel (?P<kernel>\S+) with ")
+CONTEXT_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: (?:The primary context is (?P<state>active|inactive)"
+                        r"|Warning: The current flags are not (?P<not_flags>\S+))")
 
 
 def events(text: str) -> Iterator[tuple[str, dict]]:
@@ -80,9 +91,31 @@ def events(text: str) -> Iterator[tuple[str, dict]]:
             else:
                 yield "unreadable", {"line": number, "text": line}
             continue
+        if "primary context" in line or "current flags are not" in line:
+            c = CONTEXT_RE.match(line)
+            if c:
+                yield "context", {"device": bounded_int(c.group("device"), f"line {number}: device", MAX_DEVICE),
+                                  "state": c.group("state") or "", "not_flags": c.group("not_flags") or ""}
+                continue
         k = LAUNCH_RE.match(line)
         if k:
             yield "launch", {"kernel": k.group("kernel"),
                              "device": bounded_int(k.group("device"), f"line {number}: device", MAX_DEVICE)}
         elif "info: Copying data from" in line:
             yield "unreadable", {"line": number, "text": line}
+
+
+def context_wait(text: str) -> str:
+    """How the CUDA plugin left the primary context's wait mode, from its bit-16 lines (``events``):
+    "blocking sync, set by the plugin", "blocking sync, the context already active",
+    "not blocking sync: the context was active before the plugin started, its flags kept", or ""
+    where the runtime said nothing of it (another plugin, another release, bit 16 off)."""
+    said = [ev for kind, ev in events(text) if kind == "context"]
+    states = {ev["state"] for ev in said} - {""}
+    if not states:
+        return ""
+    if states == {"inactive"}:
+        return "blocking sync, set by the plugin"
+    if any(ev["not_flags"] for ev in said):
+        return "not blocking sync: the context was active before the plugin started, its flags kept"
+    return "blocking sync, the context already active" if states == {"active"} else "mixed: " + ", ".join(sorted(states))

@@ -215,7 +215,9 @@ REAL_RUNS = {            # one row per run of the binary
     "register_rc": "int", "register_ns": "int", "unregister_ns": "int",
     "enter_ns": "int", "exit_ns": "int",   # target enter data / exit data
     "wrong": "int",                    # invocations whose D2H bytes differed from the formula
-    "wall_ns": "int", "vendor": "str", "arch": "str",
+    "wall_ns": "int",
+    "context_wait": "str",             # traced runs: how the CUDA plugin left the context's wait mode (ompinfo.context_wait)
+    "vendor": "str", "arch": "str",
 }
 REAL_INVOCATIONS = {     # one row per region invocation (host steady_clock around the target region)
     "variant": "str", "nw": "int", "process": "int", "traced": "bool?", "step": "int", "invocation": "int",

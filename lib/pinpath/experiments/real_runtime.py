@@ -172,7 +172,8 @@ def run_region(build: Build, env: dict[str, str], *, variant: str, nw: int, step
         profile = Path(d) / "profile.json"
         if trace:
             cmd.append("--markers")
-            run_env.update(LIBOMPTARGET_INFO="32", LIBOMPTARGET_PROFILE=str(profile),
+            # 32: every copy; 16: kernel launches and how the CUDA plugin found the context (its wait mode)
+            run_env.update(LIBOMPTARGET_INFO="48", LIBOMPTARGET_PROFILE=str(profile),
                            LIBOMPTARGET_PROFILE_GRANULARITY="0")
         t0 = time.perf_counter_ns()
         try:
@@ -198,7 +199,7 @@ def run_region(build: Build, env: dict[str, str], *, variant: str, nw: int, step
         copies = parse_info(r.stderr, **ctx) if trace else frame([], REAL_COPIES)
         phases = parse_profile(profile, invocations_per_step=invocations, paired=paired, **ctx) \
             if trace and profile.is_file() else frame([], REAL_PHASES)
-    facts.update(wall_ns=wall, env=" ".join(f"{k}={v}" for k, v in VARIANTS[variant][1].items()), traced=trace, mode=mode,
+    facts.update(context_wait=ompinfo.context_wait(r.stderr) if trace else "", wall_ns=wall, env=" ".join(f"{k}={v}" for k, v in VARIANTS[variant][1].items()), traced=trace, mode=mode,
                  process=process, paired=paired)
     return {"facts": facts, "invocations": frame(inv.to_dict("records"), REAL_INVOCATIONS),
             "copies": copies, "phases": phases}
@@ -211,7 +212,8 @@ def _run_row(facts: dict, variant: str, build: Build) -> dict:
             "offload_devices": facts["offload_devices"], "on_device": bool(facts["on_device"]),
             "register": facts["register"], "register_rc": facts["register_rc"], "register_ns": facts["register_ns"],
             "unregister_ns": facts["unregister_ns"], "enter_ns": facts["enter_ns"], "exit_ns": facts["exit_ns"],
-            "wrong": facts["wrong"], "wall_ns": facts["wall_ns"], "vendor": build.vendor, "arch": build.arch}
+            "wrong": facts["wrong"], "wall_ns": facts["wall_ns"], "context_wait": facts["context_wait"],
+            "vendor": build.vendor, "arch": build.arch}
 
 
 def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: int = 5, invocations: int = 384,

@@ -7,7 +7,11 @@ plugin layer prints the same words for its kernel launch environment):
   omptarget device 0 info: Copying data from host to device, HstPtr=0x..., TgtPtr=0x..., Size=384, Name=pos[0:pos_len]
   omptarget device 0 info: Copying data from device to host, TgtPtr=0x..., HstPtr=0x..., Size=245760, Name=out[0:out_len]
 
-(older releases: "Libomptarget device 0 info: ..."). Bit 16 (0x10) prints each kernel launch
+(older releases: "Libomptarget device 0 info: ..."). LLVM 18's Mapping.cpp printed a device-to-host
+copy's two pointers the wrong way round (printCopyInfo passed the host pointer as the source
+whatever the direction; fixed by llvm-project pull request 85444, March 2024, before LLVM 19): its
+"TgtPtr=" is the host pointer and its "HstPtr=" the device's. ``unswap_d2h`` recognises such a
+trace by the pointers its other lines give and reads it as meant. Bit 16 (0x10) prints each kernel launch
 (llvm-project offload/test/offloading/small_trip_count.c, run with LIBOMPTARGET_INFO=16):
 
   PluginInterface device 0 info: Launching kernel __omp_offloading_..._main_l12 with 4 blocks and 32 threads in SPMD mode
@@ -41,7 +45,8 @@ from .units import bounded_int
 MAX_STEP, MAX_INVOCATION = (1 << 31) - 1, 999_999      #: a region is numbered step * 1e6 + invocation
 MAX_NBYTES, MAX_DEVICE = 1 << 50, 1 << 16             #: a petabyte; devices of one node
 
-__all__ = ["DIRECTION", "MARK_RE", "COPY_RE", "MAP_RE", "LAUNCH_RE", "CONTEXT_RE", "events", "context_wait"]
+__all__ = ["DIRECTION", "MARK_RE", "COPY_RE", "MAP_RE", "LAUNCH_RE", "CONTEXT_RE", "events", "unswap_d2h",
+           "context_wait"]
 
 DIRECTION = {"host": "h2d", "device": "d2h"}   # by where the copy starts
 MARK_RE = re.compile(r"^pinpath-region: (?:invocation step=(\d+) invocation=(\d+)|(teardown))$")
@@ -52,6 +57,7 @@ MAP_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: (?P<what>Cre
                     r"(?:HstPtrBase=0x[0-9a-fA-F]+, )?HstPtrBegin=(?P<host_ptr>0x[0-9a-fA-F]+), .*?Size=(?P<nbytes>\d+)"
                     r"(?:, DynRefCount=[^,]*, HoldRefCount=[^,]*)?(?:, Name=(?P<name>.*))?$")
 LAUNCH_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: Launching kernel (?P<kernel>\S+) with ")
+_TGT_BEGIN_RE = re.compile(r"TgtPtrBegin=(0x[0-9a-fA-F]+)")
 CONTEXT_RE = re.compile(r"^(?P<source>.+?) device (?P<device>\d+) info: (?:The primary context is (?P<state>active|inactive)"
                         r"|Warning: The current flags are not (?P<not_flags>\S+))")
 
@@ -84,9 +90,10 @@ def events(text: str) -> Iterator[tuple[str, dict]]:
         if " map entry with " in line:
             m = MAP_RE.match(line)
             if m:
+                tgt = _TGT_BEGIN_RE.search(line)
                 yield ("map" if m.group("what") == "Creating new" else "unmap"), {
                     "nbytes": bounded_int(m.group("nbytes"), f"line {number}: Size", MAX_NBYTES),
-                    "name": m.group("name") or "", "host_ptr": m.group("host_ptr"),
+                    "name": m.group("name") or "", "host_ptr": m.group("host_ptr"), "tgt_ptr": tgt.group(1) if tgt else "",
                     "device": bounded_int(m.group("device"), f"line {number}: device", MAX_DEVICE)}
             else:
                 yield "unreadable", {"line": number, "text": line}
@@ -103,6 +110,29 @@ def events(text: str) -> Iterator[tuple[str, dict]]:
                              "device": bounded_int(k.group("device"), f"line {number}: device", MAX_DEVICE)}
         elif "info: Copying data from" in line:
             yield "unreadable", {"line": number, "text": line}
+
+
+def unswap_d2h(found: list) -> bool:
+    """Whether ``found`` (``events``' list) is a trace whose device-to-host lines name their pointers
+    the wrong way round (LLVM 18), judged by the pointers its host-to-device copies and map entries
+    give: more device-to-host copies whose printed "TgtPtr" is a known host pointer (or "HstPtr" a
+    known device pointer) than ones that read straight. Where it is, each device-to-host copy's two
+    pointers are swapped back in place. False, nothing changed, where the trace does not tell."""
+    host, device = set(), set()
+    for kind, ev in found:
+        if kind in ("map", "unmap") or (kind == "copy" and ev["direction"] == "h2d"):
+            host.add(ev["host_ptr"])
+            device.add(ev.get("tgt_ptr", ""))
+    host.discard("")
+    device.discard("")
+    d2h = [ev for kind, ev in found if kind == "copy" and ev["direction"] == "d2h"]
+    straight = sum(ev["host_ptr"] in host or ev["tgt_ptr"] in device for ev in d2h)
+    swapped = sum(ev["tgt_ptr"] in host or ev["host_ptr"] in device for ev in d2h)
+    if swapped <= straight:
+        return False
+    for ev in d2h:
+        ev["host_ptr"], ev["tgt_ptr"] = ev["tgt_ptr"], ev["host_ptr"]
+    return True
 
 
 def context_wait(text: str) -> str:

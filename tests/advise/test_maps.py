@@ -62,9 +62,9 @@ def test_map_lines_are_read_in_both_forms():
     got = list(ompinfo.events("\n".join([MAP.format(hp="0x10", tp="0x20", n=64, name="p[0:m]"),
                                          MAP_OLD.format(hp="0x30", tp="0x40", n=819200, name="y"),
                                          UNMAP.format(hp="0x10", tp="0x20", n=64, name="a, b[0:n]")])))
-    assert got == [("map", {"nbytes": 64, "name": "p[0:m]", "host_ptr": "0x10", "device": 0}),
-                   ("map", {"nbytes": 819200, "name": "y", "host_ptr": "0x30", "device": 0}),
-                   ("unmap", {"nbytes": 64, "name": "a, b[0:n]", "host_ptr": "0x10", "device": 0})]
+    assert got == [("map", {"nbytes": 64, "name": "p[0:m]", "host_ptr": "0x10", "tgt_ptr": "0x20", "device": 0}),
+                   ("map", {"nbytes": 819200, "name": "y", "host_ptr": "0x30", "tgt_ptr": "0x40", "device": 0}),
+                   ("unmap", {"nbytes": 64, "name": "a, b[0:n]", "host_ptr": "0x10", "tgt_ptr": "0x20", "device": 0})]
     assert list(ompinfo.events("omptarget device 0 info: Removing map entry with nothing"))[0][0] == "unreadable"
 
 

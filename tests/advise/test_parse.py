@@ -109,3 +109,28 @@ def test_100k_transfers_parse_and_pattern(write, report, tr):
     assert len(p.transfers) == 100_000 and len(p.buffers) == 200 and p.regions.region.nunique() == 10_000
     report(f"advise: parse + pattern of a 100,000-transfer LIBOMPTARGET_INFO trace: {s:.2f} s on this host")
     assert s < 10
+
+
+# LLVM 18's Mapping.cpp printed a D2H's pointers the wrong way round (llvm-project pull request 85444)
+_LLVM18 = """\
+omptarget device 0 info: Creating new map entry with HstPtrBase=0x7ffd5a3c0b90, HstPtrBegin=0x7ffd5a3c0b90, TgtAllocBegin=0x7f3a85404000, TgtPtrBegin=0x7f3a85404000, Size=8000, DynRefCount=1, HoldRefCount=0, Name=d
+omptarget device 0 info: Copying data from host to device, HstPtr=0x7ffd5a3c0b90, TgtPtr=0x7f3a85404000, Size=8000, Name=d
+omptarget device 0 info: Copying data from host to device, HstPtr=0x5581c0a2e000, TgtPtr=0x7f3a85406000, Size=4096, Name=e
+PluginInterface device 0 info: Launching kernel __omp_offloading_fd00_1c2_main_l9 with 8 blocks and 128 threads in SPMD mode
+omptarget device 0 info: Copying data from device to host, TgtPtr=0x7ffd5a3c0b90, HstPtr=0x7f3a85404000, Size=8000, Name=d
+omptarget device 0 info: Copying data from device to host, TgtPtr=0x5581c0a2e000, HstPtr=0x7f3a85406000, Size=4096, Name=e
+omptarget device 0 info: Removing map entry with HstPtrBegin=0x7ffd5a3c0b90, TgtPtrBegin=0x7f3a85404000, Size=8000, Name=d
+"""
+
+
+def test_llvm18s_swapped_device_to_host_pointers_are_read_as_meant(write):
+    t = read_trace(write("llvm18.err", _LLVM18))
+    c = t.copies
+    assert c.groupby("name").buffer.nunique().eq(1).all()          # each array one buffer, both directions
+    assert set(c.buffer) == {"0x7ffd5a3c0b90", "0x5581c0a2e000"}
+    assert c[(c.name == "d") & (c.direction == "d2h")]["at"].tolist() == ["unmap"]   # the copy back before removal
+    assert any("wrong way round" in k for k in t.knows)
+    straight = _LLVM18.replace("TgtPtr=0x7ffd5a3c0b90, HstPtr=0x7f3a85404000", "TgtPtr=0x7f3a85404000, HstPtr=0x7ffd5a3c0b90") \
+                      .replace("TgtPtr=0x5581c0a2e000, HstPtr=0x7f3a85406000", "TgtPtr=0x7f3a85406000, HstPtr=0x5581c0a2e000")
+    s = read_trace(write("llvm19.err", straight))
+    assert s.copies.buffer.tolist() == c.buffer.tolist() and not any("wrong way round" in k for k in s.knows)

@@ -116,6 +116,7 @@ def _libomptarget(path: str, text: str) -> Trace:
         found = list(ompinfo.events(text))
     except BadParameter as e:          # a number no int64 column holds (units.bounded_int)
         raise BadParameter(f"{path}: {e}") from None
+    swapped = ompinfo.unswap_d2h(found)
     for kind, ev in found:
         if kind == "unreadable":
             what = "copy" if "Copying data" in ev["text"] else "map"
@@ -176,6 +177,9 @@ def _libomptarget(path: str, text: str) -> Trace:
     else:
         lacks.append("when a buffer was mapped or unmapped (bit 32 prints copies only; LIBOMPTARGET_INFO=40 adds "
                      "bit 8's map entries): each array is charged one map and one unmap")
+    if swapped:
+        knows.append("that this libomptarget printed each device-to-host copy's pointers the wrong way round "
+                     "(LLVM 18; fixed in LLVM 19): they are read as meant, as its other lines show")
     if regions:
         knows.append(f"regions, from {regions}")
     else:

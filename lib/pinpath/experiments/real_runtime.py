@@ -86,7 +86,9 @@ def parse_info(text: str, *, variant: str = "", nw: int = 0) -> pd.DataFrame:
     assigned to the invocation whose ``pinpath-region:`` marker (``--markers``) precedes them."""
     context = {"variant": variant, "nw": nw}
     rows, where = [], {"segment": "setup", "step": -1, "invocation": -1}
-    for kind, ev in ompinfo.events(text):
+    found = list(ompinfo.events(text))
+    ompinfo.unswap_d2h(found)
+    for kind, ev in found:
         if kind == "marker":
             where = ev
         elif kind == "copy":

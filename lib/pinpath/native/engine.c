@@ -125,7 +125,7 @@ static int query_first(ctx_t *x, void *h, void *d, size_t n, int dir) {
     return P_ALREADY_LOCKED;
 }
 /* the transfer steps: (ctx, host side, device side, bytes, direction) -> path; besides these,
- * stage_pooled, lock_copy_unlock, pageable and nextgen_transfer above */
+ * stage_pooled, lock_copy_unlock, pageable (engine_steps.h) and nextgen_transfer (engine_maps.h) */
 static int stage_fresh_path(ctx_t *x, void *h, void *d, size_t n, int dir) {
     int rc = stage_fresh(x, h, d, n, dir);
     if (rc) { x->o->error = rc; return P_COPY_FAILED; }

@@ -87,6 +87,12 @@ def test_no_import_circle():
     assert not circles, f"import circles through {sorted(circles)}"
 
 
+def c_sources() -> list[Path]:
+    """The C libraries' sources, .c and .h (lib/pinpath/native; not the offload programs under it)."""
+    native = ROOT / "lib/pinpath/native"
+    return sorted([*native.glob("*.c"), *native.glob("*.h")])
+
+
 def platform_ifs(c_source: str) -> list[str]:
     """The preprocessor conditions of a C source that name a platform (``PINPATH_HOST`` ...)."""
     return re.findall(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*PINPATH_\w+.*$", c_source, re.M)
@@ -97,8 +103,10 @@ def test_the_c_libraries_read_the_platform_only_through_platform_h():
     platform.h's table (a libc feature test such as MADV_HUGEPAGE is no platform's name)."""
     assert platform_ifs("#if defined(PINPATH_HOST)\n  #elif PINPATH_CUDA\n#if LOCKS_BY_PAGE\n#ifdef MADV_HUGEPAGE\n") == \
         ["#if defined(PINPATH_HOST)", "  #elif PINPATH_CUDA"]
-    sources = {p.name: p.read_text() for p in (ROOT / "lib/pinpath/native").glob("*.c")}
+    sources = {p.name: p.read_text() for p in c_sources() if p.name != "platform.h"}
     assert {"engine.c", "ptime.c", "state.c"} <= set(sources)
+    included = {h for text in sources.values() for h in re.findall(r'^#include "([\w.]+)"', text, re.M)}
+    assert "engine_steps.h" in included and included - {"platform.h"} <= set(sources)   # engine.c's parts too
     assert not {name: platform_ifs(text) for name, text in sources.items() if platform_ifs(text)}
 
 
@@ -106,9 +114,10 @@ def test_the_c_libraries_read_the_platform_only_through_platform_h():
 MAX_LINES = 550
 
 
-def long_modules(root: Path, most: int = MAX_LINES) -> dict[str, int]:
-    """The Python modules under ``root`` longer than ``most`` lines, with their lengths."""
-    sizes = {p.relative_to(root).as_posix(): len(p.read_text().splitlines()) for p in root.rglob("*.py")}
+def long_modules(root: Path, most: int = MAX_LINES, files=None) -> dict[str, int]:
+    """The ``files`` under ``root`` (its Python modules if None) longer than ``most`` lines, with their lengths."""
+    sizes = {p.relative_to(root).as_posix(): len(p.read_text().splitlines())
+             for p in (root.rglob("*.py") if files is None else files)}
     return {p: n for p, n in sizes.items() if n > most}
 
 
@@ -116,3 +125,10 @@ def test_no_module_is_over_about_500_lines():
     lib = ROOT / "lib" / "pinpath"
     assert long_modules(lib, 300)              # the check reads the modules: some are near the limit
     assert not long_modules(lib), f"split these along their jobs: {long_modules(lib)}"
+
+
+def test_no_c_source_is_over_about_500_lines():
+    native = ROOT / "lib" / "pinpath" / "native"
+    assert long_modules(native, 300, c_sources())   # the check reads the sources: some are near the limit
+    assert not long_modules(native, files=c_sources()), \
+        f"split these along their jobs: {long_modules(native, files=c_sources())}"

@@ -12,6 +12,7 @@ import ctypes
 import errno
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import threading
@@ -84,6 +85,20 @@ def test_second_build_is_a_cache_hit(monkeypatch, tmp_path, host):
     monkeypatch.setattr(nativebuild.subprocess, "run", no_compiler)
     assert nativelib.build("host") == first and first.stat().st_mtime_ns == stamp
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_changed_part_of_the_engine_rebuilds_it(monkeypatch, tmp_path, host):
+    """engine.c compiles as one translation unit with its parts (engine_*.h) beside it: the cache
+    key reads them, so a changed part is a new build, never the stale object."""
+    monkeypatch.setenv("PINPATH_CACHE", str(tmp_path / "cache"))
+    src = tmp_path / "native"
+    shutil.copytree(Path(nativebuild.__file__).parent / "native", src, ignore=shutil.ignore_patterns("offload"))
+    first = nativebuild.build_program("host", src / "engine.c", shared=True)
+    assert nativebuild.build_program("host", src / "engine.c", shared=True) == first
+    part = src / "engine_steps.h"
+    part.write_text(part.read_text() + "/* changed */\n")
+    again = nativebuild.build_program("host", src / "engine.c", shared=True)
+    assert again != first and again.exists() and first.exists()
 
 
 def test_two_processes_building_at_once_agree(tmp_path, host):

@@ -51,7 +51,7 @@ def cache_dir() -> Path:
 
 def _compile(tc: Toolchain, source: Path, stem: str, *, shared: bool) -> Path:
     """Compile ``source`` with ``tc`` into the cache (atomic: a temp name, then rename)."""
-    # the source and the headers beside it (platform.h): a change to either rebuilds
+    # the source and the headers beside it (platform.h, engine.c's parts): a change to any rebuilds
     text = source.read_bytes() + b"".join(h.read_bytes() for h in sorted(source.parent.glob("*.h")))
     kind = ("-fPIC", "-shared") if shared else ()
     cmd_tail = (*_BASE_FLAGS, *kind, *tc.cflags, "|", *tc.ldflags, *_LIBS)

@@ -21,7 +21,7 @@
  * is locked or not: the engine keeps its own locks as page units, and a granted re-lock changed
  * nothing), PAGEABLE_PATH_SEEN (a pageable copy's path known), LOCK_ALIASES (a copy relying on a
  * lock names the lock's device alias), HAS_QUERY, HAS_COPY, HAS_DEV_ALLOC, rt_start on each thread.
- * No .c file tests the platform's name (tests/test_architecture.py checks it).
+ * No .c file nor engine part (engine_*.h) tests the platform's name (tests/test_architecture.py checks it).
  */
 #ifndef PINPATH_PLATFORM_H
 #define PINPATH_PLATFORM_H

@@ -157,7 +157,7 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
     the region's end); unmap; unpin. Rows as replica's (events map, transfer, kernel, sync, unmap,
     app_lock, app_unlock), with ``step`` = the repeat; the calls frame's transfer_id is the row.
     Where the runtime keeps no count of locks (CUDA refuses a re-lock, mlock does not stack), each
-    user-pinned region of a policy that locks every transfer (lock_copy_unlock) also runs as a
+    user-pinned region of a policy that locks every transfer without asking first (lock_always) also runs as a
     counting runtime (ROCT) would, rows with ``counted`` True: the application's registration
     entered in pinpath's count, the runtime's lock of it and its unlock counted there (calls
     ``engine.COUNT_CALLS``, no runtime call); every other row has ``counted`` False.
@@ -172,7 +172,8 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
                for pt in grid(policy=policies, nw=nw_values, user_pinned=user_pinned)]
     if not eng.locks_counted:   # the counted arm: the path a counting runtime takes (ROCT's count's analogue)
         regions += [(p, nw, True, True) for p, nw, pinned, _ in list(regions)
-                    if pinned and POLICY_STEPS[Policy(p)].transfer == "lock_copy_unlock"]
+                    if pinned and POLICY_STEPS[Policy(p)].transfer == "lock_copy_unlock"
+                    and not POLICY_STEPS[Policy(p)].query_first]   # a query finds the registration: no lock
     sweep = Sweep(repeats=steps, verify=verify, seed=seed, label="replica steps")
     frames, call_frames, n_rows = [], [], 0
     for step, (policy, nw, pinned, counted) in sweep.rounds(regions):

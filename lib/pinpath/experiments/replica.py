@@ -106,8 +106,8 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
     the application registers both arrays itself before mapping them (as QMCPACK does with
     hipHostRegister) and unregisters them at the end; if the runtime's unlock undoes the
     application's pin (mlock keeps no count) the rows from then on carry that hazard. On the
-    engine, where the runtime keeps no count, the user-pinned regions of lock_always and
-    query_then_lock also run as a counting runtime would (``counted`` True: the runtime's lock of
+    engine, where the runtime keeps no count, the user-pinned regions of lock_always also
+    run as a counting runtime would (``counted`` True: the runtime's lock of
     the registered arrays counted by pinpath, ROCT's count's analogue; see ``native_replica``). Where
     the runtime launches kernels the kernel writes output derived from the positions and
     every checked D2H is compared with ``kernels.replica_expected``; elsewhere the region

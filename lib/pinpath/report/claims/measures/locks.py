@@ -203,7 +203,8 @@ def _c10_lock(data):
         return _no_relock(f"{refused} of {len(own)} locks of memory the application registered",
                           f"those refusals average {fmt_ns(own.duration_ns.mean())} against "
                           f"{fmt_ns(b.duration_ns.mean())} for {len(b)} real locks without user pinning ({REFUSED})")
-    with_ = (f"{len(a)} locks with user pinning" + (f" ({int((a.rc > 0).sum())} refused)" if (a.rc > 0).any() else "")
+    with_ = (f"{len(a)} lock calls of the runtime" + (" (counted by pinpath: no runtime call)" if words == COUNTED else "")
+             + " with user pinning" + (f" ({int((a.rc > 0).sum())} refused)" if (a.rc > 0).any() else "")
              + f" average {fmt_ns(a.duration_ns.mean())}")
     detail = f"{with_} ({words}); {len(b)} without average {fmt_ns(b.duration_ns.mean())}; thread: 51438 ns vs 84873 ns"
     if words == COUNTED and len(own):   # the runtime's own arm, for information

@@ -232,6 +232,7 @@ def test_the_engine_and_the_python_policies_take_the_same_paths(host_rt):
     rep = [ex.replica(host_rt, policies=["nextgen", "nextgen_lock_mapped", "prepinned", "lock_always"], nw_values=[2, 16],
                       steps=1, invocations_per_step=3, user_pinned=[False, True], threshold_nbytes=16 << 10,
                       engine=e)[0] for e in ("native", "python")]
+    rep[0] = rep[0][~rep[0].counted.astype(bool)]   # the counted arm is the engine's alone
     cols = ["policy", "user_pinned", "nw", "event", "array", "path"]
     paths = [df[df.event.isin(["map", "transfer", "unmap"])].groupby(cols).size() for df in rep]
     assert paths[0].to_dict() == paths[1].to_dict()

@@ -32,10 +32,12 @@ from .vocab import POLICY_STEPS, Direction, Policy, PolicySteps, choose
 
 __all__ = ["Plan", "Engine", "Executed", "EngineFailed", "load", "why_not", "OP_DTYPE", "DEFAULT_CALLS_PER_OP"]
 
-ABI = 2   #: must equal PE_ABI in engine.c
+ABI = 3   #: must equal PE_ABI in engine.c
 OPS = {"map": 0, "transfer": 1, "sync": 2, "unmap": 3, "kernel": 4, "adopt": 5, "app_lock": 6, "app_unlock": 7}
 _EVENT = {v: k for k, v in OPS.items()}
-_WAIT = 1
+_WAIT, _COUNT = 1, 2   #: op flags: PE_WAIT, PE_COUNT in engine.c
+#: the engine's own calls (past platform.h's table): a lock and its unlock counted by pinpath, no runtime call
+COUNT_CALLS = {"pinpath_count_lock": "lock", "pinpath_count_unlock": "unlock"}
 DEFAULT_CALLS_PER_OP = 24   #: room in the call log per op (a staged transfer makes about 6 calls)
 
 OP_DTYPE = np.dtype([("op", "i4"), ("thread", "i4"), ("buf", "i4"), ("aux", "i4"), ("direction", "i4"),
@@ -85,25 +87,31 @@ class Plan:
     def unmap(self, buf: int, **kw) -> int:
         return self._op("unmap", buf, **kw)
 
-    def app_lock(self, buf: int, **kw) -> int:
-        """The application registers its own array (as QMCPACK does with hipHostRegister)."""
-        return self._op("app_lock", buf, **kw)
+    def app_lock(self, buf: int, *, pinpath_count: bool = False, **kw) -> int:
+        """The application registers its own array (as QMCPACK does with hipHostRegister); with
+        ``pinpath_count`` its registration is also entered in pinpath's count (ROCT's count's analogue),
+        so that a ``pinpath_count`` transfer's lock of it is counted there."""
+        return self._op("app_lock", buf, flags=_COUNT if pinpath_count else 0, **kw)
 
-    def app_unlock(self, buf: int, **kw) -> int:
-        return self._op("app_unlock", buf, **kw)
+    def app_unlock(self, buf: int, *, pinpath_count: bool = False, **kw) -> int:
+        """The application's unregister; ``pinpath_count``: its entry in pinpath's count goes too."""
+        return self._op("app_unlock", buf, flags=_COUNT if pinpath_count else 0, **kw)
 
     def adopt(self, buf: int, **kw) -> int:
         """Memory a pinned allocator handed out: entered in the policy's map, never unlocked."""
         return self._op("adopt", buf, **kw)
 
     def transfer(self, buf: int, direction, *, nbytes: int | None = None, offset: int = 0, wait: bool = True,
-                 **kw) -> int:
+                 pinpath_count: bool = False, **kw) -> int:
         """A transfer of ``nbytes`` (default: the rest of the buffer) at ``offset``; with ``wait`` the
-        policy's end-of-region wait follows inside the op, so the row covers the whole copy."""
+        policy's end-of-region wait follows inside the op, so the row covers the whole copy.
+        ``pinpath_count``: the lock of a step that locks every transfer (lock_copy_unlock) and its unlock
+        are counted by pinpath (calls ``COUNT_CALLS``, no runtime call), as a counting runtime
+        takes them; the buffer must be registered by a ``pinpath_count`` app_lock (else lock_failed_error)."""
         direction = Direction(direction)
         n = self.buffers[buf][2] - offset if nbytes is None else nbytes
         return self._op("transfer", buf, direction=0 if direction == Direction.H2D else 1,
-                        flags=_WAIT if wait else 0, offset=offset, nbytes=n, **kw)
+                        flags=(_WAIT if wait else 0) | (_COUNT if pinpath_count else 0), offset=offset, nbytes=n, **kw)
 
     def sync(self, buf: int = 0, **kw) -> int:
         """The end of a target region on the op's thread: wait for its queue."""
@@ -120,7 +128,7 @@ class Plan:
 
 
 _p = ctypes.c_void_p
-_SIGNATURES = {"pe_sizes": (ctypes.c_int, (ctypes.c_int,)), "pe_name": (ctypes.c_char_p, (ctypes.c_int, ctypes.c_int)),
+_SIGNATURES = {"pe_sizes": (ctypes.c_int, (ctypes.c_int,)), "pe_locks_counted": (ctypes.c_int, ()), "pe_name": (ctypes.c_char_p, (ctypes.c_int, ctypes.c_int)),
                "pe_queues_made": (ctypes.c_int, ()),
                "pe_policy": (ctypes.c_char_p, (ctypes.c_int, *(ctypes.POINTER(t) for t in (
                    ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int)))),
@@ -143,6 +151,7 @@ class Engine(NativeLibrary):
         self.phases = self._names(1)
         self.paths = self._names(2)
         self.calls = self._names(3)
+        self.locks_counted = bool(self._lib.pe_locks_counted())   #: the runtime counts a re-lock itself (HSA)
         if why := _steps_differ(self.policy_steps()):
             raise NativeUnavailable(f"{platform}: engine.c's policy table differs from vocab.POLICY_STEPS: {why}")
         self._scratch = np.zeros(0, np.uint8)   # the memory written to make a plan's buffers cold, kept
@@ -254,8 +263,9 @@ class Executed:
         return frame(rows, TRANSFERS)
 
     def calls(self, categories: dict[str, str] | None = None) -> pd.DataFrame:
-        """A CALLS frame of every logged call; ``transfer_id`` is the op's index in the plan."""
-        cat, names, c = categories or {}, self.engine.calls, self.calls_used
+        """A CALLS frame of every logged call; ``transfer_id`` is the op's index in the plan; the
+        engine's own calls (``COUNT_CALLS``) are categorised as lock and unlock."""
+        cat, names, c = {**COUNT_CALLS, **(categories or {})}, self.engine.calls, self.calls_used
         rows = [{"transfer_id": int(r["op"]), "call": names[r["call"]], "category": cat.get(names[r["call"]], "other"),
                  "start_ns": int(r["t0"]), "end_ns": int(r["t1"]), "duration_ns": int(r["t1"] - r["t0"]),
                  "rc": int(r["rc"]), "thread_id": int(r["thread"])} for r in c]

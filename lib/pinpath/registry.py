@@ -76,7 +76,7 @@ class Notebook:
 
 _ALL_POLICIES = ["stage_per_copy", "lock_always", "query_then_lock", "nextgen", "nextgen_lock_mapped", "stage_pooled",
                  "prepinned", "driver_pageable", "pinned_allocator"]
-_API_CALLS = {**S.CALLS, "user_pinned": "bool?", "caller": "str", "repeat": "int"}
+_API_CALLS = {**S.CALLS, "user_pinned": "bool?", "counted": "bool?", "caller": "str", "repeat": "int"}
 _M = MappingProxyType
 
 _LIST = (

@@ -202,7 +202,8 @@ COPY_PATHS = {"policy": "str", "kind": "str", "nbytes": "int", "direction": "str
               "device_ns": "int",       # the copies' device-side duration
               "observed_path": "str",   # the path, the driver's part resolved from what CUPTI saw
               "platform": "str"}
-API_STATS = {**STATS, "user_pinned": "bool?", "category": "str", "refused": "int"}
+API_STATS = {**STATS, "user_pinned": "bool?", "category": "str", "refused": "int",
+             "counted": "bool?"}   # the arm where pinpath counted the runtime's re-locks (ROCT's count's analogue)
 # -- the real offload runtime (notebook 13) ------------------------------------------------------
 REAL_RUNS = {            # one row per run of the binary
     "variant": "str", "mode": "str",   # the variant; the binary's --variant (plain, app_pinned)

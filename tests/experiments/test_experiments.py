@@ -146,10 +146,39 @@ def test_api_stats_in_rocprof_columns(any_rt):
                            user_pinned=[False, True])
     st = ex.api_stats(tr, calls)
     assert list(st.columns[:5]) == ["Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage"]
-    for _, g in st.groupby("user_pinned"):
+    for _, g in st.groupby(["user_pinned", "counted"]):   # one table per arm
         assert abs(g.Percentage.sum() - 100) < 1e-6
         assert (g.AverageNs == g.TotalDurationNs // g.Calls).all()
     assert "lock" in set(st.category)
+
+
+def test_replica_counts_the_relock_where_the_runtime_keeps_no_count(host_rt):
+    """mlock keeps no count: the user-pinned arm of lock_always also runs as a counting runtime
+    would, each transfer's lock of the registered arrays and its unlock counted by pinpath (no
+    runtime call, the application's pin kept), and C10's lock test judges that arm, labelled so."""
+    from pinpath.engine import COUNT_CALLS
+    from pinpath.report.claims import judge
+    from pinpath.report.claims.measures.common import COUNTED
+    from pinpath.registry import DATASETS
+    from pinpath.report.rundata import RunData
+    invocations = 4
+    tr, calls = ex.replica(host_rt, policies=["lock_always"], nw_values=[2], steps=2, invocations_per_step=invocations,
+                           user_pinned=[False, True], engine="native")
+    api = check_frame(ex.api_calls(tr, calls), DATASETS["api_calls"])
+    arm = api[api.counted.astype(bool)]
+    assert arm.user_pinned.all() and len(arm)
+    mine = arm[arm.caller == "runtime"]
+    locks = mine[mine.category.isin(["lock", "unlock"])]
+    assert set(locks.call) == set(COUNT_CALLS) and (locks.rc == 0).all()   # no runtime lock: pinpath's count only
+    assert (locks.call == "pinpath_count_lock").sum() == 2 * 2 * invocations   # 2 arrays, 2 steps
+    assert set(arm[arm.caller == "application"].call) == {"mlock", "munlock"}
+    moved = tr[tr.counted.astype(bool) & (tr.event == "transfer")]
+    assert set(moved.path) == {"locked"} and (moved.hazard == "").all() and moved.verified.fillna(True).all()
+    own = tr[tr.user_pinned.astype(bool) & ~tr.counted.astype(bool) & (tr.event == "transfer")]
+    assert (own.hazard != "").any()   # the runtime's own munlock undid the application's pin
+    assert set(ex.api_stats(tr, calls).query("counted").Name) >= set(COUNT_CALLS)
+    row = judge(["C10"], RunData({"api_calls": api}), "host").iloc[0]   # a GPU claim: shown for information here
+    assert f"lock calls, {COUNTED}" in row.detail and "no re-lock was performed" not in row.detail, row.detail
 
 
 @pytest.mark.unbalanced   # the probes lock twice and unlock what was never locked, on purpose

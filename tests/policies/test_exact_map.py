@@ -108,8 +108,8 @@ def test_memory_the_application_pinned_is_never_unlocked(host_rt):
             host_rt.unlock(buf.ptr, buf.nbytes)
     tr, _ = replica(host_rt, policies=["lock_always"], nw_values=[2], steps=1, invocations_per_step=2,
                     user_pinned=[True])
-    moved = tr[tr.event == "transfer"]
-    assert moved.hazard.str.contains("unlocked by the runtime").all(), moved.hazard
+    moved = tr[(tr.event == "transfer") & ~tr.counted.astype(bool)]   # the counted arm keeps the pin (C10)
+    assert len(moved) and moved.hazard.str.contains("unlocked by the runtime").all(), moved.hazard
 
 
 def _stress(threads: int, ops: int, seed: int, budget_s: float, env=None) -> dict:

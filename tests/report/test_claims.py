@@ -164,6 +164,18 @@ def _c10(word):
     return {"api_calls": pd.DataFrame(rows)}
 
 
+def _c10_counted(word):
+    """CUDA's api_calls with the counted arm: every runtime lock of registered memory refused (712)
+    at three times a real lock's cost, and the same locks counted by pinpath (ROCT's count's
+    analogue) at ``_c10``'s cost; only the counted arm decides."""
+    ac = _c10(word)["api_calls"].assign(counted=False)
+    counted = ac[ac.user_pinned].assign(counted=True)
+    counted["call"] = np.where(counted.caller == "runtime", "pinpath_count_lock", counted.call)
+    refused = ac.user_pinned & (ac.caller == "runtime")
+    ac.loc[refused, "rc"], ac.loc[refused, "duration_ns"] = 712, 30000
+    return {"api_calls": pd.concat([ac, counted], ignore_index=True)}
+
+
 def _race(answers: list[str], in_flight: bool = True) -> pd.DataFrame:
     """hazard_meant rows: one race per answer, B's unlock inside A's copies."""
     return pd.DataFrame([{"iteration": i, "nbytes": 16 << 20, "copies": 8, "in_flight": in_flight, "answer": a,
@@ -253,7 +265,7 @@ BUILDERS = {
     "C4": (_c4, "cuda", (H, N, I)), "C5": (_c5, "cuda", (H, N)),
     "C6": (_lock_pair(("lock", "pageable"), ("query", "pageable"), 50, 2, 10), "cuda", (H, N, I)),
     "C7": (_lock_pair(("relock", "locked"), ("query", "locked"), 1, 5, 2), "cuda", (H, N, I)),
-    "C8": (_c8, "hsa", (H, N)), "C9": (_c9, "cuda", (H, N, I)), "C10": (_c10, "cuda", (H, N, I)),
+    "C8": (_c8, "hsa", (H, N)), "C9": (_c9, "cuda", (H, N, I)), "C10": (_c10_counted, "cuda", (H, N, I)),
     "C11": (_c11, "host", (H, N, I)), "C12a": (_c12, "cuda", (H, N, I)),
     "C12b": (lambda w: _c12(w, wait=True), "cuda", (H, N, I)), "C13": (_c13, "cuda", (H, N, I)),
     "C14": (_c14, "hsa", (H, N, I)), "C15": (_c15, "cuda", (H, N, I)),
@@ -418,6 +430,25 @@ def test_c10_lock_test_on_refused_locks_is_not_applicable():
     assert row.verdict == H or row.verdict == I   # the whole replica's test decides; the lock test rests on no re-lock
     assert "no re-lock was performed" in row.detail and "re-lock refused by the runtime" in row.detail
     assert "refused (712)" in row.analogue
+
+
+@pytest.mark.parametrize("word", [H, N, I])
+def test_c10_judges_the_counted_arm_labelled_as_pinpaths_count(word):
+    """Where pinpath counted the re-locks the runtime refused, both tests judge that arm and say so;
+    the refusals (three times a real lock here) are for information only."""
+    row = judge(["C10"], _c10_counted(word), "cuda").iloc[0]
+    assert row.verdict == word, (row.why, row.detail)
+    assert common.COUNTED in row.detail and "lock calls, " + common.COUNTED in row.detail
+    assert "whole replica, " + common.COUNTED in row.detail
+    n = int((_c10_counted(word)["api_calls"].rc == 712).sum())
+    assert f"for information, the runtime's own {n} locks of registered memory ({n} refused)" in row.detail
+    assert common.REFUSED in row.detail
+
+
+def test_c10_granted_relocks_are_labelled_granted():
+    """A runtime that grants the re-lock itself (HSA counts it): its own arm, labelled so."""
+    row = judge(["C10"], _c10(H), "hsa").iloc[0]
+    assert row.verdict == H and common.GRANTED in row.detail and common.COUNTED not in row.detail
 
 
 # -- the why sentence and the readings of C12 ----------------------------------------------------

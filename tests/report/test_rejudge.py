@@ -5,7 +5,9 @@ analogues, so the tests' measures and verdicts run, not only "not applicable") i
 code of 5dad07e gave (report/claims-as-cuda.csv). Their C13 rows were judged again after the fix
 that takes C13's re-lock path per call (it had summed a thread's calls); their C7, C9, C10, C11,
 C12, C13 and C15 rows after issue 34 (each figure labelled with the re-lock mechanism it measures;
-C11 and C15 as meant, whose data sets this run predates: not measured): nothing else changed; the
+C11 and C15 as meant, whose data sets this run predates: not measured), and their C10 rows again after
+C10's counted arm (issue 34 item 3: its two figures labelled "re-lock granted by the runtime", the CUDA
+analogue's text): nothing else changed; the
 ``state`` and ``repeat_unit`` columns, added later, are checked apart, and so is the why's "over N
 rounds (between-round spread S %)", added with them (issue 34 item 4)."""
 

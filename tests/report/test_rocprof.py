@@ -179,13 +179,13 @@ def test_side_by_side_refusals():
 # -- our calls in rocprof's layout: refusals counted, the application's own calls shown ------------
 def _api_stats() -> pd.DataFrame:
     rows = [{"Name": "cudaHostRegister", "Calls": 4, "TotalDurationNs": 400, "AverageNs": 100, "Percentage": 80.0,
-             "user_pinned": False, "category": "lock", "refused": 0},
+             "user_pinned": False, "category": "lock", "refused": 0, "counted": False},
             {"Name": "cudaMemcpyAsync", "Calls": 4, "TotalDurationNs": 100, "AverageNs": 25, "Percentage": 20.0,
-             "user_pinned": False, "category": "copy", "refused": 0},
+             "user_pinned": False, "category": "copy", "refused": 0, "counted": False},
             {"Name": "cudaHostRegister", "Calls": 4, "TotalDurationNs": 40, "AverageNs": 10, "Percentage": 28.6,
-             "user_pinned": True, "category": "lock", "refused": 4},
+             "user_pinned": True, "category": "lock", "refused": 4, "counted": False},
             {"Name": "cudaMemcpyAsync", "Calls": 4, "TotalDurationNs": 100, "AverageNs": 25, "Percentage": 71.4,
-             "user_pinned": True, "category": "copy", "refused": 0}]
+             "user_pinned": True, "category": "copy", "refused": 0, "counted": False}]
     return schema.frame(rows, schema.API_STATS)
 
 
@@ -207,6 +207,20 @@ def test_layout_counts_refused_calls_and_adds_the_applications_own():
     assert list(pinned.index)[0] == "cudaHostRegister" + APPLICATION            # largest total first
     note = refused_note(t)
     assert "all 4 cudaHostRegister calls with user pinning" in note and "not the cost of a lock" in note
+
+
+def test_layout_keeps_the_counted_arm_a_table_of_its_own():
+    """C10's arm whose re-locks pinpath counted: its calls are not summed into the runtime's own arm."""
+    from pinpath.report.rocprof import APPLICATION, layout
+    st = _api_stats()
+    counted = st[st.user_pinned].assign(counted=True, Name=["pinpath_count_lock", "cudaMemcpyAsync"], refused=0)
+    app = _app_calls()
+    t = layout(pd.concat([st, counted], ignore_index=True),
+               pd.concat([app.assign(counted=False), app[app.caller == "application"].assign(counted=True)]))
+    arm = t[t.counted.astype(bool)].set_index("Name")
+    assert set(arm.index) == {"pinpath_count_lock", "cudaMemcpyAsync", "cudaHostRegister" + APPLICATION}
+    for _, g in t.groupby(["user_pinned", "counted"]):
+        assert g.Percentage.sum() == pytest.approx(100)
 
 
 def test_layout_without_application_calls_or_refusals():

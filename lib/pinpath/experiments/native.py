@@ -21,7 +21,7 @@ from ..memkinds import host_buffer, supports
 from ..errors import BadParameter, NotAvailable
 from ..runtimes.base import has
 from ..schema import frame, THREADS
-from ..vocab import Capability, Direction, MemoryKind, Policy
+from ..vocab import POLICY_STEPS, Capability, Direction, MemoryKind, Policy
 from .sweep import SEED, DeviceBuffers, Poisoned, Sweep, grid, page_locked, thread_place
 
 __all__ = ["use_native", "native_why_not", "native_policy_sweep", "native_replica", "native_concurrency", "ROUNDS",
@@ -156,6 +156,11 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
     invocations (H2D of the positions, the kernel where the runtime has one, D2H of the output,
     the region's end); unmap; unpin. Rows as replica's (events map, transfer, kernel, sync, unmap,
     app_lock, app_unlock), with ``step`` = the repeat; the calls frame's transfer_id is the row.
+    Where the runtime keeps no count of locks (CUDA refuses a re-lock, mlock does not stack), each
+    user-pinned region of a policy that locks every transfer without asking first (lock_always) also runs as a
+    counting runtime (ROCT) would, rows with ``counted`` True: the application's registration
+    entered in pinpath's count, the runtime's lock of it and its unlock counted there (calls
+    ``engine.COUNT_CALLS``, no runtime call); every other row has ``counted`` False.
     ``kernel_only``: each invocation also runs without its copies, right after it (before it, every
     other invocation, as ``region --paired`` does): the kernel and the region's end (the policies
     that model a runtime wait for their queue there), rows with ``kernel_only`` True."""
@@ -163,11 +168,15 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
     kernel = has(rt, Capability.KERNELS)   # the runtime's kernel handle (0: the engine's own, host)
     kernel_fn = rt.kernel_handle() if kernel else 0
     rng = np.random.default_rng(seed)
-    regions = [(str(pt["policy"]), pt["nw"], pt["user_pinned"])
+    regions = [(str(pt["policy"]), pt["nw"], pt["user_pinned"], False)
                for pt in grid(policy=policies, nw=nw_values, user_pinned=user_pinned)]
+    if not eng.locks_counted:   # the counted arm: the path a counting runtime takes (ROCT's count's analogue)
+        regions += [(p, nw, True, True) for p, nw, pinned, _ in list(regions)
+                    if pinned and POLICY_STEPS[Policy(p)].transfer == "lock_copy_unlock"
+                    and not POLICY_STEPS[Policy(p)].query_first]   # a query finds the registration: no lock
     sweep = Sweep(repeats=steps, verify=verify, seed=seed, label="replica steps")
     frames, call_frames, n_rows = [], [], 0
-    for step, (policy, nw, pinned) in sweep.rounds(regions):
+    for step, (policy, nw, pinned, counted) in sweep.rounds(regions):
         with ExitStack() as stack:
             # the pinned allocator hands out runtime-pinned memory and tracks it (adopt)
             kind = MemoryKind.PINNED if policy == Policy.PINNED_ALLOCATOR else MemoryKind.HEAP
@@ -182,7 +191,7 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
             plan = native_engine.Plan()
             bp = plan.buffer(pos.ptr, pos_d, pos.nbytes, str(kind))
             bo = plan.buffer(out.ptr, out_d, out.nbytes, str(kind))
-            ctx = {"nw": nw, "user_pinned": pinned, "kernel": kernel, "step": step, "repeat": step,
+            ctx = {"nw": nw, "user_pinned": pinned, "counted": counted, "kernel": kernel, "step": step, "repeat": step,
                    **({"kernel_only": False} if kernel_only else {})}
             arrays = (("pos", bp), ("out", bo))
             if kind == MemoryKind.PINNED:
@@ -190,7 +199,7 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
                     plan.adopt(b, invocation=-1, array=name, **ctx)
             if pinned:
                 for name, b in arrays:
-                    plan.app_lock(b, invocation=-1, array=name, **ctx)
+                    plan.app_lock(b, pinpath_count=counted, invocation=-1, array=name, **ctx)
             for name, b in arrays:
                 plan.map(b, invocation=-1, array=name, **ctx)
             for inv in range(invocations_per_step):
@@ -198,10 +207,10 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
                 first = kernel_only and inv % 2 == 1
                 if first:
                     _kernel_only(plan, bp, bo, nw, nsplines, kernel, alone)
-                plan.transfer(bp, "h2d", wait=False, invocation=inv, array="pos", **ctx)
+                plan.transfer(bp, "h2d", wait=False, pinpath_count=counted, invocation=inv, array="pos", **ctx)
                 if kernel:
                     plan.kernel(bp, bo, nw, nsplines, invocation=inv, array="", **ctx)
-                plan.transfer(bo, "d2h", wait=False, invocation=inv, array="out", **ctx)
+                plan.transfer(bo, "d2h", wait=False, pinpath_count=counted, invocation=inv, array="out", **ctx)
                 plan.sync(bp, invocation=inv, array="", **ctx)
                 if kernel_only and not first:
                     _kernel_only(plan, bp, bo, nw, nsplines, kernel, alone)
@@ -216,7 +225,8 @@ def native_replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations
                                                 "during this step"
                 unpin = native_engine.Plan()
                 for name, b in arrays:
-                    unpin.app_unlock(unpin.buffer(*plan.buffers[b][:3]), invocation=-1, array=name, **ctx)
+                    unpin.app_unlock(unpin.buffer(*plan.buffers[b][:3]), pinpath_count=counted, invocation=-1, array=name,
+                                     **ctx)
                 undone = eng.run(policy, unpin)
                 more = undone.calls(rt.call_categories)
                 more["transfer_id"] += len(rows)

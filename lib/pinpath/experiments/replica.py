@@ -54,7 +54,7 @@ class _Region:
         self.out = stack.enter_context(self.pol.host_buffer(MemoryKind.HEAP, out_nbytes(nw, nsplines), seed=seed + 1))
         self.dev = stack.enter_context(DeviceBuffers(rt))
         self.pos_d, self.out_d = self.dev.get(self.pos.nbytes), self.dev.get(self.out.nbytes)
-        self.ctx = {"nw": nw, "user_pinned": user_pinned}
+        self.ctx = {"nw": nw, "user_pinned": user_pinned, "counted": False}   # no counted arm in Python
         self.lost = ""         # the hazard once the application's pin is seen gone
         if user_pinned:        # the application registers its arrays first, as QMCPACK does
             for b in (self.pos, self.out):
@@ -105,7 +105,10 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
     shuffled order and runs ``invocations_per_step`` regions of each. With ``user_pinned``
     the application registers both arrays itself before mapping them (as QMCPACK does with
     hipHostRegister) and unregisters them at the end; if the runtime's unlock undoes the
-    application's pin (mlock keeps no count) the rows from then on carry that hazard. Where
+    application's pin (mlock keeps no count) the rows from then on carry that hazard. On the
+    engine, where the runtime keeps no count, the user-pinned regions of lock_always also
+    run as a counting runtime would (``counted`` True: the runtime's lock of
+    the registered arrays counted by pinpath, ROCT's count's analogue; see ``native_replica``). Where
     the runtime launches kernels the kernel writes output derived from the positions and
     every checked D2H is compared with ``kernels.replica_expected``; elsewhere the region
     runs its transfers only and the D2H is compared with what the device holds.
@@ -115,7 +118,7 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
     Returns
     -------
     (transfers, calls) : TRANSFERS rows (events map, transfer, kernel, sync, unmap) with the
-        context columns nw, user_pinned, step, invocation, array; and their CALLS.
+        context columns nw, user_pinned, counted, step, invocation, array; and their CALLS.
     """
     if use_native(rt, engine):
         return native_replica(rt, policies=policies, nw_values=nw_values, steps=steps,
@@ -154,21 +157,27 @@ def replica(rt, *, policies, nw_values=(16,), steps: int = 5, invocations_per_st
 
 def api_stats(transfers: pd.DataFrame, calls: pd.DataFrame, *, by: str = "user_pinned") -> pd.DataFrame:
     """rocprof's ``hsa_stats.csv`` table of every native call the replica made (map, unmap and
-    the region's waits included, as a tracer sees them), one table per value of ``by``, with the
-    call's category and how many of its calls the runtime refused."""
+    the region's waits included, as a tracer sees them), one table per value of ``by`` and of
+    ``counted`` (the arm whose re-locks pinpath counted), with the call's category and how many of
+    its calls the runtime refused."""
     from ..records import CallRecord
     from ..schema import API_STATS, frame, stats_frame
     from ..trace import hsa_stats
     frames = []
-    merged = calls.merge(transfers[["transfer_id", by]], on="transfer_id")
-    for value, g in merged.groupby(by):
+    merged = calls.merge(_with_counted(transfers)[["transfer_id", by, "counted"]], on="transfer_id")
+    for (value, counted), g in merged.groupby([by, "counted"]):
         crs = [CallRecord(r.call, r.start_ns, r.end_ns, r.rc, r.thread_id) for r in g.itertuples()]
         st = stats_frame(hsa_stats(crs))
-        st[by] = value
+        st[by], st["counted"] = value, bool(counted)
         st["category"] = st.Name.map(dict(zip(g.call, g.category)))
         st["refused"] = st.Name.map((g.rc > 0).groupby(g.call).sum()).astype("int64")
         frames.append(st)
     return frame(pd.concat(frames, ignore_index=True).to_dict("records"), API_STATS)
+
+
+def _with_counted(transfers: pd.DataFrame) -> pd.DataFrame:
+    """``transfers`` with its ``counted`` column (False where a run has none)."""
+    return transfers if "counted" in transfers else transfers.assign(counted=False)
 
 
 #: the replica's events that are the application's own calls, not the runtime's
@@ -176,10 +185,12 @@ APPLICATION_EVENTS = ("app_lock", "app_unlock")
 
 
 def api_calls(transfers: pd.DataFrame, calls: pd.DataFrame, *, by: str = "user_pinned") -> pd.DataFrame:
-    """Every native call of the replica with ``by``, its ``repeat`` (the step: an independent
-    repeat on the engine) and who made it: ``caller`` "application" for the application's own
-    register and unregister of its arrays (as rocprof sees them too), "runtime" for the rest."""
-    cols = ["transfer_id", by, "event", "step"]
-    out = calls.merge(transfers[cols], on="transfer_id")
+    """Every native call of the replica with ``by``, ``counted`` (the arm where pinpath counted
+    the runtime's re-locks: its calls ``engine.COUNT_CALLS``), its ``repeat`` (the step: an
+    independent repeat on the engine) and who made it: ``caller`` "application" for the
+    application's own register and unregister of its arrays (as rocprof sees them too), "runtime"
+    for the rest."""
+    cols = ["transfer_id", by, "counted", "event", "step"]
+    out = calls.merge(_with_counted(transfers)[cols], on="transfer_id")
     out["caller"] = np.where(out.event.isin(APPLICATION_EVENTS), "application", "runtime")
     return out.rename(columns={"step": "repeat"}).drop(columns=["event"])

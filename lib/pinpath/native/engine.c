@@ -16,9 +16,10 @@
  * answered (a refused re-register is a path of its own, with its cost).
  */
 #include "platform.h"
+#include "counts.h"   /* pinpath's own count of locks: C10's counted arm (PE_COUNT) */
 
 #define PE_API __attribute__((visibility("default")))
-#define PE_ABI 2   /* bumped when a struct or signature changes; engine.py checks it */
+#define PE_ABI 3   /* bumped when a struct or signature changes; engine.py checks it */
 
 /* -- the vocabulary, exported by name so Python reads it from here ---------------------- */
 enum { PE_MAP, PE_TRANSFER, PE_SYNC, PE_UNMAP, PE_KERNEL, PE_ADOPT, PE_PIN, PE_UNPIN, PE_NOPS };
@@ -38,8 +39,15 @@ static const char *const PATH_NAMES[P_N] = {
     "pageable_direct", "copy_failed",
     "untracked", "locked", "external", "refcounted", "lock_failed", "overlap_refused", "unlocked", "released",
     "sync", "kernel", "adopted", "failed"};
-/* the call numbers (C_*) and their names (CALL_NAMES) are platform.h's */
+/* the call numbers (C_*) and their names (CALL_NAMES) are platform.h's; past them the engine's own:
+ * a lock and its unlock counted by pinpath (counts.h), no runtime call */
+enum { C_COUNT_LOCK = C_N, C_COUNT_UNLOCK, PE_NCALLS };
+static const char *const OWN_CALL_NAMES[PE_NCALLS - C_N] = {"pinpath_count_lock", "pinpath_count_unlock"};
 #define PE_WAIT 1     /* op flag: a transfer waits for its queue (the policy's sync) before it ends */
+#define PE_COUNT 2    /* op flag, where the runtime keeps no count (LOCKS_COUNTED 0), as a counting runtime
+                       * (ROCT) would: app_lock enters the application's registration in pinpath's count,
+                       * a transfer's lock of that range (lock_copy_unlock) and its unlock are counted there
+                       * (C_COUNT_LOCK, C_COUNT_UNLOCK), app_unlock takes it out; see counted_dma */
 /* caps: an op past one fails with PP_ECAP (its row's error), nothing is dropped silently */
 #define PE_MAXREFS 16  /* map references one buffer may hold at once */
 #define PE_MAXUNITS 256 /* locked units one range may overlap (host) */
@@ -230,10 +238,17 @@ static int run_op(ctx_t *x, const pe_op *op) {
         return op->op == PE_MAP ? e->pol->map(x, op->buf) : e->pol->unmap(x, op->buf);
     case PE_PIN:     /* the application's own register of its array (QMCPACK's hipHostRegister) */
     case PE_UNPIN: {
-        const pe_buf *b = &e->bufs[op->buf];
-        int rc = op->op == PE_PIN ? C(C_LOCK, PH_LOCK, do_lock((void *)(uintptr_t)b->host, (size_t)b->nbytes))
-                                  : C(C_UNLOCK, PH_UNLOCK, do_unlock((void *)(uintptr_t)b->host, (size_t)b->nbytes));
+        void *p = (void *)(uintptr_t)e->bufs[op->buf].host;
+        size_t n = (size_t)e->bufs[op->buf].nbytes;
+        int counted = op->flags & PE_COUNT, rc;
+        if (counted && op->op == PE_UNPIN) count_forget(p, n);   /* its entry out of pinpath's count (untimed) */
+        rc = op->op == PE_PIN ? C(C_LOCK, PH_LOCK, do_lock(p, n)) : C(C_UNLOCK, PH_UNLOCK, do_unlock(p, n));
         if (rc) { after_refusal(); x->o->error = rc; return X_FAILED; }
+        if (counted && op->op == PE_PIN && count_adopt(p, n) != 0) {   /* entered as one count (untimed) */
+            do_unlock(p, n);
+            x->o->error = PP_ECAP;   /* pinpath's count is full */
+            return X_FAILED;
+        }
         return op->op == PE_PIN ? M_LOCKED : M_UNLOCKED;
     }
     case PE_ADOPT: {   /* memory the pinned allocator handed out: entered as external, no call */
@@ -315,7 +330,7 @@ PE_API const char *pe_name(int kind, int i) {
     case 0: return i < POL_N ? POLICIES[i].name : NULL;
     case 1: return i < PH_N ? PHASE_NAMES[i] : NULL;
     case 2: return i < P_N ? PATH_NAMES[i] : NULL;
-    case 3: return i < C_N ? CALL_NAMES[i] : NULL;
+    case 3: return i < C_N ? CALL_NAMES[i] : i < PE_NCALLS ? OWN_CALL_NAMES[i - C_N] : NULL;
     default: return NULL;
     }
 }
@@ -329,6 +344,7 @@ PE_API const char *pe_policy(int i, int *query_first_, const char **transfer_, c
     *pool_ = POOL_NAMES[p->pool]; *asynchronous_ = p->asynchronous; *lock_mapped_ = p->lock_mapped;
     return p->name;
 }
+PE_API int pe_locks_counted(void) { return LOCKS_COUNTED; }   /* 1: the runtime counts a re-lock itself (HSA) */
 PE_API int pe_init(int device) { return rt_start(device); }   /* once per thread or process (platform.h) */
 PE_API int pe_fini(void) {   /* closes the kept queues, then pairs a per-process start (else nothing) */
     queues_close();

@@ -135,7 +135,18 @@ static int lock_dma_unlock(ctx_t *x, void *h, void *d, size_t n, int dir, int *r
     if (crc || urc) { x->o->error = crc ? crc : urc; return P_COPY_FAILED; }
     return P_LOCKED;
 }
+/* the same path as a counting runtime takes it on a range the application registered (PE_COUNT):
+ * the lock counted by pinpath, the DMA from the memory as it is, the unlock counted back down */
+static int counted_dma(ctx_t *x, void *h, void *d, size_t n, int dir) {
+    int rc = C(C_COUNT_LOCK, PH_LOCK, count_up(h, n));
+    if (rc) { x->o->error = rc; return P_LOCK_FAILED_ERROR; }   /* not a range the application registered */
+    int crc = dma(x, h, d, n, dir, 1);
+    int urc = C(C_COUNT_UNLOCK, PH_UNLOCK, count_down(h, n));
+    if (crc || urc) { x->o->error = crc ? crc : urc; return P_COPY_FAILED; }
+    return P_LOCKED;
+}
 static int lock_copy_unlock(ctx_t *x, void *h, void *d, size_t n, int dir) {
+    if (x->th->ops[x->i].flags & PE_COUNT) return counted_dma(x, h, d, n, dir);
     int refused = 0;
     int path = lock_dma_unlock(x, h, d, n, dir, &refused);
     if (path >= 0) return path;

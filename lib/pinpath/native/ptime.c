@@ -179,64 +179,7 @@ PP_API int pp_stage(uint64_t pool, size_t n, int reps, int64_t *alloc_ns, int64_
     return 0;
 }
 
-/* pinpath's own count of locks: the analogue of ROCT's registration count (fmm keeps one per
- * registered range, under a mutex), for runtimes that refuse a re-lock (CUDA: 712) or keep no count
- * (mlock). A table of locked ranges under one mutex: a lock of a range inside one of them adds one
- * to its count and calls nothing of the runtime; an unlock takes one off and unlocks through the
- * runtime only at zero. Ranges the caller locked itself are adopted (count 1, no call) and forgotten
- * (no call) around the timed reps, so the caller's own lock is left as it was. */
-#define PP_COUNTS 4096
-static struct { uintptr_t base; size_t n; int count; } counts[PP_COUNTS];
-static int ncounts;
-static pthread_mutex_t counts_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static int count_find(uintptr_t p, size_t n) {   /* under counts_mu */
-    for (int k = 0; k < ncounts; ++k)
-        if (counts[k].count > 0 && counts[k].base <= p && p + n <= counts[k].base + counts[k].n) return k;
-    return -1;
-}
-static int count_add(uintptr_t p, size_t n) {    /* under counts_mu; a free slot, else a new one */
-    int k = 0;
-    while (k < ncounts && counts[k].count > 0) ++k;
-    if (k == PP_COUNTS) return -1;
-    if (k == ncounts) ++ncounts;
-    counts[k].base = p; counts[k].n = n; counts[k].count = 1;
-    return k;
-}
-static int counted_lock(void *p, size_t n) {
-    pthread_mutex_lock(&counts_mu);
-    int k = count_find((uintptr_t)p, n), rc = 0;
-    if (k >= 0) {
-        counts[k].count++;
-    } else if ((rc = do_lock(p, n)) == 0 && count_add((uintptr_t)p, n) < 0) {
-        do_unlock(p, n);
-        rc = PP_EARG;
-    }
-    pthread_mutex_unlock(&counts_mu);
-    return rc;
-}
-static int counted_unlock(void *p, size_t n) {
-    pthread_mutex_lock(&counts_mu);
-    int k = count_find((uintptr_t)p, n), rc = 0;
-    if (k < 0) rc = do_unlock(p, n);
-    else if (--counts[k].count == 0) rc = do_unlock((void *)counts[k].base, counts[k].n);
-    pthread_mutex_unlock(&counts_mu);
-    return rc;
-}
-/* adopt: the caller's own lock of [p, p + n) counted as one (PP_EARG if the table is full);
- * forget: that entry gone, without an unlock */
-static int count_adopt(void *p, size_t n) {
-    pthread_mutex_lock(&counts_mu);
-    int k = count_add((uintptr_t)p, n);
-    pthread_mutex_unlock(&counts_mu);
-    return k < 0 ? PP_EARG : 0;
-}
-static void count_forget(void *p, size_t n) {
-    pthread_mutex_lock(&counts_mu);
-    int k = count_find((uintptr_t)p, n);
-    if (k >= 0) counts[k].count = 0;
-    pthread_mutex_unlock(&counts_mu);
-}
+#include "counts.h"   /* pinpath's own count of locks (ROCT's count's analogue) */
 
 /* C7, C9, C13's path as a counting runtime takes it, on memory the caller has locked: the re-lock
  * counted by pinpath (timed), then its unlock (timed), which only takes the count back down. */

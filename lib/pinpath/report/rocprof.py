@@ -240,15 +240,18 @@ def layout(stats: pd.DataFrame, calls: pd.DataFrame | None = None, *, by: str = 
     Returns
     -------
     pandas.DataFrame
-        ``by``, Name, Calls, TotalDurationNs, AverageNs, Percentage (of that table's total, the
-        application's calls included), Refused, category; per table, largest total first.
+        ``by``, ``counted``, Name, Calls, TotalDurationNs, AverageNs, Percentage (of that table's
+        total, the application's calls included), Refused, category; one table per ``by`` value
+        and arm (``counted``: the arm whose re-locks pinpath counted), largest total first.
     """
     schema.check_frame(stats, schema.API_STATS)
-    parts = [stats.rename(columns={"refused": "Refused"})[[by, *schema.STATS, "Refused", "category"]]]
+    keys = [by, "counted"]   # one table per arm: the arm whose re-locks pinpath counted is apart (C10)
+    parts = [stats.rename(columns={"refused": "Refused"})[[*keys, *schema.STATS, "Refused", "category"]]]
     if calls is not None and len(calls) and "caller" in calls:
         app = calls[calls["caller"].astype(str) == "application"]
+        app = app if "counted" in app else app.assign(counted=False)
         if len(app):
-            g = app.groupby([by, "call"])
+            g = app.groupby([*keys, "call"])
             own = pd.DataFrame({"Calls": g.size(), "TotalDurationNs": g.duration_ns.sum(),
                                 "Refused": g.rc.apply(lambda rc: int((rc > 0).sum())),
                                 "category": g.category.first()}).reset_index().rename(columns={"call": "Name"})
@@ -256,9 +259,9 @@ def layout(stats: pd.DataFrame, calls: pd.DataFrame | None = None, *, by: str = 
             own["AverageNs"] = (own.TotalDurationNs // own.Calls).astype("int64")
             parts.append(own)
     out = pd.concat(parts, ignore_index=True)
-    out["Percentage"] = 100 * out.TotalDurationNs / out.groupby(by).TotalDurationNs.transform("sum")
-    out = out.sort_values([by, "TotalDurationNs"], ascending=[True, False], kind="stable")
-    return out[[by, *schema.STATS, "Refused", "category"]].astype({"Calls": "int64", "Refused": "int64"}) \
+    out["Percentage"] = 100 * out.TotalDurationNs / out.groupby(keys).TotalDurationNs.transform("sum")
+    out = out.sort_values([*keys, "TotalDurationNs"], ascending=[True, True, False], kind="stable")
+    return out[[*keys, *schema.STATS, "Refused", "category"]].astype({"Calls": "int64", "Refused": "int64"}) \
         .reset_index(drop=True)
 
 

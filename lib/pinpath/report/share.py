@@ -186,7 +186,9 @@ def lock_unlock_table(run_dir: Path, platform: str = "") -> list[list[str]]:
         parts = [("thread (AMD, rocprof)", thread_stats(with_user_pinning=pinned))]
         if ours is not None and {"user_pinned", "category"} <= set(ours.columns):
             mine = ours[(ours.user_pinned.astype(bool) == pinned) & ours.category.isin(["lock", "unlock"])]
-            parts.append((f"this run ({platform})" if platform else "this run", mine))
+            counted = mine.counted.fillna(False).astype(bool) if "counted" in mine else pd.Series(False, index=mine.index)
+            run = f"this run ({platform})" if platform else "this run"
+            parts += [(run, mine[~counted])] + ([(f"{run}, re-locks counted by pinpath", mine[counted])] if counted.any() else [])
         for source, df in parts:
             for r in df.to_dict("records"):
                 avg = float(r["AverageNs"])

@@ -94,8 +94,9 @@ CLAIMS: dict[str, Claim] = {c.id: c for c in (
            Test("all native-call time with / without user pinning, the application's pinning included", "x", "<=", 1,
                 _c10_total, so="user pinning makes the replica's native calls {v} as long")),
           subject="hsa", analogues={"cuda": "cudaHostRegister of memory the application registered is refused (712): "
-                                            "no re-lock is performed, so the lock test is not applicable (the "
-                                            f"refusals' average shown: what {_REFUSAL}); the whole replica's time",
+                                            f"the replica's runtime lock of it is {_COUNTED} (what {_REFUSAL}), "
+                                            "against cudaHostRegister without user pinning; the whole replica's time, "
+                                            "the counted arm's",
                                     "hip": "hipHostRegister with and without the application's registration"}),
     Claim("C11", "JonChesterfield", "The lock must be held for the call: another thread might unlock the same page "
           "meanwhile; locked memory is scarce.", "another thread's unlock can unpin our page",

@@ -168,32 +168,66 @@ def _c10_split(data) -> tuple[pd.DataFrame, pd.DataFrame]:
     return c[~app], c[app]
 
 
-def _c10_lock(data):
+def _counted_arm(c: pd.DataFrame) -> pd.Series:
+    """api_calls rows of the arm whose re-locks pinpath counted (False where a run has no such arm)."""
+    return c.counted.fillna(False).astype(bool) if "counted" in c else pd.Series(False, index=c.index)
+
+
+def _c10_arms(data) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """(the runtime's calls with user pinning of the arm judged, without user pinning, its mechanism):
+    pinpath's count where it was measured (the engine measures it only where the runtime keeps no
+    count: CUDA refuses the re-lock, mlock grants it but its unlock undoes the application's pin),
+    else the runtime's own arm, refused or granted by the runtime."""
     c, _ = _c10_split(data)
-    lock = c[c.category == "lock"]
-    a, b = lock[lock.user_pinned.astype(bool)], lock[~lock.user_pinned.astype(bool)]
+    pinned, counted = c.user_pinned.astype(bool), _counted_arm(c)
+    if counted.any():
+        return c[pinned & counted], c[~pinned], COUNTED
+    with_ = c[pinned & ~counted]
+    lock = with_[with_.category == "lock"]
+    return with_, c[~pinned], REFUSED if len(lock) and (lock.rc > 0).all() else GRANTED
+
+
+def _c10_lock(data):
+    """The runtime's average lock call with user pinning against without, on the arm ``_c10_arms``
+    judges; where the runtime refused every lock of registered memory and pinpath's count was not
+    measured, no re-lock was performed (not applicable). The runtime's own arm is shown beside
+    pinpath's count for information."""
+    c, _ = _c10_split(data)
+    a_all, b_all, words = _c10_arms(data)
+    a, b = a_all[a_all.category == "lock"], b_all[b_all.category == "lock"]
     if not len(a) or not len(b):
         raise Missing("the replica made no lock calls with or without user pinning")
-    refused = int((a.rc > 0).sum())
-    if refused == len(a):   # no re-lock was performed: the replica has no count of pinpath's to show instead
-        return _no_relock(f"{refused} of {len(a)} locks of memory the application registered",
-                          f"those refusals average {fmt_ns(a.duration_ns.mean())} against "
+    own = c[c.user_pinned.astype(bool) & ~_counted_arm(c) & (c.category == "lock")]
+    refused = int((own.rc > 0).sum())
+    if words == REFUSED:   # no re-lock was performed and pinpath's count was not measured
+        return _no_relock(f"{refused} of {len(own)} locks of memory the application registered",
+                          f"those refusals average {fmt_ns(own.duration_ns.mean())} against "
                           f"{fmt_ns(b.duration_ns.mean())} for {len(b)} real locks without user pinning ({REFUSED})")
-    with_ = (f"{len(a)} lock calls of the runtime with user pinning" + (f" ({refused} refused)" if refused else "")
+    with_ = (f"{len(a)} lock calls of the runtime" + (" (counted by pinpath: no runtime call)" if words == COUNTED else "")
+             + " with user pinning" + (f" ({int((a.rc > 0).sum())} refused)" if (a.rc > 0).any() else "")
              + f" average {fmt_ns(a.duration_ns.mean())}")
-    detail = f"{with_}; {len(b)} without average {fmt_ns(b.duration_ns.mean())}; thread: 51438 ns vs 84873 ns"
-    return Result([("lock calls", ratio_ci(a.duration_ns, b.duration_ns, _rep(a), _rep(b)))], detail,
-                  facts={"": with_ + f", against {fmt_ns(b.duration_ns.mean())} for {len(b)} real locks without"})
+    detail = f"{with_} ({words}); {len(b)} without average {fmt_ns(b.duration_ns.mean())}; thread: 51438 ns vs 84873 ns"
+    if words == COUNTED and len(own):   # the runtime's own arm, for information
+        told = REFUSED if refused == len(own) else GRANTED
+        detail += (f"; for information, the runtime's own {len(own)} locks of registered memory "
+                   + (f"({refused} refused) " if refused else "") + f"average {fmt_ns(own.duration_ns.mean())} ({told})")
+    return _mechanism(Result([("lock calls", ratio_ci(a.duration_ns, b.duration_ns, _rep(a), _rep(b)))], detail,
+                             facts={"": with_ + f", against {fmt_ns(b.duration_ns.mean())} for {len(b)} real locks without"}),
+                      words)
 
 
 def _c10_total(data):
     """Every native call over the replica, the application's own pinning calls included (the
-    thread's table has them: hsa_amd_memory_lock_to_pool)."""
+    thread's table has them: hsa_amd_memory_lock_to_pool); with user pinning, the arm
+    ``_c10_arms`` judges, labelled with its mechanism."""
     c, app = _c10_split(data)
     if not len(app):
         raise Missing("the application's own pinning calls are not recorded in api_calls (no caller == "
                       "'application' rows), and the thread's table counts them")
-    everything = pd.concat([c, app])
+    _, _, words = _c10_arms(data)
+    def judged(x):   # no user pinning, and with it the arm judged
+        return x[~x.user_pinned.astype(bool) | (_counted_arm(x) == (words == COUNTED))]
+    everything, app = judged(pd.concat([c, app])), judged(app)
     pinned = everything.user_pinned.astype(bool)
     a, b = everything[pinned].duration_ns.sum(), everything[~pinned].duration_ns.sum()
     if not b:
@@ -206,6 +240,7 @@ def _c10_total(data):
         est = Estimate(a / b, a / b, a / b, len(everything), 1)   # one run: a single repeat
     detail = (f"all native calls over the replica: {fmt_ns(a)} with user pinning (of which the application's own "
               f"{len(app)} calls {fmt_ns(app.duration_ns.sum())}), {fmt_ns(b)} without")
-    return Result([("whole replica", est)], detail,
-                  facts={"": f"with user pinning the replica's native calls take {fmt_ns(a)}, the application's "
-                                 f"{len(app)} own pinning calls included, and {fmt_ns(b)} without"})
+    return _mechanism(Result([("whole replica", est)], detail,
+                             facts={"": f"with user pinning the replica's native calls take {fmt_ns(a)}, the "
+                                        f"application's {len(app)} own pinning calls included, and {fmt_ns(b)} without"}),
+                      words)

@@ -13,7 +13,8 @@ import pytest
 
 from pinpath.errors import RuntimeUnavailable
 from pinpath.experiments import processes, real_terms, wait_mode
-from pinpath.experiments.real_runtime import RealRun, model_plan
+from pinpath.experiments.real_runtime import RealRun
+from pinpath.experiments.replica_compare import model_plan
 from pinpath.runtimes import WAIT_ENV, WAIT_NOT_APPLICABLE, open_runtime
 from pinpath.schema import MODEL_INVOCATIONS, REAL_INVOCATIONS, WAIT_MODEL, check_frame, frame
 

@@ -16,7 +16,7 @@ from ..errors import NotAvailable, PinpathError
 from ..runtimes import WAIT_ENV, WAIT_MODES, WAIT_NOT_APPLICABLE
 from ..schema import WAIT_MODEL, frame
 from . import processes
-from .real_runtime import replica_model
+from .replica_compare import replica_model
 from .replicate import open_for_process
 
 __all__ = ["wait_model", "SECTIONS", "open_for_process", "not_applicable", "mode_of"]

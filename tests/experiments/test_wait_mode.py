@@ -139,3 +139,19 @@ def test_the_model_runs_in_both_modes_over_fresh_processes(cuda_rt):
     assert got.pid.nunique() == 4 and set(got.variant) == {"plain", "app_pinned"}
     phases = real_terms.wait_phases(got)
     assert (phases.auto_processes == 2).all() and phases.difference_ns.notna().all()
+
+
+def test_a_process_labels_its_rows_and_refuses_a_mode_not_in_force(host_rt, monkeypatch):
+    """The section a fresh process runs, on the host with a wait mode stood in for (test input:
+    the host has none): the plan as JSON gives the replica model, each row labelled with the mode
+    asked for and the one in force; a mode asked for that is not in force fails the process."""
+    from pinpath.errors import PinpathError
+    monkeypatch.setattr(host_rt, "wait_mode", "auto", raising=False)
+    plan = model_plan("nvidia", ["plain", "app_pinned"])
+    records = plan.astype(object).where(plan.notna(), None).to_dict("records")
+    got = wait_mode.SECTIONS["wait_model"](host_rt, wait="auto", plan=records, nw_values=[4], steps=1, invocations=3,
+                                           repeats=1, warmup=0, seed=1)
+    assert set(got.wait) == {"auto"} and set(got.wait_in_force) == {"auto"} and set(got.variant) == {"plain", "app_pinned"}
+    assert len(got) == 2 * 3 and got.kernel_only_ns.notna().all()
+    with pytest.raises(PinpathError, match="asked for the blocking wait mode, the context waits in the auto mode"):
+        wait_mode.SECTIONS["wait_model"](host_rt, wait="blocking", plan=records, nw_values=[4], steps=1, invocations=3)

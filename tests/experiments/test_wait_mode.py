@@ -128,6 +128,25 @@ def test_a_context_already_active_in_another_mode_is_refused(cuda_here, first):
            "active in the auto mode" in p.stdout
 
 
+def test_an_auto_open_of_a_blocking_context_is_refused(cuda_here):
+    """The other way: once the process's context waits blocking, a runtime opened in auto says so."""
+    code = f"""
+        import os
+        from pinpath.errors import RuntimeUnavailable
+        from pinpath.runtimes import open_runtime
+        first = open_runtime("cuda")
+        os.environ["{WAIT_ENV}"] = "auto"
+        try:
+            open_runtime("cuda")
+        except RuntimeUnavailable as e:
+            print(first.wait_mode, "refused:", e)
+        """
+    p = _fresh(code, "blocking")
+    assert p.returncode == 0, p.stderr
+    assert "blocking refused: cuda runtime unavailable in the auto wait mode: device 0's context waits in the " \
+           "blocking mode" in p.stdout
+
+
 def test_the_model_runs_in_both_modes_over_fresh_processes(cuda_rt):
     plan = model_plan("nvidia", ["plain", "app_pinned"])
     got = check_frame(wait_mode.wait_model(cuda_rt, plan, nw_values=[4], steps=1, invocations=8, processes_per_mode=2),

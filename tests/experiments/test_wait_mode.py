@@ -174,3 +174,22 @@ def test_a_process_labels_its_rows_and_refuses_a_mode_not_in_force(host_rt, monk
     assert len(got) == 2 * 3 and got.kernel_only_ns.notna().all()
     with pytest.raises(PinpathError, match="asked for the blocking wait mode, the context waits in the auto mode"):
         wait_mode.SECTIONS["wait_model"](host_rt, wait="blocking", plan=records, nw_values=[4], steps=1, invocations=3)
+
+
+def test_auto_never_passes_over_a_runtime_in_the_wrong_wait_mode(monkeypatch):
+    """open_runtime("auto") passes over a platform that is absent, never one whose context waits in
+    another mode than asked (it would measure another platform without saying so); test input: a
+    stand-in CUDA backend that refuses its mode, the host after it."""
+    import pinpath.runtimes as runtimes
+    from pinpath.errors import WaitModeRefused
+    from pinpath.vocab import Platform
+
+    class Refusing:
+        def __init__(self, recorder=None):
+            raise WaitModeRefused("cuda runtime unavailable in the blocking wait mode: (test input)")
+
+    real_backend = runtimes._backend
+    monkeypatch.setattr(runtimes, "_backend", lambda p: Refusing if p == Platform.CUDA else real_backend(p))
+    monkeypatch.setattr(runtimes, "AUTO_ORDER", (Platform.CUDA, Platform.HOST))
+    with pytest.raises(WaitModeRefused, match="test input"):
+        open_runtime("auto")

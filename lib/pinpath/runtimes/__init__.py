@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 from .. import libc
-from ..errors import RuntimeUnavailable
+from ..errors import RuntimeUnavailable, WaitModeRefused
 from ..trace import Recorder
 from ..vocab import Platform, choose
 from .base import (WAIT_ENV, WAIT_MODES, WAIT_NOT_APPLICABLE, DeviceBuffer, PinnedBuffer, Queue, Runtime, event_pair,
@@ -46,6 +46,8 @@ def open_runtime(name: str = "auto", recorder: Recorder | None = None) -> Runtim
         ``name`` is not a platform.
     RuntimeUnavailable
         the named runtime cannot start (one sentence naming what is missing).
+    WaitModeRefused
+        CUDA's context waits in another mode than ``WAIT_ENV`` asks for (also under ``auto``).
     """
     platform = choose(Platform, name, "platform")
     libc.fix_mmap_threshold()   # the allocator state every host buffer of the run is made in
@@ -54,7 +56,7 @@ def open_runtime(name: str = "auto", recorder: Recorder | None = None) -> Runtim
         try:
             rt = _backend(candidate)(recorder=recorder)
         except RuntimeUnavailable as e:
-            if platform != Platform.AUTO:
+            if platform != Platform.AUTO or isinstance(e, WaitModeRefused):   # here, in another state: never passed over
                 raise
             tried.append((candidate.value, str(e)))
             continue

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from ..errors import BadParameter, RuntimeCallFailed, RuntimeUnavailable
+from ..errors import BadParameter, RuntimeCallFailed, RuntimeUnavailable, WaitModeRefused
 from ..records import PointerInfo
 from ..trace import Recorder
 from .base import WAIT_ENV, WAIT_MODES, binding
@@ -50,7 +50,7 @@ class CudaRuntime(StreamRuntime):
         flags = self._check("cudaGetDeviceFlags", cudart.cudaGetDeviceFlags())
         self.wait_mode = SCHEDULE.get(int(flags) & _SCHEDULE_MASK, f"flags {int(flags):#x}")
         if (wait == "blocking") != (self.wait_mode == "blocking"):
-            raise RuntimeUnavailable(f"cuda runtime unavailable in the {wait} wait mode: device {device}'s context "
+            raise WaitModeRefused(f"cuda runtime unavailable in the {wait} wait mode: device {device}'s context "
                                      f"waits in the {self.wait_mode} mode (cudaGetDeviceFlags {int(flags):#x})")
         self._TYPE_HOST = cudart.cudaMemoryType.cudaMemoryTypeHost
         err, ro = cudart.cudaDeviceGetAttribute(
@@ -76,7 +76,7 @@ class CudaRuntime(StreamRuntime):
         flags, active = check("cuDevicePrimaryCtxGetState", driver.cuDevicePrimaryCtxGetState(dev))
         mode = SCHEDULE.get(int(flags) & _SCHEDULE_MASK, f"flags {int(flags):#x}")
         if active and mode != "blocking":
-            raise RuntimeUnavailable(f"cuda runtime unavailable in the blocking wait mode: device {device}'s primary "
+            raise WaitModeRefused(f"cuda runtime unavailable in the blocking wait mode: device {device}'s primary "
                                      f"context is already active in the {mode} mode (open the runtime first, "
                                      f"in a fresh process)")
         if not active:

@@ -15,13 +15,14 @@ def test_the_sentence_names_the_mode_the_replay_ran_in(monkeypatch):
     refused = wait_lines("auto", "nvidia", "device 0's primary context is already active in the auto mode")[0]
     assert refused.startswith("The replay ran with the CUDA context in the auto wait mode, not the blocking one LLVM's "
                               "CUDA plugin sets (device 0's primary context is already active")
+    assert "(advise called inside a longer-lived process" in wait_lines("auto", "nvidia")[0]
     monkeypatch.setenv(WAIT_ENV, "auto")
     assert f"({WAIT_ENV} said so)" in wait_lines("auto", "nvidia")[0]
 
 
 def test_the_open_leaves_the_environment_as_it_was(monkeypatch):
     monkeypatch.delenv(WAIT_ENV, raising=False)
-    rt, why = _open_waiting_as("host", "auto")
+    rt, why = _open_waiting_as("host", "auto", True)
     try:
         assert rt.wait_mode == WAIT_NOT_APPLICABLE and why == "" and WAIT_ENV not in os.environ
     finally:

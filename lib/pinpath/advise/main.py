@@ -236,13 +236,13 @@ def _check_out(out: Path) -> Path:
     return out
 
 
-def _open_waiting_as(platform: str, vendor: str):
-    """The runtime the replay runs on, its context waiting as the runtime predicted for waits: LLVM's
-    CUDA plugin blocks (CU_CTX_SCHED_BLOCKING_SYNC), so for NVIDIA (or ``auto``) the CUDA runtime opens
-    in the blocking mode, unless ``WAIT_ENV`` is set (then that). Where this process's CUDA context is
-    already active in another mode (advise called inside a process that opened CUDA), it opens in the
-    mode in force; the sentence why comes back beside the runtime ("" otherwise)."""
-    if os.environ.get(WAIT_ENV) or vendor not in ("auto", "nvidia"):
+def _open_waiting_as(platform: str, vendor: str, as_runtime: bool = True):
+    """The runtime the replay runs on, with ``as_runtime`` its context waiting as the runtime predicted
+    for waits: LLVM's CUDA plugin blocks (CU_CTX_SCHED_BLOCKING_SYNC), so for NVIDIA (or ``auto``) the
+    CUDA runtime opens in the blocking mode, unless ``WAIT_ENV`` is set (then that). Where this
+    process's CUDA context is already active in another mode, it opens in the mode in force; the
+    sentence why comes back beside the runtime ("" otherwise)."""
+    if not as_runtime or os.environ.get(WAIT_ENV) or vendor not in ("auto", "nvidia"):
         return open_runtime(platform), ""
     os.environ[WAIT_ENV] = "blocking"
     try:
@@ -261,7 +261,8 @@ def wait_lines(wait_mode: str, vendor: str, why: str = "") -> list[str]:
     if wait_mode == "blocking":
         return ["The replay ran with the CUDA context waiting blocking (`CU_CTX_SCHED_BLOCKING_SYNC`), as LLVM's "
                 "CUDA plugin sets it: each wait is woken by the GPU's interrupt."]
-    asked = f" ({why})" if why else f" ({WAIT_ENV} said so)" if os.environ.get(WAIT_ENV) else ""
+    asked = (f" ({why})" if why else f" ({WAIT_ENV} said so)" if os.environ.get(WAIT_ENV) else
+             " (advise called inside a longer-lived process: the context's mode is the whole process's)")
     plugin = "the blocking one LLVM's CUDA plugin sets" if vendor == "nvidia" else "the one its runtime sets"
     return [f"The replay ran with the CUDA context in the {wait_mode} wait mode, not {plugin}{asked}: "
             "the prediction's waits may be shorter than the application's."]
@@ -270,14 +271,18 @@ def wait_lines(wait_mode: str, vendor: str, why: str = "") -> list[str]:
 def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
            repeats: int = 10, real: Path | None = None, application: str | None = None,
            engine: str = "auto", runtime_term: bool = True, offload_dir: Path | None = None,
-           construct: str = "update", designs: bool = False, trace_cpus: str | None = None) -> dict:
+           construct: str = "update", designs: bool = False, trace_cpus: str | None = None,
+           wait_as_runtime: bool = False) -> dict:
     """Everything ``pinpath advise`` does; the paths written and the run's facts. ``runtime_term``:
     add the offload runtime's own cost per copy, probed on this node (runtime_term.probe_runtime)
     where an offload build is here, as ``construct`` makes the copies (update or region).
     ``designs``: replay the trace under every policy of the engine too, as runtime designs
     (``advise.designs``): designs.csv, their rows in prediction.csv and a section of the pages.
     ``trace_cpus``: the CPUs the traced application ran on (a Linux CPU list), to say where the trace
-    was taken against where the prediction was measured (``advise.placement``)."""
+    was taken against where the prediction was measured (``advise.placement``). ``wait_as_runtime``:
+    the replay's CUDA context waits as the runtime predicted for (``_open_waiting_as``); the command
+    sets it, its process being its own; a caller inside a longer-lived process leaves it off, since the
+    context's wait mode is then the whole process's. The advice says which mode the replay ran in."""
     check_construct(construct)
     if trace_cpus is not None:
         of_cpus(trace_cpus, gpu=False, irq_cpus=[], gpu_node=-1)   # a CPU list, or BadParameter before anything runs
@@ -310,7 +315,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     if trace.has_sizes:   # the replay first: a runtime that cannot start leaves nothing written
         if vendor != "auto" and not policies_for(vendor):
             raise BadParameter(f"no variant is modelled for the vendor {vendor!r}; known: nvidia, amd, host")
-        rt, wait_why = _open_waiting_as(platform, vendor)
+        rt, wait_why = _open_waiting_as(platform, vendor, wait_as_runtime)
         try:
             vendor = VENDORS.get(rt.name, "host") if vendor == "auto" else vendor
             waits = wait_lines(rt.wait_mode, vendor, wait_why)

@@ -218,7 +218,8 @@ def _main(args) -> int:
             res = advise(args.trace, out=args.out, platform=args.platform, vendor=args.vendor, repeats=args.repeats,
                          real=args.real, application=args.application, engine=args.engine,
                          runtime_term=not args.no_runtime_term, offload_dir=args.offload_dir,
-                         construct=args.construct, designs=args.designs, trace_cpus=args.trace_cpus)
+                         construct=args.construct, designs=args.designs, trace_cpus=args.trace_cpus,
+                         wait_as_runtime=True)
             print(printable("\n".join(f"- {a}" for a in res["advice"]), keep="\n"))
             print(printable(f"advice: {res['html']}; summary: {res['summary']}"))
             return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 __all__ = [
-    "PinpathError", "RuntimeUnavailable", "NotAvailable", "RuntimeCallFailed", "LockFailed",
+    "PinpathError", "RuntimeUnavailable", "WaitModeRefused", "NotAvailable", "RuntimeCallFailed", "LockFailed",
     "UnknownName", "BadParameter", "VerificationFailed", "SchemaMismatch",
     "RunFailed", "PinpathWarning", "warn", "printable",
 ]
@@ -25,6 +25,11 @@ class PinpathError(Exception):
 
 class RuntimeUnavailable(PinpathError):
     """The runtime cannot start: a library, a package or a device is missing."""
+
+
+class WaitModeRefused(RuntimeUnavailable):
+    """The runtime is here but its context waits in another mode than the one asked for
+    (``runtimes.WAIT_ENV``); ``open_runtime("auto")`` does not pass over it to another platform."""
 
 
 class NotAvailable(PinpathError):

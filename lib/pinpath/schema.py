@@ -19,6 +19,7 @@ __all__ = ["ENGINE_FIDELITY", "PLAIN_TRANSFERS", "PHASE_COMPARE", "TRANSFERS", "
            "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "HAZARD_MEANT", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
            "OVERLAP_REAL", "OVERLAP_STREAMS",
            "REAL_RUNS", "REAL_INVOCATIONS", "REAL_PRESENT", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO", "REAL_REGIONS", "REAL_TERMS",
+           "WAIT_MODEL", "WAIT_PHASES",
            "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
 
@@ -277,7 +278,7 @@ REAL_REGIONS = {         # one row per region of a traced --paired run (real_ter
 }
 REAL_TERMS = {           # model / real with the real runtime's measured terms added in turn (real_terms)
     "variant": "str", "nw": "int", "step": "int",   # 0: the model alone, then one term more per step
-    "term": "str",           # model, present-only region, bookkeeping
+    "term": "str",           # model, present-only region, bookkeeping, blocking wait
     "measured_ns": "float",  # the measured figure the step puts in (median)
     "replaced_ns": "float",  # what of the model it replaces (the replica's kernel alone; else 0)
     "term_ns": "float",      # what the step adds to the model's figure (NaN at step 0)
@@ -287,7 +288,21 @@ REAL_TERMS = {           # model / real with the real runtime's measured terms a
     "ratio": "float", "ratio_lo": "float", "ratio_hi": "float",   # model / real, bootstrap 95 %
     "within": "bool?",       # |ratio - 1| <= 0.15
     "model_repeats": "int", "real_processes": "int", "present_processes": "int", "traced_invocations": "int",
+    "wait_processes": "int",  # processes in each wait mode (the fewer of the two)
     "note": "str",           # why a step has no figure
+}
+WAIT_MODEL = {           # the replica model in fresh processes in each CUDA wait mode (experiments.wait_mode)
+    **MODEL_INVOCATIONS,     # repeat: the process (the unit of repeat)
+    "wait": "str",           # the mode the process opened in: auto (CUDA's default) or blocking (LLVM's CUDA plugin's)
+    "wait_in_force": "str",  # the mode read back from the context (cudaGetDeviceFlags)
+    "repeat_unit": "str", "section_order": "int", "pid": "int",
+}
+WAIT_PHASES = {          # blocking less auto per phase of an invocation (real_terms.wait_phases)
+    "variant": "str", "nw": "int",
+    "phase": "str",          # h2d, kernel, d2h, sync, transfer (ns - kernel_only_ns), invocation (ns)
+    "auto_ns": "float", "blocking_ns": "float",   # medians of the process medians in each mode
+    "difference_ns": "float", "difference_lo_ns": "float", "difference_hi_ns": "float",   # blocking - auto, bootstrap 95 %
+    "auto_processes": "int", "blocking_processes": "int",
 }
 
 # -- what changes a transfer's cost (notebook 14) ------------------------------------------------

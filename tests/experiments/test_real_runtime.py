@@ -19,6 +19,7 @@ from pinpath.experiments import offload_build
 from pinpath.experiments import real_runtime as rr
 from pinpath.experiments import real_terms
 from pinpath.experiments import replica_compare as rc
+from pinpath.experiments import wait_mode
 from pinpath.schema import MODEL_INVOCATIONS, RATIO, REAL_TERMS, SUMMARY, check_frame
 
 # stderr of `region --markers` under LIBOMPTARGET_INFO=32 (LLVM 19.1.7), with the plugin's
@@ -372,8 +373,11 @@ def test_host_offload_paired_processes_measure_the_present_only_region(host_buil
     _check_paired(ran, ["plain"], processes=2, invocations=4)
     assert len(ran.invocations) == 3 * 4          # the timed processes and the traced one, unpaired
     model = rc.replica_model(host_rt, rc.model_plan("host", ["plain"]), nw_values=[2], steps=2, invocations=4)
-    terms = check_frame(real_terms.model_terms(model, ran), REAL_TERMS)
-    assert list(terms.step) == [0, 1, 2] and np.isfinite(terms.ratio).all() and (terms.note == "").all()
+    waited = wait_mode.wait_model(host_rt, rc.model_plan("host", ["plain"]), nw_values=[2], steps=1, invocations=4)
+    terms = check_frame(real_terms.model_terms(model, ran, wait=waited), REAL_TERMS)
+    assert list(terms.step) == [0, 1, 2, 3] and np.isfinite(terms[terms.step < 3].ratio).all()
+    assert (terms[terms.step < 3].note == "").all()   # the host has no wait mode: that term not measured, saying so
+    assert terms[terms.step == 3].ratio.isna().all() and terms[terms.step == 3].note.str.contains("not applicable").all()
 
 
 def test_paired_processes_and_the_terms_on_the_gpu(cuda_rt):
@@ -392,12 +396,16 @@ def test_paired_processes_and_the_terms_on_the_gpu(cuda_rt):
                           processes=2, paired_processes=2)
     _check_paired(ran, variants, processes=2, invocations=6)
     model = rc.replica_model(cuda_rt, rc.model_plan(build.vendor, variants), nw_values=[16], steps=2, invocations=6)
-    terms = check_frame(real_terms.model_terms(model, ran), REAL_TERMS)
-    assert len(terms) == 3 * len(variants) and np.isfinite(terms.ratio).all() and (terms.ratio_lo <= terms.ratio_hi).all()
+    waited = wait_mode.wait_model(cuda_rt, rc.model_plan(build.vendor, variants), nw_values=[16], steps=1, invocations=6,
+                                  processes_per_mode=2)
+    terms = check_frame(real_terms.model_terms(model, ran, wait=waited), REAL_TERMS)
+    assert len(terms) == 4 * len(variants) and np.isfinite(terms.ratio).all() and (terms.ratio_lo <= terms.ratio_hi).all()
+    assert (terms[terms.step == 3].wait_processes == 2).all()
     assert (terms[terms.step == 1].measured_ns > 0).all() and (terms[terms.step == 1].replaced_ns > 0).all()
     head, *text = real_terms.terms_explanation(terms).splitlines()   # the headline, then a line per point
     assert head.startswith("**Within 1 ± 0.15: ") and f"of {len(variants)} points" in head
     assert len(text) == len(variants) and all("present-only region (" in t and "not measured" not in t for t in text)
+    assert all("with the real runtime's blocking wait (" in t for t in text)
 
 
 def test_the_model_times_each_invocation_without_its_copies(any_rt):

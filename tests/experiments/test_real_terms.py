@@ -8,7 +8,8 @@ import pytest
 
 from pinpath.experiments import real_runtime as rr
 from pinpath.experiments import real_terms as rt
-from pinpath.schema import MODEL_INVOCATIONS, REAL_INVOCATIONS, REAL_PRESENT, REAL_REGIONS, REAL_TERMS, check_frame, frame
+from pinpath.schema import (MODEL_INVOCATIONS, REAL_INVOCATIONS, REAL_PRESENT, REAL_REGIONS, REAL_TERMS, WAIT_MODEL,
+                            WAIT_PHASES, check_frame, frame)
 
 
 def _x(ts, dur, name, line, extra=""):
@@ -86,9 +87,29 @@ def composed():
                              frame(present.to_dict("records"), REAL_PRESENT), phases)
 
 
-def test_each_term_is_added_in_turn(composed):
+def _wait(variant, auto, blocking, nw=128):
+    """Test input, WAIT_MODEL rows: per process of each wait mode (its d2h_ns, its kernel_only_ns), 4
+    invocations each; ns is the D2H, a sync of 5 us the same in both modes, and the kernel alone."""
+    per = [("auto", a) for a in auto] + [("blocking", b) for b in blocking]
+    return [{"variant": variant, "policy": "driver_pageable", "user_pinned": False, "threshold_nbytes": None, "nw": nw,
+             "step": 0, "invocation": i, "ns": d2h + 5_000 + ko, "h2d_ns": 0, "kernel_ns": ko, "d2h_ns": d2h,
+             "sync_ns": 5_000, "kernel_only_ns": ko, "repeat": p, "platform": "cuda", "wait": mode, "wait_in_force": mode,
+             "repeat_unit": "process", "section_order": 0, "pid": 1000 + p}
+            for p, (mode, (d2h, ko)) in enumerate(per) for i in range(4)]
+
+
+@pytest.fixture
+def waited():
+    """Test input: the transfer part (D2H + 5 us sync) 84 us in auto, 96 us in blocking processes
+    (medians of 75/79/83 and 87/91/95 us D2H plus the sync): +12 us."""
+    auto = [(75_000, 20_000), (79_000, 22_000), (83_000, 21_000)]
+    blocking = [(87_000, 20_000), (91_000, 21_000), (95_000, 22_000)]
+    return frame(_wait("near", auto, blocking) + _wait("far", auto, blocking), WAIT_MODEL)
+
+
+def test_each_term_is_added_in_turn(composed, waited):
     model, ran = composed
-    t = check_frame(rt.model_terms(model, ran), REAL_TERMS).set_index(["variant", "step"])
+    t = check_frame(rt.model_terms(model, ran, wait=waited), REAL_TERMS).set_index(["variant", "step"])
     near = t.loc["near"]
     assert list(near.term) == list(rt.TERMS)
     # the model: 105 us (repeat medians 100, 110) against 160 us (process medians 150, 160, 170)
@@ -99,11 +120,57 @@ def test_each_term_is_added_in_turn(composed):
     # bookkeeping: after the warm-up invocation, full 9 us less present-only 7 us
     assert near.loc[2, "measured_ns"] == 2_000 and near.loc[2, "model_ns"] == 148_000
     assert near.loc[2, "ratio"] == pytest.approx(148 / 160) and near.loc[2, "within"] and not near.loc[0, "within"]
+    # the blocking wait: the transfer part 96 us in blocking less 84 us in auto processes, added on top
+    assert near.loc[3, "measured_ns"] == 12_000 and near.loc[3, "term_ns"] == 12_000
+    assert near.loc[3, "model_ns"] == 160_000 and near.loc[3, "ratio"] == pytest.approx(1.0)
+    assert near.loc[3, "model_lo_ns"] < 160_000 < near.loc[3, "model_hi_ns"] and (t.wait_processes == 3).all()
+    assert (t.note == "").all()
     assert (t.ratio_lo <= t.ratio).all() and (t.ratio <= t.ratio_hi).all() and (t.ratio_hi > t.ratio_lo).any()
     assert (near.real_paired_ns == 165_000).all() and (t.real_processes == 3).all()
     assert (t.present_processes == 3).all() and (t.traced_invocations == 1).all()
     far = t.loc["far"]
     assert far.loc[2, "ratio"] == pytest.approx(148 / 300) and not far.within.any()
+    assert far.loc[3, "ratio"] == pytest.approx(160 / 300)
+
+
+def test_the_blocking_wait_is_blocking_less_auto_and_says_what_it_closed(composed, waited):
+    """The sign: a wait mode that made the copies faster takes from the model; the sentences name it."""
+    model, ran = composed
+    swapped = waited.assign(wait=waited.wait.map({"auto": "blocking", "blocking": "auto"}))
+    t = rt.model_terms(model, ran, wait=swapped).set_index(["variant", "step"])
+    assert t.loc[("near", 3), "term_ns"] == -12_000 and t.loc[("near", 3), "model_ns"] == 136_000
+    near = next(l for l in rt.terms_explanation(rt.model_terms(model, ran, wait=waited)).splitlines() if "**near" in l)
+    assert "default mode: +12 us; 3 processes each): +12 us (22 % of the gap), 1.00" in near
+    assert "against the replica's 96 us in the blocking wait mode" in near
+
+
+def test_the_blocking_wait_not_measured_says_why(composed, waited):
+    model, ran = composed
+    host = pd.DataFrame([{"not_applicable": "host: the wait mode is not applicable (test input)"}])
+    for wait, why in ((None, "the wait mode was not measured"), (host, "host: the wait mode is not applicable"),
+                      (waited[waited.wait == "auto"], "no process of one of the wait modes at this point")):
+        t = rt.model_terms(model, ran, wait=wait)
+        last = t[t.step == 3]
+        assert last.ratio.isna().all() and last.note.str.startswith(why).all(), why
+        assert t[t.step == 2].ratio.notna().all()
+        assert f"blocking wait: not measured ({why}" in rt.terms_explanation(t)
+    # a term not measured adds nothing: the blocking wait goes on the last figure measured
+    bare = rr.RealRun(ran.runs, ran.invocations, ran.copies, ran.phases)
+    t = rt.model_terms(model, bare, wait=waited).set_index(["variant", "step"])
+    assert np.isnan(t.loc[("near", 1), "ratio"]) and t.loc[("near", 3), "model_ns"] == 105_000 + 12_000
+    assert t.loc[("near", 3), "term_ns"] == 12_000
+
+
+def test_the_wait_phases_say_which_phase_moved(waited):
+    p = check_frame(rt.wait_phases(waited), WAIT_PHASES).set_index(["variant", "phase"]).loc["near"]
+    assert list(p.index) == ["h2d", "kernel", "d2h", "sync", "transfer", "invocation"]
+    assert (p.loc["d2h", "auto_ns"], p.loc["d2h", "blocking_ns"], p.loc["d2h", "difference_ns"]) == (79_000, 91_000, 12_000)
+    assert p.loc["sync", "difference_ns"] == 0 and p.loc["transfer", "difference_ns"] == 12_000
+    assert p.loc["d2h", "difference_lo_ns"] > 0 and (p.auto_processes == 3).all()
+    line = next(l for l in rt.wait_explanation(rt.wait_phases(waited)).splitlines() if "**near" in l)
+    assert "moved: d2h +12 us" in line and "not clear of 0: h2d" in line and "sync +0 ns" in line.split("moved")[-1]
+    gone = rt.wait_phases(pd.DataFrame([{"not_applicable": "host: test input"}]))
+    assert gone.not_applicable.iloc[0] == "host: test input" and rt.wait_explanation(gone) == ""
 
 
 def test_the_sentences_say_which_term_closed_how_much_and_what_is_left(composed):

@@ -434,16 +434,16 @@ def test_the_terms_figure_shows_the_bare_model_beside_the_model_with_terms():
     from pinpath.experiments.real_terms import TERMS
     from pinpath.report.replica_figures import terms_ratio
     rows = [{"variant": v, "nw": n, "step": k, "term": TERMS[k], "ratio": r, "ratio_lo": r - 0.05, "ratio_hi": r + 0.05}
-            for v in ("plain", "app_pinned") for n in (16, 128) for k, r in enumerate((0.7, 0.92, 0.95))]
+            for v in ("plain", "app_pinned") for n in (16, 128) for k, r in enumerate((0.7, 0.92, 0.95, 0.98))]
     fig = terms_ratio(pd.DataFrame(rows))
     _check(fig, time_axis=False)
     assert figures.words(fig)["title"] and not figures.problems(fig), figures.problems(fig)
     assert _legend_words(fig) == ("the model with", ["nothing (the model alone)", *(f"+ {t}" for t in TERMS[1:])])
     assert {"plain, nw=16", "app_pinned, nw=128"} <= set(_texts(fig))
     bars = [c for c in fig.axes[0].collections if len(c.get_segments()) == 4]   # one interval per variant and nw
-    assert len(bars) == 3 and all(round(s[1][0] - s[0][0], 6) == 0.1 for c in bars for s in c.get_segments())
+    assert len(bars) == len(TERMS) and all(round(s[1][0] - s[0][0], 6) == 0.1 for c in bars for s in c.get_segments())
     _legend_outside(fig)
     bare = pd.DataFrame(rows).assign(ratio=lambda d: d.ratio.where(d.step == 0))
     assert _legend_words(terms_ratio(bare))[1] == ["nothing (the model alone)", "+ present-only region (not measured)",
-                                                   "+ bookkeeping (not measured)"]
+                                                   "+ bookkeeping (not measured)", "+ blocking wait (not measured)"]
     assert "no build" in " ".join(_texts(terms_ratio(pd.DataFrame([{"not_applicable": "no build"}]))))

@@ -4,6 +4,7 @@ node under every variant the vendor's runtime has, predict, advise, write the pa
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from pathlib import Path
 
@@ -12,12 +13,12 @@ import pandas as pd
 
 from .. import runfolder as rf
 from ..atomic import replacing_folder
-from ..errors import BadParameter
+from ..errors import BadParameter, WaitModeRefused
 from ..experiments.offload_build import VARIANTS
 from ..experiments.replica_compare import MODELS
 from .. import paths
 from ..report.fmt import format_measured
-from ..runtimes import open_runtime
+from ..runtimes import WAIT_ENV, WAIT_NOT_APPLICABLE, open_runtime
 from .advice import advice
 from .designs import DESIGNS, design_rows, design_runtime_rows, design_table
 from .parse import read_trace
@@ -235,17 +236,53 @@ def _check_out(out: Path) -> Path:
     return out
 
 
+def _open_waiting_as(platform: str, vendor: str, as_runtime: bool = True):
+    """The runtime the replay runs on, with ``as_runtime`` its context waiting as the runtime predicted
+    for waits: LLVM's CUDA plugin blocks (CU_CTX_SCHED_BLOCKING_SYNC), so for NVIDIA (or ``auto``) the
+    CUDA runtime opens in the blocking mode, unless ``WAIT_ENV`` is set (then that). Where this
+    process's CUDA context is already active in another mode, it opens in the mode in force; the
+    sentence why comes back beside the runtime ("" otherwise)."""
+    if not as_runtime or os.environ.get(WAIT_ENV) or vendor not in ("auto", "nvidia"):
+        return open_runtime(platform), ""
+    os.environ[WAIT_ENV] = "blocking"
+    try:
+        return open_runtime(platform), ""
+    except WaitModeRefused as e:
+        why = str(e)
+    finally:
+        del os.environ[WAIT_ENV]
+    return open_runtime(platform), why
+
+
+def wait_lines(wait_mode: str, vendor: str, why: str = "") -> list[str]:
+    """The advice's sentence on the wait mode the replay ran in (none where it is not applicable)."""
+    if wait_mode == WAIT_NOT_APPLICABLE:
+        return []
+    if wait_mode == "blocking":
+        return ["The replay ran with the CUDA context waiting blocking (`CU_CTX_SCHED_BLOCKING_SYNC`), as LLVM's "
+                "CUDA plugin sets it: each wait is woken by the GPU's interrupt."]
+    asked = (f" ({why})" if why else f" ({WAIT_ENV} said so)" if os.environ.get(WAIT_ENV) else
+             " (advise called inside a longer-lived process: the context's mode is the whole process's)")
+    plugin = "the blocking one LLVM's CUDA plugin sets" if vendor == "nvidia" else "the one its runtime sets"
+    return [f"The replay ran with the CUDA context in the {wait_mode} wait mode, not {plugin}{asked}: "
+            "the prediction's waits may be shorter than the application's."]
+
+
 def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendor: str = "auto",
            repeats: int = 10, real: Path | None = None, application: str | None = None,
            engine: str = "auto", runtime_term: bool = True, offload_dir: Path | None = None,
-           construct: str = "update", designs: bool = False, trace_cpus: str | None = None) -> dict:
+           construct: str = "update", designs: bool = False, trace_cpus: str | None = None,
+           wait_as_runtime: bool = False) -> dict:
     """Everything ``pinpath advise`` does; the paths written and the run's facts. ``runtime_term``:
     add the offload runtime's own cost per copy, probed on this node (runtime_term.probe_runtime)
     where an offload build is here, as ``construct`` makes the copies (update or region).
     ``designs``: replay the trace under every policy of the engine too, as runtime designs
     (``advise.designs``): designs.csv, their rows in prediction.csv and a section of the pages.
     ``trace_cpus``: the CPUs the traced application ran on (a Linux CPU list), to say where the trace
-    was taken against where the prediction was measured (``advise.placement``)."""
+    was taken against where the prediction was measured (``advise.placement``). ``wait_as_runtime``:
+    the replay's CUDA context waits as the runtime predicted for (``_open_waiting_as``); the command
+    sets it, its process being its own; a caller inside a longer-lived process leaves it off, since the
+    context's wait mode is then the whole process's. The advice says which mode the replay ran in."""
     check_construct(construct)
     if trace_cpus is not None:
         of_cpus(trace_cpus, gpu=False, irq_cpus=[], gpu_node=-1)   # a CPU list, or BadParameter before anything runs
@@ -278,9 +315,11 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     if trace.has_sizes:   # the replay first: a runtime that cannot start leaves nothing written
         if vendor != "auto" and not policies_for(vendor):
             raise BadParameter(f"no variant is modelled for the vendor {vendor!r}; known: nvidia, amd, host")
-        rt = open_runtime(platform)
+        rt, wait_why = _open_waiting_as(platform, vendor, wait_as_runtime)
         try:
             vendor = VENDORS.get(rt.name, "host") if vendor == "auto" else vendor
+            waits = wait_lines(rt.wait_mode, vendor, wait_why)
+            meta["wait mode"] = rt.wait_mode
             pols = policies_for(vendor)
             gpu = rt.name != "host"
             placed = here(gpu=gpu)   # where the replay and the runtime probe run: the prediction's placement
@@ -327,7 +366,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             lines += _measured_apart(rows, pred)
             real_places = set(real_df.placement.astype(str)) if real_df is not None and "placement" in real_df else ()
             at = next((i for i, line in enumerate(lines) if line.startswith("Caveat")), len(lines))
-            lines[at:at] = placement_lines(placed, traced, real_places)   # before the caveats
+            lines[at:at] = placement_lines(placed, traced, real_places) + waits   # before the caveats
             if rep_designs is not None:
                 rep_designs.to_csv(out / "designs_replay.csv", index=False)
                 design_tab = design_table(predict(p, rep_designs, DESIGNS), pred)

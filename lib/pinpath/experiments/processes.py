@@ -47,11 +47,13 @@ class Failed(PinpathError):
 
 
 def run(target: str, specs: dict, *, platform: str, device: int = 0, repeats: int, warmup: int,
-        timeout_s: int = 600, vary: Callable[[int], dict] | None = None) -> dict:
+        timeout_s: int = 600, vary: Callable[[int], dict] | None = None,
+        vary_env: Callable[[int], dict] | None = None) -> dict:
     """Each of ``repeats`` a fresh process that runs every measurement of ``specs`` ({name: its
     keyword arguments}) of ``target``'s ``SECTIONS``; {name: its rows over the processes (a
     ``repeat`` column numbering the process), or the sentence why it could not run}. ``vary(r)``:
-    keyword arguments that differ in process r (e.g. a byte check in the first only). Failed where
+    keyword arguments that differ in process r (e.g. a byte check in the first only); ``vary_env(r)``:
+    environment variables of process r (e.g. the CUDA wait mode, read when it opens). Failed where
     a process fails as a whole (its last line of stderr) or runs past ``timeout_s``."""
     pkg_parent = str(Path(__file__).resolve().parents[2])
     env = {k: v for k, v in os.environ.items() if k != progress.ENV}
@@ -65,7 +67,8 @@ def run(target: str, specs: dict, *, platform: str, device: int = 0, repeats: in
                                for name, kw in specs.items()})
             cmd = [sys.executable, "-m", "pinpath.experiments.processes", target, platform, str(device), args, d, str(r)]
             try:
-                p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
+                                   env={**env, **(vary_env(r) if vary_env else {})})
             except subprocess.TimeoutExpired:
                 raise Failed(f"{platform}: a process of {label} did not finish in {timeout_s} s") from None
             if p.returncode != 0:

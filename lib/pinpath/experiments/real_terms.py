@@ -13,12 +13,18 @@ The terms, each a measurement, added in turn to the model's figure per invocatio
 1. ``present-only region``: the real present-only region in place of the replica's kernel alone
    (the model's transfer part + the real present-only region);
 2. ``bookkeeping``: what the copies add to a region's time outside its profiled events (the full
-   region's less the present-only region's, medians over the traced run's invocations).
+   region's less the present-only region's, medians over the traced run's invocations);
+3. ``blocking wait``: the real runtime's wait mode (LLVM's CUDA plugin puts the context in
+   CU_CTX_SCHED_BLOCKING_SYNC; the model runs in CUDA's default): the model's transfer part in fresh
+   processes in the blocking mode less in the auto mode (``experiments.wait_mode``, medians of the
+   process medians); ``wait_phases`` says which phase moved.
 
+A term that was not measured adds nothing: the next one is added to the last figure measured.
 What is left after them is the transfers themselves: the real runtime's copies (real - present-only
-region - bookkeeping) against the replica's (model - kernel alone). Each figure is a sum of medians;
-its interval is bootstrapped over the model's repeats, the real processes and the traced
-invocations, each resampled apart (``stats.median_draws``).
+region - bookkeeping) against the replica's (model - kernel alone, + the wait mode's difference).
+Each figure is a sum of medians; its interval is bootstrapped over the model's repeats, the real
+processes, the traced invocations and the wait-mode processes, each resampled apart
+(``stats.median_draws``).
 """
 
 from __future__ import annotations
@@ -26,14 +32,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..schema import REAL_REGIONS, REAL_TERMS, frame
+from ..runtimes import WAIT_MODES
+from ..schema import REAL_REGIONS, REAL_TERMS, WAIT_PHASES, frame
 from ..stats import interval, median_draws
 from ..units import fmt_ns
 
-__all__ = ["region_work", "model_terms", "terms_explanation", "TERMS", "TOLERANCE"]
+__all__ = ["region_work", "model_terms", "terms_explanation", "wait_phases", "wait_explanation", "TERMS",
+           "TOLERANCE"]
 
 #: the terms in the order they are added (step 0 is the model alone)
-TERMS = ("model", "present-only region", "bookkeeping")
+TERMS = ("model", "present-only region", "bookkeeping", "blocking wait")
 TOLERANCE = 0.15   #: model / real within 1 ± this is "within" (issue 33)
 _EXE = "Runtime: target exe"
 _REGION = {"invocation": "full", "present": "present_only"}
@@ -90,14 +98,38 @@ def _estimate(draws: np.ndarray, value: float) -> tuple[float, float, float]:
     return float(value), lo, hi
 
 
-def model_terms(model: pd.DataFrame, real, regions: pd.DataFrame | None = None, *, skip_first: int = 1,
-                tolerance: float = TOLERANCE) -> pd.DataFrame:
+def _wait_steady(wait: pd.DataFrame | None, skip_first: int) -> tuple[pd.DataFrame | None, str]:
+    """The wait-mode processes' steady invocations with their transfer part, or None and why not."""
+    if wait is None:
+        return None, "the wait mode was not measured"
+    if "not_applicable" in wait.columns:
+        return None, str(wait.not_applicable.iloc[0])
+    w = _steady(wait, skip_first)
+    return w.assign(transfer_ns=w.ns - w.kernel_only_ns.astype("Float64")), ""
+
+
+def _wait_difference(w: pd.DataFrame, variant, nw, column: str, seed: int):
+    """Blocking less auto of ``column`` at one point: (value, draws, processes per mode, the two
+    medians), medians of the process medians; NaN where a mode has no process there."""
+    g = w[(w.variant == variant) & (w.nw == nw)]
+    auto_u, blocking_u = (_unit_medians(g[g.wait == m], column, "repeat") for m in WAIT_MODES)
+    n = (len(auto_u), len(blocking_u))
+    medians = tuple(float(np.median(u)) if len(u) else np.nan for u in (auto_u, blocking_u))
+    if not all(n):
+        return np.nan, np.full(1, np.nan), n, medians
+    return (medians[1] - medians[0], median_draws(blocking_u, seed=seed) - median_draws(auto_u, seed=seed + 1),
+            n, medians)
+
+
+def model_terms(model: pd.DataFrame, real, regions: pd.DataFrame | None = None, *,
+                wait: pd.DataFrame | None = None, skip_first: int = 1, tolerance: float = TOLERANCE) -> pd.DataFrame:
     """REAL_TERMS: per variant and nw, model / real with each measured term added in turn
     (``TERMS``), each with its interval. ``model``: MODEL_INVOCATIONS (with ``kernel_only_ns``);
     ``real``: a RealRun (its untimed ``invocations`` the denominator, ``present`` the present-only
     region); ``regions``: REAL_REGIONS of the traced paired run (default: from
-    ``real.present_phases``). A term that was not measured (no paired process, no trace) has NaN
-    figures and says so in ``note``. The first ``skip_first`` invocations of each process (warm-up)
+    ``real.present_phases``); ``wait``: WAIT_MODEL (``wait_mode.wait_model``) or its reason frame.
+    A term that was not measured (no paired process, no trace, no wait mode) has NaN figures and
+    says so in ``note``. The first ``skip_first`` invocations of each process (warm-up)
     are left out on every side; a reason frame where the real runtime could not run."""
     inv = real.invocations
     if "not_applicable" in inv.columns:
@@ -108,6 +140,7 @@ def model_terms(model: pd.DataFrame, real, regions: pd.DataFrame | None = None, 
     inv = _steady(inv[~inv.traced.astype(bool)], skip_first)
     present = _steady(present[~present.traced.astype(bool)], skip_first) if len(present) else present
     model, regions = _steady(model, skip_first), _steady(regions, skip_first)
+    w, wait_why = _wait_steady(wait, skip_first)
     rows = []
     for (variant, nw), r in inv.groupby(["variant", "nw"]):
         m = model[(model.variant == variant) & (model.nw == nw)]
@@ -136,6 +169,11 @@ def model_terms(model: pd.DataFrame, real, regions: pd.DataFrame | None = None, 
         bk = (np.median(full_bk) - np.median(pres_bk)) if ok2 else np.nan
         bk_draws = median_draws(full_bk, seed=5) - median_draws(pres_bk, seed=6) if ok2 else np.full(1, np.nan)
         steps.append((base + bk, base_draws + bk_draws, bk, 0.0, "" if ok2 else "no traced --paired run"))
+        wt, wt_draws, wait_n, _ = (_wait_difference(w, variant, nw, "transfer_ns", seed=7) if w is not None
+                                   else (np.nan, np.full(1, np.nan), (0, 0), None))
+        on = next(st for st in reversed(steps) if np.isfinite(st[0]))   # the last step measured
+        steps.append((on[0] + wt, on[1] + wt_draws, wt, 0.0,
+                      wait_why or ("" if np.isfinite(wt) else "no process of one of the wait modes at this point")))
         prev = np.nan
         for k, (value, draws, measured, replaced, note) in enumerate(steps):
             ratio, lo, hi = _estimate(draws / real_draws, value / real_ns)
@@ -148,8 +186,8 @@ def model_terms(model: pd.DataFrame, real, regions: pd.DataFrame | None = None, 
                          "within": bool(np.isfinite(ratio) and abs(ratio - 1) <= tolerance),
                          "model_repeats": len(model_u), "real_processes": len(real_u),
                          "present_processes": len(present_u), "traced_invocations": min(len(full_bk), len(pres_bk)),
-                         "note": note})
-            prev = value
+                         "wait_processes": min(wait_n), "note": note})
+            prev = value if np.isfinite(value) else prev
     return frame(rows, REAL_TERMS)
 
 
@@ -173,6 +211,19 @@ def _headline(terms: pd.DataFrame, tolerance: float) -> str:
             f"(the model alone: {alone} of {len(last)}).**")
 
 
+def _term_words(k: int, row) -> str:
+    """What step ``k`` put into the model, in words with its measured figure."""
+    if k == 1:
+        return (f"with the real present-only region ({fmt_ns(row.measured_ns)}: lookup, launch, kernel, synchronize; "
+                f"over {row.present_processes} processes) in place of the replica's kernel alone "
+                f"({fmt_ns(row.replaced_ns)}: launch, kernel, wait)")
+    if k == 2:
+        return (f"with the bookkeeping the copies add to a region (its time outside the profiled events, full region "
+                f"less present-only: {_signed(row.measured_ns)}; {row.traced_invocations} traced invocations)")
+    return (f"with the real runtime's blocking wait (the replica's copies in blocking-sync processes less in CUDA's "
+            f"default mode: {_signed(row.measured_ns)}; {row.wait_processes} processes each)")
+
+
 def terms_explanation(terms: pd.DataFrame, *, tolerance: float = TOLERANCE) -> str:
     """Markdown, one line per variant and nw: model / real bare, then with each measured term, how
     much of the gap each term closed, and where the composed model is still outside 1 ± tolerance,
@@ -186,33 +237,71 @@ def terms_explanation(terms: pd.DataFrame, *, tolerance: float = TOLERANCE) -> s
         gap = real_ns - bare.model_ns
         text = [f"- **{variant}, nw={nw}**: model / real {_r(bare)} (model {fmt_ns(bare.model_ns)}, real "
                 f"{fmt_ns(real_ns)} over {bare.real_processes} processes)"]
-        last = 0   # the last step with a figure
-        for k in (1, 2):
+        measured = [k for k in s.index if k and np.isfinite(s.loc[k, "ratio"])]
+        for k in range(1, len(TERMS)):
             row = s.loc[k] if k in s.index else None
-            if row is None or not np.isfinite(row.ratio):
+            if k not in measured:
                 text.append(f"{TERMS[k]}: not measured ({row.note if row is not None else 'no row'})")
                 continue
-            what = (f"with the real present-only region ({fmt_ns(row.measured_ns)}: lookup, launch, kernel, synchronize; "
-                    f"over {row.present_processes} processes) in place of the replica's kernel alone "
-                    f"({fmt_ns(row.replaced_ns)}: launch, kernel, wait)" if k == 1 else
-                    f"with the bookkeeping the copies add to a region (its time outside the profiled events, full region "
-                    f"less present-only: {_signed(row.measured_ns)}; {row.traced_invocations} traced invocations)")
             share = f" ({100 * row.term_ns / gap:.0f} % of the gap)" if gap else ""
-            text.append(f"{what}: {_signed(row.term_ns)}{share}, {_r(row)}")
-            last = k
+            text.append(f"{_term_words(k, row)}: {_signed(row.term_ns)}{share}, {_r(row)}")
+        last = max(measured, default=0)   # the last step with a figure
         end = s.loc[last]
         inside = abs(end.ratio - 1) <= tolerance
         if not last:
             verdict = f"within 1 ± {tolerance:g}" if inside else f"outside 1 ± {tolerance:g}, and no measured term to add"
         else:
-            bookkeeping = s.loc[2, "measured_ns"] if last == 2 else 0.0
-            copies_real = real_ns - s.loc[1, "measured_ns"] - bookkeeping
-            copies_model = s.loc[1, "model_ns"] - s.loc[1, "measured_ns"]
             left = real_ns - end.model_ns
             verdict = (f"within 1 ± {tolerance:g} with the measured terms" if inside else
                        f"still outside 1 ± {tolerance:g}: the model with the terms is {fmt_ns(abs(left))} "
                        f"{'short of' if left > 0 else 'over'} the real invocation, in the transfers themselves")
-            verdict += (f" (the real runtime's copies, the real invocation less the present-only region and the "
-                        f"bookkeeping: {_signed(copies_real)}, against the replica's {fmt_ns(copies_model)})")
+            if 1 in measured:
+                bookkeeping = s.loc[2, "measured_ns"] if 2 in measured else 0.0
+                waited = s.loc[3, "measured_ns"] if 3 in measured else 0.0
+                copies_real = real_ns - s.loc[1, "measured_ns"] - bookkeeping
+                copies_model = s.loc[1, "model_ns"] - s.loc[1, "measured_ns"] + waited
+                verdict += (f" (the real runtime's copies, the real invocation less the present-only region and the "
+                            f"bookkeeping: {_signed(copies_real)}, against the replica's {fmt_ns(copies_model)}"
+                            f"{' in the blocking wait mode' if 3 in measured else ''})")
         lines.append("; ".join(text) + f". {verdict[0].upper()}{verdict[1:]}.")
+    return "\n".join(lines)
+
+
+def wait_phases(wait: pd.DataFrame, *, skip_first: int = 1) -> pd.DataFrame:
+    """WAIT_PHASES: per variant, nw and phase of an invocation (h2d, kernel, d2h, sync, the transfer
+    part, the whole invocation) the medians of the process medians in each wait mode and blocking
+    less auto with its bootstrap 95 % interval; the reason frame where the wait mode was not measured."""
+    w, why = _wait_steady(wait, skip_first)
+    if w is None:
+        return pd.DataFrame([{"not_applicable": why}])
+    rows = []
+    for (variant, nw), g in w.groupby(["variant", "nw"]):
+        for k, (phase, column) in enumerate(_WAIT_PHASES.items()):
+            value, draws, n, (auto, blocking) = _wait_difference(g, variant, nw, column, seed=20 + 2 * k)
+            lo, hi = interval(draws)
+            rows.append({"variant": variant, "nw": int(nw), "phase": phase, "auto_ns": auto,
+                         "blocking_ns": blocking, "difference_ns": value, "difference_lo_ns": lo,
+                         "difference_hi_ns": hi, "auto_processes": n[0], "blocking_processes": n[1]})
+    return frame(rows, WAIT_PHASES)
+
+
+#: WAIT_PHASES' phases -> the column of WAIT_MODEL (after ``_wait_steady``)
+_WAIT_PHASES = {"h2d": "h2d_ns", "kernel": "kernel_ns", "d2h": "d2h_ns", "sync": "sync_ns", "transfer": "transfer_ns",
+                "invocation": "ns"}
+
+
+def wait_explanation(phases: pd.DataFrame) -> str:
+    """Markdown, one line per variant and nw: which phases the blocking wait moved (blocking less
+    auto, its interval clear of 0) and which it did not; "" where it was not measured."""
+    if not len(phases) or "phase" not in phases.columns:
+        return ""
+    lines = []
+    for (variant, nw), g in phases.groupby(["variant", "nw"], sort=False):
+        moved, still = [], []
+        for r in g.itertuples():
+            figure = f"{r.phase} {_signed(r.difference_ns)} ({_signed(r.difference_lo_ns)} to {_signed(r.difference_hi_ns)})"
+            (moved if r.difference_lo_ns > 0 or r.difference_hi_ns < 0 else still).append(figure)
+        lines.append(f"- **{variant}, nw={nw}** (blocking less auto, {int(g.auto_processes.min())} and "
+                     f"{int(g.blocking_processes.min())} processes): moved: {', '.join(moved) or 'none'}; "
+                     f"not clear of 0: {', '.join(still) or 'none'}")
     return "\n".join(lines)

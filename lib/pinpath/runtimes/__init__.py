@@ -5,13 +5,14 @@ from __future__ import annotations
 import importlib
 
 from .. import libc
-from ..errors import RuntimeUnavailable
+from ..errors import RuntimeUnavailable, WaitModeRefused
 from ..trace import Recorder
 from ..vocab import Platform, choose
-from .base import DeviceBuffer, PinnedBuffer, Queue, Runtime, event_pair, has, need
+from .base import (WAIT_ENV, WAIT_MODES, WAIT_NOT_APPLICABLE, DeviceBuffer, PinnedBuffer, Queue, Runtime, event_pair,
+                   has, need)
 
 __all__ = ["RUNTIMES", "AUTO_ORDER", "open_runtime", "Runtime", "PinnedBuffer", "DeviceBuffer", "Queue",
-           "event_pair", "has", "need"]
+           "event_pair", "has", "need", "WAIT_ENV", "WAIT_MODES", "WAIT_NOT_APPLICABLE"]
 
 #: platform -> "module:class" of its backend, imported only when asked for
 RUNTIMES: dict[Platform, str] = {
@@ -35,7 +36,9 @@ def open_runtime(name: str = "auto", recorder: Recorder | None = None) -> Runtim
     """Start the runtime ``name`` (a Platform value); ``auto`` takes the first that starts.
 
     The returned runtime carries ``selection``: a list of (platform, outcome) pairs
-    saying what was tried and why each was passed over.
+    saying what was tried and why each was passed over, and ``wait_mode``: how the host waits for
+    the device (CUDA opens in the mode ``WAIT_ENV`` names, "auto" without it; elsewhere
+    ``WAIT_NOT_APPLICABLE``).
 
     Raises
     ------
@@ -43,6 +46,8 @@ def open_runtime(name: str = "auto", recorder: Recorder | None = None) -> Runtim
         ``name`` is not a platform.
     RuntimeUnavailable
         the named runtime cannot start (one sentence naming what is missing).
+    WaitModeRefused
+        CUDA's context waits in another mode than ``WAIT_ENV`` asks for (also under ``auto``).
     """
     platform = choose(Platform, name, "platform")
     libc.fix_mmap_threshold()   # the allocator state every host buffer of the run is made in
@@ -51,7 +56,7 @@ def open_runtime(name: str = "auto", recorder: Recorder | None = None) -> Runtim
         try:
             rt = _backend(candidate)(recorder=recorder)
         except RuntimeUnavailable as e:
-            if platform != Platform.AUTO:
+            if platform != Platform.AUTO or isinstance(e, WaitModeRefused):   # here, in another state: never passed over
                 raise
             tried.append((candidate.value, str(e)))
             continue

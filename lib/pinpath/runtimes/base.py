@@ -33,7 +33,15 @@ from ..vocab import Capability, Direction, PageableCopy, Relock
 from .objects import DeviceBuffer, PinnedBuffer, Queue
 
 __all__ = ["Runtime", "RuntimeCalls", "Backend", "RuntimeBase", "CORE_MEMBERS", "CALL_MEMBERS", "CAPABILITY_MEMBERS", "has",
-           "need", "event_pair", "PinnedBuffer", "DeviceBuffer", "Queue"]
+           "need", "event_pair", "PinnedBuffer", "DeviceBuffer", "Queue", "WAIT_ENV", "WAIT_MODES", "WAIT_NOT_APPLICABLE"]
+
+#: the environment variable a CUDA runtime reads at open: how the host waits for the device
+WAIT_ENV = "PINPATH_CUDA_WAIT"
+#: "auto": pinpath sets nothing (CUDA's default heuristic: spin while contexts <= logical CPUs);
+#: "blocking": the primary context in CU_CTX_SCHED_BLOCKING_SYNC, as LLVM's CUDA plugin sets it
+WAIT_MODES = ("auto", "blocking")
+#: ``wait_mode`` of a backend whose context pinpath does not put in a wait mode
+WAIT_NOT_APPLICABLE = "not applicable"
 
 
 @runtime_checkable
@@ -138,6 +146,8 @@ class RuntimeBase(Closing):
 
     name = "?"
     unavailable: dict[Capability, str] = {}
+    #: how the host waits for the device, as read back at open (CUDA: ``WAIT_ENV``); elsewhere not applicable
+    wait_mode = WAIT_NOT_APPLICABLE
 
     def capabilities(self) -> dict[str, str]:
         """Capability -> "" where offered, else why not (every capability looked up)."""

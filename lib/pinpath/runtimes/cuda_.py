@@ -7,16 +7,21 @@ error name.
 
 from __future__ import annotations
 
+import os
 
 import numpy as np
 
-from ..errors import RuntimeCallFailed, RuntimeUnavailable
+from ..errors import BadParameter, RuntimeCallFailed, RuntimeUnavailable, WaitModeRefused
 from ..records import PointerInfo
 from ..trace import Recorder
-from .base import binding
+from .base import WAIT_ENV, WAIT_MODES, binding
 from .streams import StreamRuntime, stream_categories
 
-__all__ = ["CudaRuntime"]
+__all__ = ["CudaRuntime", "SCHEDULE"]
+
+#: the scheduling bits of a context's flags (cudaDeviceScheduleMask, CU_CTX_SCHED_MASK) -> the wait mode
+SCHEDULE = {0: "auto", 1: "spin", 2: "yield", 4: "blocking"}
+_SCHEDULE_MASK = 0x07
 
 
 class CudaRuntime(StreamRuntime):
@@ -29,6 +34,9 @@ class CudaRuntime(StreamRuntime):
                                         cudaGetDevice="null")
 
     def __init__(self, recorder: Recorder | None = None, device: int = 0) -> None:
+        wait = os.environ.get(WAIT_ENV, "") or "auto"
+        if wait not in WAIT_MODES:
+            raise BadParameter(f"{WAIT_ENV} is one of {', '.join(WAIT_MODES)}, not {wait!r}")
         self._open(binding("cuda", "cuda.bindings", "runtime", "cuda-python", "pip install cuda-bindings"), recorder)
         cudart = self._rt = self._api
         err, count = cudart.cudaGetDeviceCount()
@@ -36,11 +44,44 @@ class CudaRuntime(StreamRuntime):
             raise RuntimeUnavailable(
                 f"cuda runtime unavailable: no CUDA device answers (cudaGetDeviceCount returned "
                 f"{self._name(err)} ({int(err)}))")
+        if wait == "blocking":
+            self._blocking_before_start(device)
         self._start_device(device)
+        flags = self._check("cudaGetDeviceFlags", cudart.cudaGetDeviceFlags())
+        self.wait_mode = SCHEDULE.get(int(flags) & _SCHEDULE_MASK, f"flags {int(flags):#x}")
+        if (wait == "blocking") != (self.wait_mode == "blocking"):
+            raise WaitModeRefused(f"cuda runtime unavailable in the {wait} wait mode: device {device}'s context "
+                                     f"waits in the {self.wait_mode} mode (cudaGetDeviceFlags {int(flags):#x})")
         self._TYPE_HOST = cudart.cudaMemoryType.cudaMemoryTypeHost
         err, ro = cudart.cudaDeviceGetAttribute(
             cudart.cudaDeviceAttr.cudaDevAttrHostRegisterReadOnlySupported, device)
         self.read_only_register = int(err) == 0 and bool(ro)
+
+    def _blocking_before_start(self, device: int) -> None:
+        """Put ``device``'s primary context in CU_CTX_SCHED_BLOCKING_SYNC before it is created, as
+        LLVM's CUDA plugin does (cuDevicePrimaryCtxSetFlags while inactive); RuntimeUnavailable where
+        something in this process already created it in another mode (the native libraries' start
+        creates it too: open the runtime first)."""
+        from cuda.bindings import driver
+
+        def check(call, out):
+            rc = int(out[0])
+            if rc != 0:
+                _, name = driver.cuGetErrorName(out[0])
+                raise RuntimeCallFailed(self.name, call, rc, name.decode() if name else f"CUresult {rc}")
+            return out[1:]
+
+        check("cuInit", driver.cuInit(0))
+        dev, = check("cuDeviceGet", driver.cuDeviceGet(device))
+        flags, active = check("cuDevicePrimaryCtxGetState", driver.cuDevicePrimaryCtxGetState(dev))
+        mode = SCHEDULE.get(int(flags) & _SCHEDULE_MASK, f"flags {int(flags):#x}")
+        if active and mode != "blocking":
+            raise WaitModeRefused(f"cuda runtime unavailable in the blocking wait mode: device {device}'s primary "
+                                     f"context is already active in the {mode} mode (open the runtime first, "
+                                     f"in a fresh process)")
+        if not active:
+            check("cuDevicePrimaryCtxSetFlags",
+                  driver.cuDevicePrimaryCtxSetFlags(dev, driver.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC))
 
     # -- helpers -----------------------------------------------------------------------
     def _name(self, err) -> str:
@@ -62,6 +103,7 @@ class CudaRuntime(StreamRuntime):
             "runtime_version": f"{rtv // 1000}.{rtv % 1000 // 10}",
             "cuda_bindings_version": cuda.bindings.__version__,
             "read_only_register_supported": self.read_only_register,
+            "wait_mode": self.wait_mode,   # read back at open (cudaGetDeviceFlags)
             **self._pcie_link(),
         }
 

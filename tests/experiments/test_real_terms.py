@@ -201,3 +201,14 @@ def test_a_term_not_measured_says_so(composed):
     reason = rr.RealRun(*[pd.DataFrame([{"not_applicable": "no build"}])] * 4)
     assert "not_applicable" in rt.model_terms(model, reason) and rt.terms_explanation(rt.model_terms(model, reason)) == ""
     assert np.isnan(rt.model_terms(model, ran).term_ns.iloc[0])
+
+
+def test_the_context_the_plugin_said_is_named_per_variant():
+    runs = pd.DataFrame({"variant": ["plain", "plain", "app_pinned", "lock_mapped"],
+                         "traced": [False, True, True, True],
+                         "context_wait": ["", "blocking sync, set by the plugin",
+                                          "not blocking sync: the context was active before the plugin started, its flags kept",
+                                          "blocking sync, set by the plugin"]})
+    said = rt.context_said(runs)
+    assert said.startswith("The real runtime's context") and "(plain, lock_mapped)" in said and "(app_pinned)" in said
+    assert rt.context_said(runs.assign(context_wait="")) == "" and rt.context_said(runs.drop(columns="context_wait")) == ""

@@ -37,7 +37,7 @@ from ..schema import REAL_REGIONS, REAL_TERMS, WAIT_PHASES, frame
 from ..stats import interval, median_draws
 from ..units import fmt_ns
 
-__all__ = ["region_work", "model_terms", "terms_explanation", "wait_phases", "wait_explanation", "TERMS",
+__all__ = ["region_work", "model_terms", "terms_explanation", "wait_phases", "wait_explanation", "context_said", "TERMS",
            "TOLERANCE"]
 
 #: the terms in the order they are added (step 0 is the model alone)
@@ -305,3 +305,17 @@ def wait_explanation(phases: pd.DataFrame) -> str:
                      f"{int(g.blocking_processes.min())} processes): moved: {', '.join(moved) or 'none'}; "
                      f"not clear of 0: {', '.join(still) or 'none'}")
     return "\n".join(lines)
+
+
+def context_said(runs: pd.DataFrame) -> str:
+    """Markdown: how the real runtime's CUDA plugin left the context's wait mode in each traced run
+    (REAL_RUNS ``context_wait``, from its LIBOMPTARGET_INFO bit-16 lines), the state the blocking-wait
+    term puts the model in; "" where no traced run said (another plugin, no trace)."""
+    if "context_wait" not in runs.columns:
+        return ""
+    said = runs[runs.traced.astype(bool) & (runs.context_wait != "")]
+    if not len(said):
+        return ""
+    by = said.groupby("context_wait", sort=False).variant.agg(lambda v: ", ".join(dict.fromkeys(v)))
+    return "The real runtime's context, as its CUDA plugin said in the traced runs: " + "; ".join(
+        f"{words} ({variants})" for words, variants in by.items()) + "."

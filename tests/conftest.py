@@ -135,11 +135,16 @@ class _SmokeRun:
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait(60)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
 
 
+@pytest.hookimpl(trylast=True)    # after -k and -m have deselected what they deselect
 def pytest_collection_modifyitems(session, config, items):
-    if os.environ.get("PINPATH_SMOKE_RUN") or not any("smoke_run" in getattr(i, "fixturenames", ()) for i in items):
+    if (os.environ.get("PINPATH_SMOKE_RUN") or config.option.collectonly
+            or not any("smoke_run" in getattr(i, "fixturenames", ()) for i in items)):
         return
     config._pinpath_smoke = _SmokeRun(config._tmp_path_factory.mktemp("smoke"))
 

@@ -104,7 +104,7 @@ RC_KINDS = {"cudaError": (lambda rc: f"cudaError {rc}", "{}"), "hsa_status": (st
 OWN_CODES = {-1: "bad arguments", -2: "not supported", -3: "lock not restored", -4: "setup refused",
              -5: "out of memory (pinpath's own allocation)", -6: "no thread (pinpath could not start one)",
              -7: ("past a cap of the engine (16 map references to one buffer, 256 locked units under one range "
-                  "or 64 ranges on one unit)")}
+                  "or 64 ranges on one unit; pinpath's count holds 4096 ranges)")}
 _cp, _int = ctypes.c_char_p, ctypes.c_int
 #: what every library exports (platform.h's NATIVE_COMMON_API, and <prefix>init)
 _COMMON = {"abi": (_int, ()), "platform": (_cp, ()), "error_name": (_cp, (_int,)), "rc_kind": (_cp, ()),

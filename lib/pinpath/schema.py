@@ -294,7 +294,7 @@ REAL_TERMS = {           # model / real with the real runtime's measured terms a
 WAIT_MODEL = {           # the replica model in fresh processes in each CUDA wait mode (experiments.wait_mode)
     **MODEL_INVOCATIONS,     # repeat: the process (the unit of repeat)
     "wait": "str",           # the mode the process opened in: auto (CUDA's default) or blocking (LLVM's CUDA plugin's)
-    "wait_in_force": "str",  # the mode read back from the context (cudaGetDeviceFlags)
+    "wait_in_force": "str",  # the mode read back from the context (cuDevicePrimaryCtxGetState)
     "repeat_unit": "str", "section_order": "int", "pid": "int",
 }
 WAIT_PHASES = {          # blocking less auto per phase of an invocation (real_terms.wait_phases)

@@ -242,7 +242,7 @@ def _open_waiting_as(platform: str, vendor: str, as_runtime: bool = True):
     CUDA runtime opens in the blocking mode, unless ``WAIT_ENV`` is set (then that). Where this
     process's CUDA context is already active in another mode, it opens in the mode in force; the
     sentence why comes back beside the runtime ("" otherwise)."""
-    if not as_runtime or os.environ.get(WAIT_ENV) or vendor not in ("auto", "nvidia"):
+    if not as_runtime or WAIT_ENV in os.environ or vendor not in ("auto", "nvidia"):
         return open_runtime(platform), ""
     os.environ[WAIT_ENV] = "blocking"
     try:
@@ -261,7 +261,7 @@ def wait_lines(wait_mode: str, vendor: str, why: str = "") -> list[str]:
     if wait_mode == "blocking":
         return ["The replay ran with the CUDA context waiting blocking (`CU_CTX_SCHED_BLOCKING_SYNC`), as LLVM's "
                 "CUDA plugin sets it: each wait is woken by the GPU's interrupt."]
-    asked = (f" ({why})" if why else f" ({WAIT_ENV} said so)" if os.environ.get(WAIT_ENV) else
+    asked = (f" ({why})" if why else f" ({WAIT_ENV} said so)" if WAIT_ENV in os.environ else
              " (advise called inside a longer-lived process: the context's mode is the whole process's)")
     plugin = "the blocking one LLVM's CUDA plugin sets" if vendor == "nvidia" else "the one its runtime sets"
     return [f"The replay ran with the CUDA context in the {wait_mode} wait mode, not {plugin}{asked}: "

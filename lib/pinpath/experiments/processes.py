@@ -4,8 +4,9 @@ so that the interval of a figure is over independent processes, not over rounds 
 
 A *target* is a module that names its measurements (``SECTIONS``: name -> function taking what
 ``open_for_process(platform, device)`` yields first) and how a fresh process opens what they
-need: ``pinpath.experiments.state`` (state.c, notebook 14) and ``pinpath.experiments.replicate``
-(a runtime: the lock cost, C12's cases, C13's C loop). Each process runs ``warmup`` untimed
+need: ``pinpath.experiments.state`` (state.c, notebook 14), ``pinpath.experiments.replicate``
+(a runtime: the lock cost, C12's cases, C13's C loop) and ``pinpath.experiments.wait_mode`` (the
+replica model in a CUDA wait mode, each process its own: ``vary_env``). Each process runs ``warmup`` untimed
 rounds and one timed round of every named measurement, in an order of its own (shuffled with the
 repeat's seed, ``section_order`` in its rows), with the seed ``SEED + repeat``; ``repeat`` in
 the rows is the process's number, ``pid`` its process id and ``repeat_unit`` "process"."""

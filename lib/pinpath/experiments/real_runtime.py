@@ -10,7 +10,9 @@ so a silent host fallback stops the run.
 
 Each point runs in ``processes`` (>= 5) timed runs, each a fresh process (nothing but the
 region's own clock; the points visited in a shuffled order per round), and once traced with
-``LIBOMPTARGET_INFO=32`` (every copy: direction, size, variable) and ``LIBOMPTARGET_PROFILE``
+``LIBOMPTARGET_INFO=48`` (every copy: direction, size, variable; each kernel launch and how the CUDA
+plugin found the context: one line per invocation that the full and the present-only region both
+print, so the bookkeeping's difference is free of it) and ``LIBOMPTARGET_PROFILE``
 (the runtime's phases, Chrome-trace JSON, 1 us resolution). The process is the unit of repeat:
 a figure is the median of the per-process medians, with its interval over the processes, since
 the runtime's per-invocation time moves from one process to the next far beyond the spread of
@@ -82,7 +84,7 @@ def parse_facts(lines) -> dict:
 
 
 def parse_info(text: str, *, variant: str = "", nw: int = 0) -> pd.DataFrame:
-    """REAL_COPIES rows from the binary's stderr: LIBOMPTARGET_INFO=32 lines (``ompinfo``),
+    """REAL_COPIES rows from the binary's stderr: LIBOMPTARGET_INFO=32 (or 48) lines (``ompinfo``),
     assigned to the invocation whose ``pinpath-region:`` marker (``--markers``) precedes them."""
     context = {"variant": variant, "nw": nw}
     rows, where = [], {"segment": "setup", "step": -1, "invocation": -1}

@@ -46,18 +46,20 @@ static int counted_unlock(void *p, size_t n) {
     pthread_mutex_unlock(&counts_mu);
     return rc;
 }
-/* adopt: the caller's own lock of [p, p + n) counted as one (PP_EARG if the table is full);
- * forget: that entry gone, without an unlock */
+/* adopt: the caller's own lock of [p, p + n) counted as one more (a range held already: its count up;
+ * PP_EARG if the table is full); forget: that one count taken back, without an unlock */
 static int count_adopt(void *p, size_t n) {
     pthread_mutex_lock(&counts_mu);
-    int k = count_add((uintptr_t)p, n);
+    int k = count_find((uintptr_t)p, n);
+    if (k >= 0 && counts[k].base == (uintptr_t)p && counts[k].n == n) ++counts[k].count;
+    else k = count_add((uintptr_t)p, n);
     pthread_mutex_unlock(&counts_mu);
     return k < 0 ? PP_EARG : 0;
 }
 static void count_forget(void *p, size_t n) {
     pthread_mutex_lock(&counts_mu);
     int k = count_find((uintptr_t)p, n);
-    if (k >= 0) counts[k].count = 0;
+    if (k >= 0 && counts[k].count > 0) --counts[k].count;   /* the one count its adopt added */
     pthread_mutex_unlock(&counts_mu);
 }
 

@@ -377,7 +377,8 @@ PE_API int pe_run(int policy, int device, int64_t threshold_nbytes, const pe_op 
             op->buf >= nbufs || (op->op == PE_KERNEL && (op->aux < 0 || op->aux >= nbufs)) ||
             (op->op == PE_TRANSFER && (op->offset < 0 || op->nbytes < 0 ||
                                        op->offset + op->nbytes > bufs[op->buf].nbytes ||
-                                       (op->direction != PP_H2D && op->direction != PP_D2H))))
+                                       (op->direction != PP_H2D && op->direction != PP_D2H))) ||
+            ((op->flags & PE_COUNT) && LOCKS_COUNTED))   /* the runtime counts itself: pinpath's count is not asked */
             return PP_EARG;
     }
     engine_t e;

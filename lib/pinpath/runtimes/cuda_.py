@@ -47,41 +47,61 @@ class CudaRuntime(StreamRuntime):
         if wait == "blocking":
             self._blocking_before_start(device)
         self._start_device(device)
-        flags = self._check("cudaGetDeviceFlags", cudart.cudaGetDeviceFlags())
-        self.wait_mode = SCHEDULE.get(int(flags) & _SCHEDULE_MASK, f"flags {int(flags):#x}")
+        try:   # read back from the primary context itself, where the blocking mode was set
+            flags, _ = self._primary_state(device)
+            self.wait_mode = SCHEDULE.get(flags & _SCHEDULE_MASK, f"flags {flags:#x}")
+        except WaitModeRefused as e:
+            if wait == "blocking":
+                raise
+            self.wait_mode, flags = f"unknown ({e})", -1     # the default mode asked for: not worth refusing the runtime
         if (wait == "blocking") != (self.wait_mode == "blocking"):
             raise WaitModeRefused(f"cuda runtime unavailable in the {wait} wait mode: device {device}'s context "
-                                     f"waits in the {self.wait_mode} mode (cudaGetDeviceFlags {int(flags):#x})")
+                                  f"waits in the {self.wait_mode} mode (cuDevicePrimaryCtxGetState flags {flags:#x})")
         self._TYPE_HOST = cudart.cudaMemoryType.cudaMemoryTypeHost
         err, ro = cudart.cudaDeviceGetAttribute(
             cudart.cudaDeviceAttr.cudaDevAttrHostRegisterReadOnlySupported, device)
         self.read_only_register = int(err) == 0 and bool(ro)
 
+    def _driver(self, call: str, out):
+        """A driver call's results after its CUresult; WaitModeRefused (a sentence) where it failed."""
+        from cuda.bindings import driver
+        rc = int(out[0])
+        if rc != 0:
+            _, name = driver.cuGetErrorName(out[0])
+            raise WaitModeRefused(f"cuda runtime unavailable: the wait mode could not be read or set ({call} returned "
+                                  f"{name.decode() if name else f'CUresult {rc}'})")
+        return out[1:]
+
+    def _primary_state(self, device: int) -> tuple[int, bool]:
+        """The flags and whether it is active, of ``device``'s primary context (cuDevicePrimaryCtxGetState)."""
+        try:
+            from cuda.bindings import driver
+            self._driver("cuInit", driver.cuInit(0))
+            dev, = self._driver("cuDeviceGet", driver.cuDeviceGet(device))
+            flags, active = self._driver("cuDevicePrimaryCtxGetState", driver.cuDevicePrimaryCtxGetState(dev))
+        except WaitModeRefused:
+            raise
+        except Exception as e:     # the bindings' driver module not loadable beside a working runtime
+            raise WaitModeRefused(f"cuda runtime unavailable: the wait mode could not be read ({type(e).__name__}: "
+                                  f"{str(e).splitlines()[0] if str(e) else 'no message'})") from None
+        return int(flags), bool(active)
+
     def _blocking_before_start(self, device: int) -> None:
         """Put ``device``'s primary context in CU_CTX_SCHED_BLOCKING_SYNC before it is created, as
-        LLVM's CUDA plugin does (cuDevicePrimaryCtxSetFlags while inactive); RuntimeUnavailable where
+        LLVM's CUDA plugin does (cuDevicePrimaryCtxSetFlags while inactive); WaitModeRefused where
         something in this process already created it in another mode (the native libraries' start
         creates it too: open the runtime first)."""
         from cuda.bindings import driver
-
-        def check(call, out):
-            rc = int(out[0])
-            if rc != 0:
-                _, name = driver.cuGetErrorName(out[0])
-                raise RuntimeCallFailed(self.name, call, rc, name.decode() if name else f"CUresult {rc}")
-            return out[1:]
-
-        check("cuInit", driver.cuInit(0))
-        dev, = check("cuDeviceGet", driver.cuDeviceGet(device))
-        flags, active = check("cuDevicePrimaryCtxGetState", driver.cuDevicePrimaryCtxGetState(dev))
-        mode = SCHEDULE.get(int(flags) & _SCHEDULE_MASK, f"flags {int(flags):#x}")
+        flags, active = self._primary_state(device)
+        mode = SCHEDULE.get(flags & _SCHEDULE_MASK, f"flags {flags:#x}")
         if active and mode != "blocking":
             raise WaitModeRefused(f"cuda runtime unavailable in the blocking wait mode: device {device}'s primary "
-                                     f"context is already active in the {mode} mode (open the runtime first, "
-                                     f"in a fresh process)")
+                                  f"context is already active in the {mode} mode (open the runtime first, "
+                                  f"in a fresh process)")
         if not active:
-            check("cuDevicePrimaryCtxSetFlags",
-                  driver.cuDevicePrimaryCtxSetFlags(dev, driver.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC))
+            dev, = self._driver("cuDeviceGet", driver.cuDeviceGet(device))
+            self._driver("cuDevicePrimaryCtxSetFlags",
+                         driver.cuDevicePrimaryCtxSetFlags(dev, driver.CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC))
 
     # -- helpers -----------------------------------------------------------------------
     def _name(self, err) -> str:
@@ -103,7 +123,7 @@ class CudaRuntime(StreamRuntime):
             "runtime_version": f"{rtv // 1000}.{rtv % 1000 // 10}",
             "cuda_bindings_version": cuda.bindings.__version__,
             "read_only_register_supported": self.read_only_register,
-            "wait_mode": self.wait_mode,   # read back at open (cudaGetDeviceFlags)
+            "wait_mode": self.wait_mode,   # read back at open (cuDevicePrimaryCtxGetState)
             **self._pcie_link(),
         }
 

@@ -368,7 +368,11 @@ def _sleepy_project(root: Path) -> None:
 
 
 def _start(root: Path, *args, sleep_s: float):
-    env = {**os.environ, "PINPATH_ROOT": str(root), "PINPATH_TEST_SLEEP_S": str(sleep_s), "PYTHONUNBUFFERED": "1"}
+    # the run's own temporary folder: the kernels it makes (and must remove) are told apart from those of
+    # other runs on this machine (the suite's background smoke run among them)
+    (root / "tmp").mkdir(exist_ok=True)
+    env = {**os.environ, "PINPATH_ROOT": str(root), "PINPATH_TEST_SLEEP_S": str(sleep_s), "PYTHONUNBUFFERED": "1",
+           "TMPDIR": str(root / "tmp")}
     return subprocess.Popen([sys.executable, "-m", "pinpath", "run", "--preset", "smoke", "--platform", "host", *args],
                             stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
 
@@ -383,16 +387,17 @@ def _wait_for(proc, text: str, limit_s: float = 60) -> str:
     return seen
 
 
-def _kernel_dirs() -> set[str]:
-    return set(glob.glob(os.path.join(tempfile.gettempdir(), "pinpath-kernel-*")))
+def _kernel_dirs(root: Path) -> set[str]:
+    """The kernels a run started by ``_start(root, ...)`` left behind."""
+    return set(glob.glob(str(root / "tmp" / "pinpath-kernel-*")))
 
 
 def test_sigterm_marks_the_run_interrupted_and_resume_finishes_it(tmp_path):
     _sleepy_project(tmp_path)
-    kernels = _kernel_dirs()
     proc = _start(tmp_path, sleep_s=60)
     _wait_for(proc, "[2/3] 01_sleeps: running")
     time.sleep(2)
+    assert _kernel_dirs(tmp_path), "the running notebook's kernel is not where this test looks for it"
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -402,7 +407,7 @@ def test_sigterm_marks_the_run_interrupted_and_resume_finishes_it(tmp_path):
     assert man["notebooks"]["00_ok"]["status"] == "ok" and man["notebooks"]["01_sleeps"]["status"] == "interrupted"
     assert man["notebooks"]["02_ok"]["status"] == "pending"
     assert (run_dir / "report" / "00_ok.html").exists() and (run_dir / "report" / "index.html").exists()
-    assert _kernel_dirs() <= kernels
+    assert not _kernel_dirs(tmp_path)
     man["git"] = {"commit": "0" * 40, "dirty": False}       # resumed after a newer commit was checked out
     (run_dir / "manifest.json").write_text(json.dumps(man))
     env = {**os.environ, "PINPATH_ROOT": str(tmp_path), "PINPATH_TEST_SLEEP_S": "0"}

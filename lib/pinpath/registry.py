@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from . import schema as S
+from .machine_state import PLACEMENTS
 from .units import GiB
 from .vocab import MemoryKind, Policy
 
@@ -52,7 +53,7 @@ PARAMS: dict[str, dict] = {
     "QUEUES": _list(_int(1, 64), most=8), "TRACE_STEPS": _int(0, 100), "VENDOR": {"enum": ["auto", "nvidia", "amd"]},
     "VARIANTS": _list({"enum": ["plain", "app_pinned", "lock_mapped", "async_threshold0"]}, sorted_=False),
     "PROCESSES": _int(1, 100), "PAIRED_PROCESSES": _int(0, 100), "WAIT_PROCESSES": _int(0, 100),
-    "WAIT_STEPS": _int(1, 1_000),
+    "WAIT_STEPS": _int(1, 1_000), "PLACEMENT": {"enum": list(PLACEMENTS)},
     "AGE_NBYTES": _list(_SIZE), "ALLOC_NBYTES": _list(_SIZE), "BACKING_NBYTES": _list(_SIZE),
     "LIVE_COUNTS": _list(_int(1, 4096), most=8), "CALLS": _int(1, 10_000), "REPEAT_UNIT": {"enum": ["process", "round"]},
     "CACHE_NBYTES": _list(_SIZE), "EVICT_NBYTES": {**_SIZE, "minimum": 0}, "COLD_NBYTES": _list(_SIZE),
@@ -147,7 +148,7 @@ _LIST = (
              {"NW_VALUES": [16, 128], "STEPS": 5, "INVOCATIONS": 384, "PROCESSES": 5, "PAIRED_PROCESSES": 5,
               "TRACE_STEPS": 1, "WAIT_PROCESSES": 2, "WAIT_STEPS": 1,
               "VARIANTS": ["plain", "app_pinned", "lock_mapped", "async_threshold0"], "VENDOR": "auto",
-              "VERIFY": "all"}),
+              "VERIFY": "all", "PLACEMENT": "other_cpu"}),
     Notebook("14_state_effects", "state",
              {"state_registration_age": S.STATE_EFFECTS, "state_allocator": S.STATE_EFFECTS,
               "state_backing": S.STATE_EFFECTS, "state_placement": S.STATE_EFFECTS, "state_cache": S.STATE_EFFECTS,

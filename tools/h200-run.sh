@@ -7,6 +7,7 @@
 #   tools/h200-run.sh smoke            make reproduce PRESET=smoke PLATFORM=cuda -> $OUT/smoke.tar
 #   tools/h200-run.sh test             make test ENV=system -> $OUT/test.log
 #   tools/h200-run.sh probe            tools/offload-probe.sh (the real libomptarget region)
+#   tools/h200-run.sh placement        tools/placement-diag.sh (the region's and species' processes by CPU placement)
 #   tools/h200-run.sh notebooks PRESET a,b   some notebooks -> $OUT/notebooks.tar
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
 #   tools/h200-run.sh profile PRESET a,b   some notebooks' cells timed and profiled in one process each
@@ -99,6 +100,9 @@ while [ $# -gt 0 ]; do
       ;;
     probe)
       tools/offload-probe.sh 2>&1 | tail -30 || status=1
+      ;;
+    placement)   # the real region and species unpinned, off and on the GPU's interrupt CPU -> $OUT/placement.tar.xz
+      OUT=$OUT timeout 300 tools/placement-diag.sh 2>&1 | tail -8 || status=1
       ;;
     advise)      # the three offload applications traced (plain) and timed (every variant), then pinpath advise
       STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }

@@ -493,6 +493,13 @@ def test_smoke_run_outputs(smoke_run):
     assert {"path", "kind", "nbytes", "alloc_ns", "calls", "hazard"} <= set(staging.columns)
     assert set(staging.path) <= {"staged_fresh", "staged_pooled_hit", "staged_pooled_miss"}
     assert staging.verified.any()
+    # the timed claims' data sets (issue 34 item 4): each repeat a fresh process of its own
+    for name in ("c12", "lock_cost", "staging", "staging_cold", "lock_or_stage", "lock_or_stage_cold", "query_cost",
+                 "query_saving", "query_saving_cold", "api_calls", "concurrency_native"):
+        df = pd.read_parquet(run_dir / "data" / f"{name}.parquet")
+        pids = df.groupby("repeat").pid.unique()
+        assert set(df.repeat_unit) == {"process"} and len(pids) >= 2 and all(len(x) == 1 for x in pids), name
+        assert len({x[0] for x in pids}) == len(pids), name
     for path in run_dir.rglob("*"):
         if path.is_file() and path.suffix in (".html", ".ipynb", ".json", ".csv", ".md"):
             text = path.read_text(errors="replace")

@@ -7,6 +7,7 @@
 #   tools/h200-run.sh smoke            make reproduce PRESET=smoke PLATFORM=cuda -> $OUT/smoke.tar
 #   tools/h200-run.sh test             make test ENV=system -> $OUT/test.log
 #   tools/h200-run.sh probe            tools/offload-probe.sh (the real libomptarget region)
+#   tools/h200-run.sh placement        tools/placement-diag.sh (the region's and species' processes by CPU placement)
 #   tools/h200-run.sh notebooks PRESET a,b   some notebooks -> $OUT/notebooks.tar
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
 #   tools/h200-run.sh profile PRESET a,b   some notebooks' cells timed and profiled in one process each
@@ -100,6 +101,9 @@ while [ $# -gt 0 ]; do
     probe)
       tools/offload-probe.sh 2>&1 | tail -30 || status=1
       ;;
+    placement)   # the real region and species unpinned, off and on the GPU's interrupt CPU -> $OUT/placement.tar.xz
+      OUT=$OUT timeout 300 tools/placement-diag.sh 2>&1 | tail -8 || status=1
+      ;;
     advise)      # the three offload applications traced (plain) and timed (every variant), then pinpath advise
       STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
       export LD_LIBRARY_PATH=$PWD/build/offload-runtime/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} OMP_TARGET_OFFLOAD=MANDATORY
@@ -107,22 +111,19 @@ while [ $# -gt 0 ]; do
       # the CPU(s) that receive the GPU's interrupts: a process timed there is in the stencil's slow mode (NEXT.md).
       # Every timed process runs once pinned to the first of them (placement irq_cpu) and once pinned to the
       # others (other_cpu); unpinned where the interrupt CPU is not found
-      # the GPU has several MSI-X vectors, each with an affinity of its own, but one of them carries its
-      # interrupts (NEXT.md: IRQ 42, vector 0): the nvidia line with the most interrupts so far (the probe
-      # above made some), and the CPU(s) it is delivered to
-      irq=$(awk '/nvidia/ {n = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) n += $i
-                           sub(":", "", $1); if (n > best) {best = n; irq = $1}} END {print irq}' /proc/interrupts)
-      irq_cpus=$([ -n "$irq" ] && cat /proc/irq/$irq/effective_affinity_list 2>/dev/null)
-      { grep nvidia /proc/interrupts; echo "active irq=$irq irq_cpus=$irq_cpus"; } >$d/irq.txt
-      other_cpus=$(python3 -c 'import os, sys
-bad = set()
-for part in filter(None, sys.argv[1].split(",")):
-    a, _, b = part.partition("-")
-    bad.update(range(int(a), int(b or a) + 1))
-print(",".join(str(c) for c in sorted(os.sched_getaffinity(0)) if c not in bad))' "$irq_cpus")
-      if [ -n "$irq_cpus" ] && [ -n "$other_cpus" ]; then places=(irq_cpu other_cpu); else places=(unpinned); fi
+      # the GPU has several MSI-X vectors, each with an affinity of its own, but few carry its interrupts
+      # (NEXT.md: IRQ 42, vector 0): the rule is pinpath's (machine_state.gpu_irq_cpus: the vectors with at
+      # least 10 % of the busiest one's interrupts so far, the probe above made some; placement_cpus: the
+      # first of their CPUs, or every other CPU), the one notebook 13's PLACEMENT follows
+      cpus_at() { py -c 'import sys; from pinpath import machine_state as ms
+irq = ms.gpu_irq_cpus()
+cpus, why = ms.placement_cpus(sys.argv[1], irq) if sys.argv[1] in ms.PLACEMENTS else (irq, "")
+print("" if why else ms.cpuspan(cpus))' "$1"; }   # "": the placement cannot be had here
+      irq_cpus=$(cpus_at irq_cpus) irq_cpu=$(cpus_at irq_cpu) other_cpus=$(cpus_at other_cpu)
+      { grep nvidia /proc/interrupts; echo "irq_cpus=$irq_cpus"; } >$d/irq.txt
+      if [ -n "$irq_cpu" ] && [ -n "$other_cpus" ]; then places=(irq_cpu other_cpu); else places=(unpinned); fi
       echo "advise: GPU interrupts on CPU(s) ${irq_cpus:-unknown}; placements ${places[*]}" | tee -a $d/irq.txt
-      cpus_of() { case $1 in irq_cpu) echo "${irq_cpus%%[,-]*}";; other_cpu) echo "$other_cpus";; *) echo "";; esac; }
+      cpus_of() { case $1 in irq_cpu) echo "$irq_cpu";; other_cpu) echo "$other_cpus";; *) echo "";; esac; }
       on() { local c; c=$(cpus_of "$1"); shift; if [ -n "$c" ]; then taskset -c "$c" "$@"; else "$@"; fi; }
       away=${places[-1]}   # the trace and pinpath advise (its replay and runtime probe) run off the interrupt CPU
       for app in region stencil species; do

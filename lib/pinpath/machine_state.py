@@ -8,7 +8,9 @@ Whatever cannot be read is recorded as unavailable, with why, never guessed.
 - ``pinned_to(cpu)``: a context in which the calling thread runs on ``cpu`` only (sched_setaffinity).
 - ``cpus_by_node() -> {node: [cpu, ...]}``: the CPUs this process may run on, by NUMA node.
 - ``gpu_irq_cpus() -> [cpu, ...]``: the CPUs the GPU's interrupts are delivered to (/proc/interrupts).
-- ``cpulist("0-13,15") -> [cpu, ...]``: a Linux CPU list read.
+- ``place_process(where) -> Placed``: this process (every thread, and so every child it starts) on the
+  CPUs of a placement (``PLACEMENTS``) against the GPU's interrupt CPU; ``placement_cpus`` its rule.
+- ``cpulist("0-13,15") -> [cpu, ...]``: a Linux CPU list read; ``cpuspan(cpus)`` one written.
 """
 
 from __future__ import annotations
@@ -19,10 +21,14 @@ import re
 import shutil
 import subprocess
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FIELDS", "SMI_FIELDS", "GPU_IRQ_DRIVERS", "thread_cpu", "cpu_node", "cpulist", "cpus_by_node", "gpu_node",
-           "gpu_irq_cpus", "gpu_readings", "snapshot", "placement", "row_fields", "pinned_to"]
+from .errors import BadParameter
+
+__all__ = ["FIELDS", "SMI_FIELDS", "GPU_IRQ_DRIVERS", "IRQ_SHARE", "PLACEMENTS", "Placed", "thread_cpu", "cpu_node",
+           "cpulist", "cpuspan", "cpus_by_node", "gpu_node", "gpu_irq_cpus", "placement_cpus", "place_process",
+           "gpu_readings", "snapshot", "placement", "row_fields", "pinned_to"]
 
 #: nvidia-smi --query-gpu fields read each time (they change), and their names in a snapshot
 SMI_FIELDS = {"clocks.sm": "sm_clock_mhz", "clocks.mem": "mem_clock_mhz", "clocks.max.sm": "sm_clock_max_mhz",
@@ -57,6 +63,19 @@ def cpulist(text: str) -> list[int]:
         lo, _, hi = part.partition("-")
         out += range(int(lo), int(hi or lo) + 1)
     return out
+
+
+def cpuspan(cpus) -> str:
+    """CPUs as a Linux CPU list ("0-13,15"); "" for none."""
+    out, run = [], []
+    for c in sorted(set(cpus)) + [None]:
+        if run and c is not None and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [c]
+    return ",".join(out)
 
 
 def cpus_by_node() -> dict[int, list[int]]:
@@ -175,14 +194,17 @@ def pinned_to(cpu: int):
 
 #: the drivers whose interrupt lines in /proc/interrupts are the GPU's
 GPU_IRQ_DRIVERS = ("nvidia", "amdgpu")
+#: a GPU vector is one that carries the GPU's interrupts where it counted at least this share of the busiest one's
+IRQ_SHARE = 0.1
 
 
 def gpu_irq_cpus(proc: Path = Path("/proc")) -> list[int]:
-    """The CPUs the GPU's interrupts are delivered to now, the busiest first: for every line of
-    /proc/interrupts that names a GPU driver (``GPU_IRQ_DRIVERS``) and has counted interrupts, most
-    interrupts first, its IRQ's ``effective_affinity_list`` (else ``smp_affinity_list``), without
-    repeats; [] where none can be read. (A GPU has several vectors; on the H200 one is active, and
-    the idle ones' affinities span many CPUs.)"""
+    """The CPUs the GPU's interrupts are delivered to now, the busiest vector's first: the lines of
+    /proc/interrupts that name a GPU driver (``GPU_IRQ_DRIVERS``) and counted at least ``IRQ_SHARE``
+    (10 %) of the interrupts of the busiest such line, most interrupts first, each its IRQ's
+    ``effective_affinity_list`` (else ``smp_affinity_list``), without repeats; [] where none can be
+    read. (A GPU has several vectors: on the H200 IRQ 42 had 1,704 interrupts on CPU 14, IRQ 44 had
+    12 on CPU 0, and the idle ones' affinities span many CPUs: CPU 14 alone is its interrupt CPU.)"""
     try:
         lines = (proc / "interrupts").read_text().splitlines()
     except OSError:
@@ -196,7 +218,9 @@ def gpu_irq_cpus(proc: Path = Path("/proc")) -> list[int]:
         if sum(counts):
             active.append((-sum(counts), int(irq)))
     out: list[int] = []
-    for _, irq in sorted(active):
+    for n, irq in sorted(active):
+        if -n < IRQ_SHARE * -min(active)[0]:
+            break
         for name in ("effective_affinity_list", "smp_affinity_list"):
             try:
                 cpus = cpulist((proc / "irq" / str(irq) / name).read_text())
@@ -205,3 +229,76 @@ def gpu_irq_cpus(proc: Path = Path("/proc")) -> list[int]:
             out += [c for c in cpus if c not in out]
             break
     return out
+
+
+#: where a process runs against the GPU's interrupt CPU(s): on the first of them, on the other CPUs,
+#: or where the scheduler puts it (advise's ``WHERE`` adds "unknown")
+PLACEMENTS = ("irq_cpu", "other_cpu", "unpinned")
+_START_CPUS = frozenset(os.sched_getaffinity(0))   # what "unpinned" gives back, however often a process is placed
+
+
+def placement_cpus(where: str, irq_cpus, allowed=None) -> tuple[list[int], str]:
+    """(the CPUs of placement ``where``, why it cannot be had: "" where it can) of ``allowed`` (the
+    CPUs this process started with where None) against ``irq_cpus`` (``gpu_irq_cpus``): "irq_cpu"
+    the first interrupt CPU, "other_cpu" every CPU but the interrupt CPUs, "unpinned" all; where
+    it cannot be had, all and why."""
+    if where not in PLACEMENTS:
+        raise BadParameter(f"placement {where!r} is not one of {', '.join(PLACEMENTS)}")
+    allowed = sorted(_START_CPUS if allowed is None else allowed)
+    if where == "unpinned":
+        return allowed, ""
+    if not irq_cpus:
+        return allowed, f"no {' or '.join(GPU_IRQ_DRIVERS)} interrupt line has counted interrupts in /proc/interrupts"
+    cpus = [c for c in irq_cpus if c in allowed][:1] if where == "irq_cpu" else \
+        [c for c in allowed if c not in irq_cpus]
+    if not cpus:
+        return allowed, (f"the GPU's interrupts go to CPU {cpuspan(irq_cpus)}, and this process may run on "
+                         f"{'none of them' if where == 'irq_cpu' else 'no other'} (CPUs {cpuspan(allowed)})")
+    return cpus, ""
+
+
+@dataclass(frozen=True)
+class Placed:
+    """What ``place_process`` did: the placement asked, the one in force ("unpinned" where the asked
+    one could not be had, ``why`` says why), the CPUs the process now runs on, the interrupt CPUs."""
+    asked: str
+    where: str
+    cpus: tuple[int, ...]
+    irq_cpus: tuple[int, ...]
+    why: str = ""
+
+    def words(self) -> str:
+        """One sentence: "processes on CPUs 0-13,15, off the GPU's interrupt CPU 14" ..."""
+        cpus, irq = cpuspan(self.cpus), f"CPU {cpuspan(self.irq_cpus)}"
+        if self.where == "other_cpu":
+            return f"processes on CPUs {cpus}, off the GPU's interrupt {irq}"
+        if self.where == "irq_cpu":
+            return f"processes on CPU {cpus}, the GPU's interrupt CPU" + \
+                (f" (its interrupts go to {irq})" if len(self.irq_cpus) > 1 else "")
+        said = f"processes unpinned, on CPUs {cpus}" + (f", the GPU's interrupts on {irq}" if self.irq_cpus else "")
+        return said + (f" ({self.asked} asked: {self.why})" if self.why else "")
+
+
+def _set_affinity(cpus) -> None:
+    """Every thread of this process (so every thread and process it starts after) on ``cpus``."""
+    os.sched_setaffinity(0, cpus)
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except OSError:   # a thread ended meanwhile, or one that may not be moved
+            pass
+
+
+def place_process(where: str, proc: Path = Path("/proc")) -> Placed:
+    """This process placed at ``where`` (``PLACEMENTS``, ``placement_cpus``'s rule) against the GPU's
+    interrupt CPUs read now; "unpinned" gives back the CPUs it started with. Where the placement
+    cannot be had (no interrupt CPU found: no GPU, or a driver without lines) it runs unpinned and
+    says why. Its model in-process and every child (real runs, model processes) inherit the CPUs."""
+    irq = gpu_irq_cpus(proc)
+    cpus, why = placement_cpus(where, irq)
+    _set_affinity(cpus)
+    return Placed(where, "unpinned" if why else where, tuple(sorted(os.sched_getaffinity(0))), tuple(irq), why)

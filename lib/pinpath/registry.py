@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from . import schema as S
+from .machine_state import PLACEMENTS
 from .units import GiB
 from .vocab import MemoryKind, Policy
 
@@ -52,7 +53,7 @@ PARAMS: dict[str, dict] = {
     "QUEUES": _list(_int(1, 64), most=8), "TRACE_STEPS": _int(0, 100), "VENDOR": {"enum": ["auto", "nvidia", "amd"]},
     "VARIANTS": _list({"enum": ["plain", "app_pinned", "lock_mapped", "async_threshold0"]}, sorted_=False),
     "PROCESSES": _int(1, 100), "PAIRED_PROCESSES": _int(0, 100), "WAIT_PROCESSES": _int(0, 100),
-    "WAIT_STEPS": _int(1, 1_000),
+    "WAIT_STEPS": _int(1, 1_000), "PLACEMENT": {"enum": list(PLACEMENTS)},
     "AGE_NBYTES": _list(_SIZE), "ALLOC_NBYTES": _list(_SIZE), "BACKING_NBYTES": _list(_SIZE),
     "LIVE_COUNTS": _list(_int(1, 4096), most=8), "CALLS": _int(1, 10_000), "REPEAT_UNIT": {"enum": ["process", "round"]},
     "CACHE_NBYTES": _list(_SIZE), "EVICT_NBYTES": {**_SIZE, "minimum": 0}, "COLD_NBYTES": _list(_SIZE),
@@ -88,10 +89,10 @@ _LIST = (
               "VERIFY": "first"}),
     Notebook("01_c12_lock_copy", "replicate", {"c12": S.C12}, {"C12a": ("c12",), "C12b": ("c12",)},
              {"NBYTES": 800000000, "REPEATS": 5, "REPEAT_UNIT": "process", "WARMUP": 1, "VERIFY": "first"}),
-    Notebook("02_c2_staging", "policy_sweep", {"staging": S.TRANSFERS, "staging_cold": S.TRANSFERS},
+    Notebook("02_c2_staging", "replicate", {"staging": S.TRANSFERS, "staging_cold": S.TRANSFERS},
              {"C2": ("staging",)},
-             {"SIZES_NBYTES": [4096, 65536, 1048576, 16777216, 268435456], "REPEATS": 10, "WARMUP": 1,
-              "VERIFY": "first", **_COLD_ARM}),
+             {"SIZES_NBYTES": [4096, 65536, 1048576, 16777216, 268435456], "REPEATS": 5, "REPEAT_UNIT": "process",
+              "WARMUP": 1, "VERIFY": "first", **_COLD_ARM}),
     Notebook("03_c6_c7_c9_lock_cost", "replicate", {"lock_cost": S.LOCK_COST},
              {"C6": ("lock_cost",), "C7": ("lock_cost",), "C9": ("lock_cost",)},
              {"SIZES_NBYTES": [4096, 65536, 1048576, 16777216, 268435456], "KINDS": ["heap", "huge_pages"],
@@ -107,16 +108,17 @@ _LIST = (
               "lock_outcomes_read_only_flag": S.LOCK_OUTCOMES, "kind_paths": S.TRANSFERS},
              {"C3": ("lock_or_stage",), "C5": ("lock_outcomes", "kind_paths")},
              {"SIZES_NBYTES": [4096, 65536, 1048576, 16777216, 268435456], "KIND_NBYTES": [4096, 1048576],
-              "REPEATS": 10, "WARMUP": 1, "VERIFY": "first", **_COLD_ARM}),
-    Notebook("06_c4_query_vs_lock", "lock_cost",
+              "REPEATS": 5, "REPEAT_UNIT": "process", "WARMUP": 1, "VERIFY": "first", **_COLD_ARM}),
+    Notebook("06_c4_query_vs_lock", "replicate",
              {"query_cost": S.LOCK_COST, "query_saving": S.TRANSFERS, "query_saving_cold": S.TRANSFERS},
              {"C4": ("query_cost", "query_saving")},
-             {"SIZES_NBYTES": [4096, 65536, 1048576, 16777216], "REPEATS": 10, "WARMUP": 2, "VERIFY": "first",
-              **_COLD_ARM}),
+             {"SIZES_NBYTES": [4096, 65536, 1048576, 16777216], "REPEATS": 5, "REPEAT_UNIT": "process", "WARMUP": 2,
+              "VERIFY": "first", **_COLD_ARM}),
     Notebook("07_c8_semantics", "semantics", {"semantics": S.SEMANTICS}, {"C8": ("semantics",)}, {}),
     Notebook("08_c10_api_stats", "replica", {"api_stats": S.API_STATS, "api_calls": _API_CALLS},
              {"C10": ("api_calls",)},
-             {"NW": 16, "STEPS": 1, "INVOCATIONS": 384, "POLICY": "lock_always"}),
+             {"NW": 16, "REPEATS": 5, "REPEAT_UNIT": "process", "WARMUP": 1, "INVOCATIONS": 384,
+              "POLICY": "lock_always"}),
     Notebook("09_c11_hazard_limits", "limits",
              {"hazard_meant": S.HAZARD_MEANT, "hazard": S.HAZARD, "limits": S.LIMITS, "allocator": S.TRANSFERS},
              {"C11": ("hazard_meant", "hazard")},
@@ -146,7 +148,7 @@ _LIST = (
              {"NW_VALUES": [16, 128], "STEPS": 5, "INVOCATIONS": 384, "PROCESSES": 5, "PAIRED_PROCESSES": 5,
               "TRACE_STEPS": 1, "WAIT_PROCESSES": 2, "WAIT_STEPS": 1,
               "VARIANTS": ["plain", "app_pinned", "lock_mapped", "async_threshold0"], "VENDOR": "auto",
-              "VERIFY": "all"}),
+              "VERIFY": "all", "PLACEMENT": "other_cpu"}),
     Notebook("14_state_effects", "state",
              {"state_registration_age": S.STATE_EFFECTS, "state_allocator": S.STATE_EFFECTS,
               "state_backing": S.STATE_EFFECTS, "state_placement": S.STATE_EFFECTS, "state_cache": S.STATE_EFFECTS,

@@ -219,6 +219,8 @@ REAL_RUNS = {            # one row per run of the binary
     "wrong": "int",                    # invocations whose D2H bytes differed from the formula
     "wall_ns": "int",
     "context_wait": "str",             # traced runs: how the CUDA plugin left the context's wait mode (ompinfo.context_wait)
+    "placement": "str",                # against the GPU's interrupt CPU: irq_cpu, other_cpu, unpinned (machine_state.place_process)
+    "cpus": "str",                     # the CPUs the process could run on (a CPU list: its parent's affinity, inherited)
     "vendor": "str", "arch": "str",
 }
 REAL_INVOCATIONS = {     # one row per region invocation (host steady_clock around the target region)

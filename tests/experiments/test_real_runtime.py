@@ -5,6 +5,7 @@ target and run for real."""
 
 import io
 import json
+import os
 import resource
 import shutil
 import stat
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pinpath import machine_state as ms
 from pinpath.errors import NotAvailable
 from pinpath.experiments import offload_build
 from pinpath.experiments import real_runtime as rr
@@ -275,6 +277,23 @@ def test_the_real_runtime_repeats_in_processes_and_its_interval_is_over_them(tmp
     row = ratio.iloc[0]
     assert row.real_processes == 5 and row.interval_over == "processes" and row.n_real == 25
     assert row.ratio == pytest.approx(10003 / 30003) and row.ratio_lo < 0.5 < row.ratio_hi
+
+
+def test_each_real_run_records_its_placement_and_the_cpus_it_inherited(tmp_path):
+    """``runs`` names the placement and the CPUs each process ran on: the parent's affinity, which
+    the child (here a region that writes down its own) inherits."""
+    _fake_binary(tmp_path, f"grep Cpus_allowed_list /proc/$$/status >>{tmp_path}/seen\n" + _REGION)
+    cpu = max(os.sched_getaffinity(0))
+    with ms.pinned_to(cpu):
+        ran = rr.real_runtime(offload_dir=tmp_path, variants=["plain"], nw_values=[4], steps=1, invocations=2,
+                              trace_steps=0, processes=2, placement="irq_cpu")
+    runs = check_frame(ran.runs, rr.REAL_RUNS)
+    assert (runs.placement == "irq_cpu").all() and (runs.cpus == str(cpu)).all() and len(runs) == 2
+    assert (tmp_path / "seen").read_text().split() == ["Cpus_allowed_list:", str(cpu)] * 2
+    whole = ms.cpuspan(os.sched_getaffinity(0))
+    free = rr.real_runtime(offload_dir=tmp_path, variants=["plain"], nw_values=[4], steps=1, invocations=2,
+                           trace_steps=0, processes=1).runs
+    assert set(free.cpus) == {whole} and set(free.placement) == {"unpinned"}   # all of this process's CPUs
 
 
 def test_processes_below_one_are_refused_in_one_sentence(tmp_path):

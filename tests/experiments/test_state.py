@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,8 +15,11 @@ import pytest
 
 from pinpath import machine_state as ms
 from pinpath import nativelib, osinfo, statelib
+from pinpath.errors import BadParameter
 from pinpath.experiments import state
 from pinpath.schema import GPU_STATE, STATE_EFFECTS, STATE_SUMMARY, check_frame
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -212,20 +217,38 @@ def test_cold_over_hot_is_paired_by_round():
     assert r.hot_ns == 3001 and r.repeats == 5
 
 
+def _fake_proc(d, lines: str, affinities: dict) -> None:
+    """A /proc of ``interrupts`` (two CPUs) and each IRQ's affinity files ({irq: {file: text}})."""
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "interrupts").write_text("           CPU0       CPU1\n" + lines + "NMI:   0   0   Non-maskable interrupts\n")
+    for irq, files in affinities.items():
+        (d / "irq" / str(irq)).mkdir(parents=True)
+        for name, text in files.items():
+            (d / "irq" / str(irq) / name).write_text(text)
+
+
 def test_the_gpus_interrupt_cpu_is_found_and_placed(tmp_path, monkeypatch):
-    """The busiest GPU vector's CPU first (an idle vector's wide affinity, 0-5, is not the GPU's
-    interrupt CPU); a vector whose own affinity is not readable falls back to smp_affinity_list."""
-    (tmp_path / "interrupts").write_text(
-        "           CPU0       CPU1\n  9:   0   0   IO-APIC   9-fasteoi   acpi\n"
-        " 41:  0  0  PCI-MSIX-0000:1b:00.0  1-edge  nvidia\n"
-        " 42:   10   1200  PCI-MSIX-0000:1b:00.0   0-edge      nvidia\n 43:  3  0  PCI-MSIX  2-edge  nvidia\n"
-        "NMI:   0   0   Non-maskable interrupts\n")
-    for irq, cpus in ((42, "14\n"), (9, "0\n"), (41, "0-5\n")):
-        (tmp_path / "irq" / str(irq)).mkdir(parents=True)
-        (tmp_path / "irq" / str(irq) / "effective_affinity_list").write_text(cpus)
-    (tmp_path / "irq" / "43").mkdir()
-    (tmp_path / "irq" / "43" / "smp_affinity_list").write_text("14-15\n")
+    """The busiest GPU vector's CPU first; a vector with a real share of its interrupts (43: 400 of
+    1,210, its own affinity not readable: smp_affinity_list) next; a vector with a few (44: 12, as
+    IRQ 44 on the H200) and an idle one's wide affinity (41: 0-5) are not the GPU's interrupt CPUs."""
+    eff = "effective_affinity_list"
+    _fake_proc(tmp_path, "  9:   0   0   IO-APIC   9-fasteoi   acpi\n"
+               " 41:  0  0  PCI-MSIX-0000:1b:00.0  1-edge  nvidia\n"
+               " 42:   10   1200  PCI-MSIX-0000:1b:00.0   0-edge      nvidia\n 43:  400  0  PCI-MSIX  2-edge  nvidia\n"
+               " 44:  12  0  PCI-MSIX  3-edge  nvidia\n",
+               {42: {eff: "14\n"}, 9: {eff: "0\n"}, 41: {eff: "0-5\n"}, 43: {"smp_affinity_list": "14-15\n"},
+                44: {eff: "0\n"}})
     assert ms.gpu_irq_cpus(tmp_path) == [14, 15] and ms.gpu_irq_cpus(tmp_path / "none") == []
+    # the H200's GPU lines as its advise step saw them (IRQ 42: 1,545 on CPU 14; IRQ 44: 12 on CPU 0)
+    seen = (ROOT / "outputs" / "reference" / "h200" / "advise" / "irq.txt").read_text().splitlines()
+    h200 = tmp_path / "h200"
+    h200.mkdir()
+    (h200 / "interrupts").write_text("".join(f" CPU{c}" for c in range(16)) + "\n" +
+                                     "\n".join(l for l in seen if "nvidia" in l) + "\n")
+    for irq in range(42, 50):
+        (h200 / "irq" / str(irq)).mkdir(parents=True)
+        (h200 / "irq" / str(irq) / eff).write_text({42: "14", 44: "0"}.get(irq, "0-15") + "\n")
+    assert ms.gpu_irq_cpus(h200) == [14]
     monkeypatch.setattr(ms, "cpus_by_node", lambda: {0: [0, 1, 2, 3], 1: [14, 15]})
     got = state.placements(1, irq_cpus=[14, 15])
     assert got == [(0, 0, "other node"), (3, 0, "other node"), (15, 1, "GPU's node"),
@@ -234,3 +257,52 @@ def test_the_gpus_interrupt_cpu_is_found_and_placed(tmp_path, monkeypatch):
     assert len(state.placements(1, irq_cpus=[3])) == 4                 # a CPU already picked, relabelled
     assert state.placements(1, irq_cpus=[99]) == [(0, 0, "other node"), (3, 0, "other node"), (14, 1, "GPU's node"),
                                                   (15, 1, "GPU's node")]   # not a CPU this process may use
+
+
+def test_cpus_of_a_placement():
+    """other_cpu: every CPU but the interrupt CPUs; irq_cpu: the first interrupt CPU the process may
+    use; unpinned: all; where none can be had, all and why."""
+    cpus = list(range(16))
+    assert ms.placement_cpus("other_cpu", [14], cpus) == ([*range(14), 15], "")
+    assert ms.placement_cpus("irq_cpu", [14, 15], cpus) == ([14], "")
+    assert ms.placement_cpus("irq_cpu", [20, 15], cpus) == ([15], "")
+    assert ms.placement_cpus("unpinned", [14], cpus) == (cpus, "")
+    for where, irq in (("other_cpu", []), ("irq_cpu", []), ("irq_cpu", [20]), ("other_cpu", cpus)):
+        got, why = ms.placement_cpus(where, irq, cpus)
+        assert got == cpus and why and "." not in why[:-1]
+    with pytest.raises(BadParameter):
+        ms.placement_cpus("pinned", [14], cpus)
+    assert ms.cpuspan([15, 0, 1, 2, 13, 3]) == "0-3,13,15" and ms.cpuspan([]) == ""
+    assert ms.cpulist(ms.cpuspan([*range(14), 15])) == [*range(14), 15]
+
+
+def test_the_process_is_placed_and_given_back(tmp_path):
+    """This process (every thread) on the CPUs of a placement against a fake GPU interrupt CPU, the
+    words naming them; "unpinned" gives back the CPUs it started with; without GPU lines it runs
+    unpinned and says why."""
+    start = os.sched_getaffinity(0)
+    if len(start) < 2:
+        pytest.skip("one CPU: no other CPU to place on")
+    irq = max(start)
+    _fake_proc(tmp_path, " 42:  0  1704  PCI-MSIX  0-edge  nvidia\n", {42: {"effective_affinity_list": f"{irq}\n"}})
+    try:
+        off = ms.place_process("other_cpu", tmp_path)
+        assert os.sched_getaffinity(0) == start - {irq} and off.where == "other_cpu" and not off.why
+        assert off.words() == f"processes on CPUs {ms.cpuspan(start - {irq})}, off the GPU's interrupt CPU {irq}"
+        other = threading.Thread(target=lambda: seen.append(os.sched_getaffinity(0)))
+        seen: list = []
+        other.start()
+        other.join()
+        assert seen == [start - {irq}]                      # a thread started after inherits it
+        on = ms.place_process("irq_cpu", tmp_path)          # from the CPUs the process started with
+        assert os.sched_getaffinity(0) == {irq} and on.cpus == (irq,) and on.words().startswith(f"processes on CPU {irq},")
+        free = ms.place_process("unpinned", tmp_path)
+        assert os.sched_getaffinity(0) == start and free.where == "unpinned" and not free.why
+        ms.place_process("other_cpu", tmp_path)
+        (tmp_path / "bare").mkdir()
+        (tmp_path / "bare" / "interrupts").write_text("           CPU0\n  9:   0   IO-APIC   acpi\n")
+        fell = ms.place_process("other_cpu", tmp_path / "bare")
+        assert os.sched_getaffinity(0) == start and fell.where == "unpinned" and fell.asked == "other_cpu"
+        assert "no nvidia or amdgpu interrupt line" in fell.why and "(other_cpu asked: no nvidia" in fell.words()
+    finally:
+        os.sched_setaffinity(0, start)

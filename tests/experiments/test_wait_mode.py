@@ -35,7 +35,7 @@ def test_on_the_host_the_wait_mode_is_not_applicable_and_the_term_not_measured(h
     spec = {"plan": plan.astype(object).where(plan.notna(), None).to_dict("records"), "nw_values": [4], "steps": 1,
             "invocations": 4}
     child = processes.run(wait_mode.__name__, {"wait_model": spec}, platform="host", repeats=1, warmup=0,
-                          vary=lambda r: {"wait": wait_mode.mode_of(r)})["wait_model"]
+                          vary=lambda r, _: {"wait": wait_mode.mode_of(r)})["wait_model"]
     assert child == why
     # test input for the other sides: a model and a real run of one point, 2 invocations each
     model = frame([{"variant": "plain", "policy": "driver_pageable", "user_pinned": False, "threshold_nbytes": None,

@@ -24,25 +24,10 @@ from ..errors import BadParameter
 
 __all__ = ["WHERE", "Placement", "here", "of_cpus", "placement_lines"]
 
-WHERE = ("irq_cpu", "other_cpu", "unpinned", "unknown")
+WHERE = (*ms.PLACEMENTS, "unknown")
 _WORDS = {"irq_cpu": "on the GPU's interrupt CPU", "other_cpu": "off the GPU's interrupt CPU",
           "unpinned": "free to run on the GPU's interrupt CPU and others",
           "unknown": "at an unknown place against the GPU's interrupt CPU"}
-
-
-def _span(cpus) -> str:
-    """CPUs as a Linux CPU list ("0-13,15")."""
-    out, run = [], []
-    for c in sorted(set(cpus)):
-        if run and c == run[-1] + 1:
-            run.append(c)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [c]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(out)
 
 
 @dataclass(frozen=True)
@@ -68,8 +53,8 @@ class Placement:
         return "GPU's node" if known == {self.gpu_node} else "other node" if self.gpu_node not in known else "both"
 
     def words(self) -> str:
-        cpus = f"CPU(s) {_span(self.cpus)}" if self.cpus else "CPUs not known"
-        irq = f" {_span(self.irq_cpus)}" if self.irq_cpus else ""
+        cpus = f"CPU(s) {ms.cpuspan(self.cpus)}" if self.cpus else "CPUs not known"
+        irq = f" {ms.cpuspan(self.irq_cpus)}" if self.irq_cpus else ""
         where = _WORDS[self.where].replace("interrupt CPU", f"interrupt CPU{irq}") if irq else _WORDS[self.where]
         nodes = ",".join(str(n) for n in sorted(set(self.nodes))) if self.nodes else "?"
         node = {"GPU's node": "the GPU's", "other node": f"not the GPU's ({self.gpu_node})",

@@ -12,7 +12,7 @@ from ..policies import make_policy
 from ..schema import LOCK_OUTCOMES, frame
 from ..vocab import MemoryKind, Policy
 from .native import native_policy_sweep, use_native
-from .sweep import DeviceBuffers, Sweep, grid, thread_place, transfer
+from .sweep import SEED, DeviceBuffers, Sweep, grid, thread_place, transfer
 
 __all__ = ["policy_sweep", "lock_outcomes"]
 
@@ -20,7 +20,7 @@ __all__ = ["policy_sweep", "lock_outcomes"]
 def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), sizes_nbytes,
                  directions=("h2d", "d2h"), kinds=(MemoryKind.HEAP,), repeats: int = 10, warmup: int = 1,
                  verify: str = "first", app_pinned=False, label: str = "policy sweep",
-                 engine: str = "auto", evict_nbytes: int = 0) -> pd.DataFrame:
+                 engine: str = "auto", evict_nbytes: int = 0, seed: int = SEED) -> pd.DataFrame:
     """Executed by the native engine where it runs (``engine`` "auto" or "native";
     experiments.native: ``repeat`` is then an independent repeat), else by the Python policies
     (``engine`` "python", the ``engine`` column says which).
@@ -39,14 +39,15 @@ def policy_sweep(rt, *, policies=(Policy.STAGE_PER_COPY, Policy.STAGE_POOLED), s
 
     ``evict_nbytes`` > 0 measures the buffers cold (that much other memory written before each
     transfer, untimed: the engine's ``Plan.evict_nbytes``); on the engine only, NotAvailable elsewhere.
+    ``seed``: the shuffles' (a fresh process of ``replicate.replicated`` passes its own).
     """
     if evict_nbytes and not use_native(rt, engine):
         raise NotAvailable(f"{rt.name}: buffers made cold between transfers are measured on the native engine only")
     if use_native(rt, engine):
         return native_policy_sweep(rt, policies=policies, sizes_nbytes=sizes_nbytes, directions=directions,
                                    kinds=kinds, repeats=repeats, verify=verify, app_pinned=app_pinned, label=label,
-                                   evict_nbytes=evict_nbytes)
-    sweep, missing = Sweep(repeats=repeats, warmup=warmup, verify=verify, label=label, platform=rt.name), []
+                                   evict_nbytes=evict_nbytes, seed=seed)
+    sweep, missing = Sweep(repeats=repeats, warmup=warmup, verify=verify, seed=seed, label=label, platform=rt.name), []
     with ExitStack() as stack:
         dev = stack.enter_context(DeviceBuffers(rt))
         dptrs = {n: dev.get(n) for n in sizes_nbytes}

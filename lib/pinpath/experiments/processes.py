@@ -5,11 +5,13 @@ so that the interval of a figure is over independent processes, not over rounds 
 A *target* is a module that names its measurements (``SECTIONS``: name -> function taking what
 ``open_for_process(platform, device)`` yields first) and how a fresh process opens what they
 need: ``pinpath.experiments.state`` (state.c, notebook 14), ``pinpath.experiments.replicate``
-(a runtime: the lock cost, C12's cases, C13's C loop) and ``pinpath.experiments.wait_mode`` (the
-replica model in a CUDA wait mode, each process its own: ``vary_env``). Each process runs ``warmup`` untimed
-rounds and one timed round of every named measurement, in an order of its own (shuffled with the
-repeat's seed, ``section_order`` in its rows), with the seed ``SEED + repeat``; ``repeat`` in
-the rows is the process's number, ``pid`` its process id and ``repeat_unit`` "process"."""
+(a runtime: the lock cost, C12's cases, C13's C loop, the policy sweeps of C2, C3 and C4, C10's
+replica) and ``pinpath.experiments.wait_mode`` (the replica model in a CUDA wait mode, each process
+its own: ``vary_env``). Each process runs ``warmup`` untimed rounds and one timed round of every
+named measurement, in an order of its own (shuffled with the repeat's seed, ``section_order`` in
+its rows), with the seed ``SEED + repeat``; ``repeat`` in the rows is the process's number, ``pid``
+its process id and ``repeat_unit`` "process". A name "SECTION:LABEL" runs ``SECTIONS[SECTION]``
+once more under a name of its own (the same sweep at other points in the same processes)."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from .. import progress
 from ..errors import BadParameter, PinpathError
 from .sweep import SEED
 
-__all__ = ["run", "Failed", "check_unit", "UNIT_COLUMN", "REPEAT_UNITS"]
+__all__ = ["run", "Failed", "check_unit", "section_of", "UNIT_COLUMN", "REPEAT_UNITS"]
 
 #: what a repeat can be: a fresh process, or a round inside one process
 REPEAT_UNITS = ("process", "round")
@@ -43,29 +45,34 @@ def check_unit(unit: str) -> None:
         raise BadParameter(f"the unit of repeat is one of {', '.join(REPEAT_UNITS)}, not {unit!r}")
 
 
+def section_of(name: str) -> str:
+    """The SECTIONS name a measurement ``name`` ("SECTION" or "SECTION:LABEL") runs."""
+    return name.partition(":")[0]
+
+
 class Failed(PinpathError):
     """A process failed as a whole or did not finish (one sentence)."""
 
 
 def run(target: str, specs: dict, *, platform: str, device: int = 0, repeats: int, warmup: int,
-        timeout_s: int = 600, vary: Callable[[int], dict] | None = None,
+        timeout_s: int = 600, vary: Callable[[int, str], dict] | None = None,
         vary_env: Callable[[int], dict] | None = None) -> dict:
     """Each of ``repeats`` a fresh process that runs every measurement of ``specs`` ({name: its
     keyword arguments}) of ``target``'s ``SECTIONS``; {name: its rows over the processes (a
-    ``repeat`` column numbering the process), or the sentence why it could not run}. ``vary(r)``:
-    keyword arguments that differ in process r (e.g. a byte check in the first only); ``vary_env(r)``:
+    ``repeat`` column numbering the process), or the sentence why it could not run}. ``vary(r, name)``:
+    keyword arguments of measurement ``name`` that differ in process r (e.g. a byte check in the
+    first only); ``vary_env(r)``:
     environment variables of process r (e.g. the CUDA wait mode, read when it opens). Failed where
     a process fails as a whole (its last line of stderr) or runs past ``timeout_s``."""
     pkg_parent = str(Path(__file__).resolve().parents[2])
     env = {k: v for k, v in os.environ.items() if k != progress.ENV}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
     frames: dict = {name: [] for name in specs}
-    label = " + ".join(name.replace("_", " ") for name in specs)
+    label = " + ".join(name.replace("_", " ").replace(":", ", ") for name in specs)
     with tempfile.TemporaryDirectory(prefix="pinpath-processes-") as d:
         for r in range(int(repeats)):
-            own = vary(r) if vary else {}
-            args = json.dumps({name: {**kw, **own, "repeats": 1, "warmup": warmup, "seed": SEED + r}
-                               for name, kw in specs.items()})
+            args = json.dumps({name: {**kw, **(vary(r, name) if vary else {}), "repeats": 1, "warmup": warmup,
+                                      "seed": SEED + r} for name, kw in specs.items()})
             cmd = [sys.executable, "-m", "pinpath.experiments.processes", target, platform, str(device), args, d, str(r)]
             try:
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s,
@@ -125,7 +132,7 @@ def _main(argv) -> int:
     with mod.open_for_process(platform, int(device)) as first:
         for name in names:
             try:
-                df = mod.SECTIONS[name](first, **specs[name])
+                df = mod.SECTIONS[section_of(name)](first, **specs[name])
             except (NativeUnavailable, NotAvailable, RuntimeUnavailable) as e:
                 (Path(d) / f"{r}.{name}.txt").write_text(str(e))
                 continue

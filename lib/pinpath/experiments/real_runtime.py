@@ -24,6 +24,10 @@ With ``paired_processes`` the region also runs ``--paired`` in as many more fres
 moves nothing: ``kernel_ns`` is the runtime's lookup, launch, kernel and synchronize of one region)
 and, where traced, once more traced, so the profile holds both regions (``segment`` "present" for
 the present-only one): ``real_terms`` puts these measured terms into the model.
+
+Every run inherits the CPUs of the process that starts it: ``placement`` names them against the
+GPU's interrupt CPU (``machine_state.place_process``; notebook 13 places itself first, its model too),
+and each row of ``runs`` records the word and the CPUs (``cpus``).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import ompinfo
+from .. import machine_state, ompinfo
 from ..errors import NotAvailable, PinpathError, VerificationFailed
 from ..schema import REAL_COPIES, REAL_INVOCATIONS, REAL_PHASES, REAL_PRESENT, REAL_RUNS, frame
 from .offload_build import (OFFLOAD_DIR, RUNTIME_DIR, VARIANTS, Build, app_binary, build_host_region,
@@ -209,7 +213,7 @@ def run_region(build: Build, env: dict[str, str], *, variant: str, nw: int, step
             "copies": copies, "phases": phases}
 
 
-def _run_row(facts: dict, variant: str, build: Build) -> dict:
+def _run_row(facts: dict, variant: str, build: Build, placement: str) -> dict:
     return {"variant": variant, "mode": facts["mode"], "env": facts["env"], "nw": facts["nw"],
             "process": facts["process"], "traced": facts["traced"], "paired": facts["paired"], "steps": facts["steps"],
             "invocations": facts["invocations"],
@@ -217,12 +221,13 @@ def _run_row(facts: dict, variant: str, build: Build) -> dict:
             "register": facts["register"], "register_rc": facts["register_rc"], "register_ns": facts["register_ns"],
             "unregister_ns": facts["unregister_ns"], "enter_ns": facts["enter_ns"], "exit_ns": facts["exit_ns"],
             "wrong": facts["wrong"], "wall_ns": facts["wall_ns"], "context_wait": facts["context_wait"],
+            "placement": placement, "cpus": machine_state.cpuspan(os.sched_getaffinity(0)),   # the child's, inherited
             "vendor": build.vendor, "arch": build.arch}
 
 
 def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: int = 5, invocations: int = 384,
                  trace_steps: int = 1, verify: str = "all", seed: int = 1, processes: int = 5,
-                 paired_processes: int = 0, paired_steps: int = 1,
+                 paired_processes: int = 0, paired_steps: int = 1, placement: str = "unpinned",
                  build: Build | None = None, offload_dir: Path | str | None = None, timeout_s: int = 600) -> RealRun:
     """Run the real region for every variant the build's vendor knows and every walker count:
     ``processes`` timed runs of ``steps`` x ``invocations``, each a fresh process, in rounds that
@@ -230,7 +235,9 @@ def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: in
     ``trace_steps`` steps per point. With ``paired_processes``, the rounds also visit each point in
     that many ``--paired`` processes of ``paired_steps`` steps (``present``), and one of them per
     point is traced (``present_phases``) if ``trace_steps``. The build is ``build``, else the one
-    in ``offload_dir`` (default build/offload). NotAvailable (one sentence) where it cannot run."""
+    in ``offload_dir`` (default build/offload). ``placement``: the word of this process's placement
+    (``machine_state.place_process``; "unpinned" where nothing placed it), recorded in ``runs`` beside
+    its CPUs. NotAvailable (one sentence) where it cannot run."""
     if int(processes) < 1 or int(paired_processes) < 0:
         raise NotAvailable(f"processes must be at least 1 (not {processes}) and paired processes at least 0 "
                            f"(not {paired_processes})")
@@ -255,7 +262,7 @@ def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: in
     for variant, nw, p, traced, n_steps, paired in order:
         res = run_region(build, env, variant=variant, nw=nw, steps=n_steps, invocations=invocations, verify=verify,
                          trace=traced, seed=seed + p, timeout_s=timeout_s, process=p, paired=paired)
-        runs.append(_run_row(res["facts"], variant, build))
+        runs.append(_run_row(res["facts"], variant, build, placement))
         for part, key in zip(got[paired], ("invocations", "copies", "phases")):
             part.append(res[key])
     cat = lambda fs, table: frame(pd.concat(fs, ignore_index=True).to_dict("records") if fs else [], table)  # noqa: E731

@@ -26,7 +26,7 @@ from ..vocab import Capability, Direction, MemoryKind
 from .native import native_replica, use_native
 from .sweep import DeviceBuffers, SEED, Poisoned, Sweep, grid, page_locked
 
-__all__ = ["replica", "api_stats", "api_calls", "INVOCATIONS_PER_STEP"]
+__all__ = ["replica", "api_stats", "api_calls", "calls_stats", "INVOCATIONS_PER_STEP"]
 
 INVOCATIONS_PER_STEP = 384   #: one region per electron move: 32 atoms x 12 electrons (NiO cell)
 _now = time.perf_counter_ns
@@ -159,13 +159,17 @@ def api_stats(transfers: pd.DataFrame, calls: pd.DataFrame, *, by: str = "user_p
     """rocprof's ``hsa_stats.csv`` table of every native call the replica made (map, unmap and
     the region's waits included, as a tracer sees them), one table per value of ``by`` and of
     ``counted`` (the arm whose re-locks pinpath counted), with the call's category and how many of
-    its calls the runtime refused."""
+    its calls the runtime refused: ``calls_stats`` of ``api_calls``."""
+    return calls_stats(api_calls(transfers, calls, by=by), by=by)
+
+
+def calls_stats(api: pd.DataFrame, *, by: str = "user_pinned") -> pd.DataFrame:
+    """``api_stats``'s table from ``api_calls``'s rows (those of several processes too)."""
     from ..records import CallRecord
     from ..schema import API_STATS, frame, stats_frame
     from ..trace import hsa_stats
     frames = []
-    merged = calls.merge(_with_counted(transfers)[["transfer_id", by, "counted"]], on="transfer_id")
-    for (value, counted), g in merged.groupby([by, "counted"]):
+    for (value, counted), g in api.groupby([by, "counted"]):
         crs = [CallRecord(r.call, r.start_ns, r.end_ns, r.rc, r.thread_id) for r in g.itertuples()]
         st = stats_frame(hsa_stats(crs))
         st[by], st["counted"] = value, bool(counted)

@@ -67,7 +67,7 @@ def wait_model(rt, plan: pd.DataFrame, *, nw_values, steps: int, invocations: in
     try:
         got = processes.run(__name__, {"wait_model": spec}, platform=rt.name, device=int(getattr(rt, "device", 0) or 0),
                             repeats=2 * int(processes_per_mode), warmup=0, timeout_s=timeout_s,
-                            vary=lambda r: {"wait": mode_of(r), "verify": verify if r < 2 else "none"},
+                            vary=lambda r, _: {"wait": mode_of(r), "verify": verify if r < 2 else "none"},
                             vary_env=lambda r: {WAIT_ENV: mode_of(r)})["wait_model"]
     except processes.Failed as e:
         return pd.DataFrame([{"not_applicable": str(e)}])

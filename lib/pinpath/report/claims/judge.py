@@ -90,9 +90,11 @@ def _units(data: RunData, datasets) -> str:
     return " and ".join(dict.fromkeys(u for d in datasets if (u := repeat_unit(data.get(d)))))
 
 
-def _sentence(t: Test, r: Result, word: str, pick: tuple[str, Estimate], capped: str, unit: str = "") -> str:
-    """The row's "why": what was measured, on what, over how many repeats of ``unit`` with what
-    spread between them, and what decided."""
+def _sentence(t: Test, r: Result, word: str, pick: tuple[str, Estimate], capped: str, unit: str = "",
+              aside: str = "") -> str:
+    """The row's "why" as one sentence that ends on its conclusion: what was measured, on what,
+    ``aside`` (the other tests' figures), then over how many repeats of ``unit`` with what spread
+    between them, and what decided."""
     label, e = pick
     facts = r.facts.get(label) or r.facts.get("") or f"{t.metric} measured at {label}"
     so = t.so.format(v=_fmt_est(e, t.unit), metric=t.metric)
@@ -106,7 +108,7 @@ def _sentence(t: Test, r: Result, word: str, pick: tuple[str, Estimate], capped:
         end = f"which misses the claim's {_bar(t)}"
     else:
         end = f"whose interval straddles the claim's {_bar(t)}"
-    return f"{facts}; so {so}, {end}"
+    return f"{facts}{aside}; so {so}, {end}"
 
 
 def judge_claim(c: Claim, data: RunData, platform: str, status: dict | None = None) -> dict:
@@ -153,16 +155,14 @@ def judge_claim(c: Claim, data: RunData, platform: str, status: dict | None = No
         why = "not applicable (" + "; ".join(reason for _, reason in unapplied) + ")"
     else:
         _, pick, t, r, capped, _ = deciding
-        why = _sentence(t, r, deciding[0], pick, capped, r.unit or _units(data, datasets))
         others = [f"{p[2].metric} {_fmt_est(p[1][1], p[2].unit)}" + (f" ({_fmt_est(p[3].differences[p[1][0]], 'ns')} "
                   "apart)" if p[1][0] in p[3].differences else "") + f", {p[0]}"
                   for p in picks if p is not deciding and p[1]]
-        if others:
-            why += " (also " + "; ".join(others) + ")"
-        if unapplied:
-            why += "; but " + "; ".join(f"for {m}: {reason}" for m, reason in unapplied) + \
-                (", so the claim is shown in part only" if word == Verdict.INCONCLUSIVE and deciding[0] == Verdict.HOLDS
-                 else "")
+        aside = (" (also " + "; ".join(others) + ")") if others else ""
+        aside += "".join(f"; for {m}: {reason}" for m, reason in unapplied)
+        why = _sentence(t, r, deciding[0], pick, capped, r.unit or _units(data, datasets), aside)
+        if unapplied and word == Verdict.INCONCLUSIVE and deciding[0] == Verdict.HOLDS:
+            why += ", so the claim is shown in part only"
     primary, test = (deciding[1], deciding[2]) if deciding else (None, None)
     diff = deciding[3].differences.get(primary[0]) if deciding and primary else None
     unit = (deciding[3].unit or _units(data, datasets)) if deciding and primary and primary[1].n_repeats else ""

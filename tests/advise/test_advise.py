@@ -159,6 +159,22 @@ def test_no_saving_is_never_called_a_break_even(write, tr):
     assert np.isinf(pred.break_even.uses).all()
 
 
+def test_a_variant_with_the_baseline_policy_shows_no_saving_and_no_array_to_register(write, tr):
+    """lock_mapped on NVIDIA's plugin is plain's policy: its replay differs from plain's by noise
+    alone (the 178d5b8 reference's species rows showed 2-22 us "savings"), so its break-even rows
+    carry no figure and it puts no array on the list to register (issue 33 item 3)."""
+    p = pattern(read_trace(write("run.err", tr.info_trace(steps=2, invocations=3))))
+    pols = {"plain": ("driver_pageable", False, None), "lock_mapped": ("driver_pageable", False, None)}
+    classes = ((384, "h2d", 4), (245760, "d2h", 4), (8192, "h2d", 1))
+    ns = _known_times(pols, classes, lambda v, use: 1000 if v == "plain" else 700, lambda v, ev: 100)
+    pred = predict(p, _synthetic_replay(ns), pols)
+    be = pred.break_even
+    assert len(be) and (be.variant == "lock_mapped").all()
+    assert be.verdict.str.startswith("the same policy as plain").all()
+    assert be[["one_off_ns", "saving_ns", "saving_low", "saving_high"]].isna().all().all()
+    assert not len(pred.arrays) or not (pred.arrays.variant == "lock_mapped").any()
+
+
 def test_prediction_csv(tmp_path):
     path = write_prediction(tmp_path / "prediction.csv", [
         {"application": "region", "variant": "plain", "predicted_ns": 900.0, "real_ns": 1000.0, "low": 0.8, "high": 1.0},

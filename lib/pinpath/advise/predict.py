@@ -332,6 +332,13 @@ def _one_off(keys: _Keys, variant: str, pinned: bool, nbytes: int) -> tuple[floa
     return total, np.asarray(draws, dtype=float)
 
 
+def _same_policy(policies: dict, variant: str, baseline: str) -> bool:
+    """Whether ``variant`` runs the same policy as ``baseline`` on this runtime (say lock_mapped on
+    NVIDIA's plugin, which ignores the variable): the two replays differ only by noise."""
+    v, b = policies[variant], policies[baseline]
+    return v[::2] == b[::2] and bool(v[1]) == bool(b[1])
+
+
 def _array_break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "plain") -> pd.DataFrame:
     """Per variant other than ``baseline`` and per array the application owns (a stack variable or
     the runtime's own buffer is nothing a user can register): the extra one-off cost at the array's
@@ -354,7 +361,7 @@ def _array_break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "
 
     base_pt, base_dr = per_array(baseline)
     for variant, (_, pinned, _) in policies.items():
-        if variant == baseline:
+        if variant == baseline or _same_policy(policies, variant, baseline):
             continue
         var_pt, var_dr = per_array(variant)
         for i, a in enumerate(p.arrays.itertuples()):
@@ -405,10 +412,11 @@ def _break_even(keys: _Keys, p: Pattern, policies: dict, baseline: str = "plain"
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(ds > 0, dx / ds, np.inf)
             lo, hi = interval(ratio[np.isfinite(ratio)]) if np.isfinite(ratio).mean() > 0.975 else (math.nan, math.nan)
-            if not (math.isfinite(saving) and math.isfinite(extra)):
-                uses, verdict = math.nan, "not replayed"
-            elif policies[variant][::2] == policies[baseline][::2] and bool(pinned) == bool(policies[baseline][1]):
+            if _same_policy(policies, variant, baseline):   # no saving and no one-off: its replay's noise is none
+                extra = saving = s_lo = s_hi = lo = hi = math.nan
                 uses, verdict = math.inf, f"the same policy as {baseline} on this runtime: nothing to pay back"
+            elif not (math.isfinite(saving) and math.isfinite(extra)):
+                uses, verdict = math.nan, "not replayed"
             elif not s_lo > 0:   # a saving only where its whole interval is above zero
                 uses, verdict = math.inf, "never pays: no measurable saving per transfer"
             elif extra <= 0:

@@ -561,3 +561,24 @@ def test_a_cold_policy_sweep_runs_on_the_engine_and_says_so(host_rt):
     with pytest.raises(NotAvailable, match="native engine only"):
         policy_sweep(host_rt, policies=["lock_always"], sizes_nbytes=[4096], repeats=1, engine="python",
                      evict_nbytes=4 << 20)
+
+
+def test_a_replica_step_that_raises_leaves_no_array_registered(host_rt, monkeypatch):
+    """The Python replica's user-pinned arrays are unregistered also when a step raises (before,
+    the application's registration outlived the buffers freed under it)."""
+    import importlib
+    rep = importlib.import_module("pinpath.experiments.replica")   # the module (the package exports the function)
+    calls = []
+
+    def failing(self, rng, kernel, check):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("a step failed")
+        return orig(self, rng, kernel, check)
+
+    orig = rep._Region.invocation
+    monkeypatch.setattr(rep._Region, "invocation", failing)
+    with pytest.raises(RuntimeError, match="a step failed"):
+        ex.replica(host_rt, policies=["lock_always"], nw_values=[2], steps=2, invocations_per_step=2,
+                   user_pinned=[True], engine="python")
+    assert not host_rt.recorder.outstanding()

@@ -56,17 +56,26 @@ class _Region:
         self.pos_d, self.out_d = self.dev.get(self.pos.nbytes), self.dev.get(self.out.nbytes)
         self.ctx = {"nw": nw, "user_pinned": user_pinned, "counted": False}   # no counted arm in Python
         self.lost = ""         # the hazard once the application's pin is seen gone
+        self.pinned = False    # the application's own registration of its arrays, held
         if user_pinned:        # the application registers its arrays first, as QMCPACK does
             for b in (self.pos, self.out):
                 rt.lock(b.ptr, b.nbytes)
+            self.pinned = True
+            stack.callback(self._unpin)   # runs before the buffers are freed, also when a step raised
         self.mapped = [(self.pol.map(b), name) for name, b in (("pos", self.pos), ("out", self.out))]
 
     def unmap(self) -> list[tuple[TransferRecord, str]]:
         recs = [(self.pol.unmap(b), name) for name, b in (("pos", self.pos), ("out", self.out))]
-        if self.user_pinned:   # (munlock of memory a runtime already unlocked is not refused)
+        self._unpin()
+        return recs
+
+    def _unpin(self) -> None:
+        """The application's unregister of its arrays, once (munlock of memory a runtime already
+        unlocked is not refused)."""
+        if self.pinned:
+            self.pinned = False
             for b in (self.pos, self.out):
                 self.rt.unlock(b.ptr, b.nbytes)
-        return recs
 
     def invocation(self, rng, kernel: bool, check: bool) -> list[tuple[TransferRecord, str]]:
         rt, pol, nw = self.rt, self.pol, self.nw

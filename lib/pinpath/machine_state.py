@@ -27,7 +27,7 @@ from pathlib import Path
 from .errors import BadParameter
 
 __all__ = ["FIELDS", "SMI_FIELDS", "GPU_IRQ_DRIVERS", "IRQ_SHARE", "PLACEMENTS", "Placed", "thread_cpu", "cpu_node",
-           "cpulist", "cpuspan", "cpus_by_node", "gpu_node", "gpu_irq_cpus", "placement_cpus", "place_process",
+           "cpulist", "cpuspan", "cpus_by_node", "gpu_node", "gpu_irq_cpus", "placement_cpus", "place_process", "unplaced",
            "gpu_readings", "snapshot", "placement", "row_fields", "pinned_to"]
 
 #: nvidia-smi --query-gpu fields read each time (they change), and their names in a snapshot
@@ -235,6 +235,11 @@ def gpu_irq_cpus(proc: Path = Path("/proc")) -> list[int]:
 #: or where the scheduler puts it (advise's ``WHERE`` adds "unknown")
 PLACEMENTS = ("irq_cpu", "other_cpu", "unpinned")
 _START_CPUS = frozenset(os.sched_getaffinity(0))   # what "unpinned" gives back, however often a process is placed
+
+
+def unplaced() -> bool:
+    """Whether this process still runs on every CPU it started with (nothing in it placed it)."""
+    return frozenset(os.sched_getaffinity(0)) >= _START_CPUS
 
 
 def placement_cpus(where: str, irq_cpus, allowed=None) -> tuple[list[int], str]:

@@ -294,6 +294,11 @@ def test_each_real_run_records_its_placement_and_the_cpus_it_inherited(tmp_path)
     free = rr.real_runtime(offload_dir=tmp_path, variants=["plain"], nw_values=[4], steps=1, invocations=2,
                            trace_steps=0, processes=1).runs
     assert set(free.cpus) == {whole} and set(free.placement) == {"unpinned"}   # all of this process's CPUs
+    if len(os.sched_getaffinity(0)) > 1:   # pinned by its caller and not told so: never called "unpinned"
+        with ms.pinned_to(cpu):
+            told = rr.real_runtime(offload_dir=tmp_path, variants=["plain"], nw_values=[4], steps=1, invocations=2,
+                                   trace_steps=0, processes=1).runs
+        assert set(told.placement) == {"set by the caller"} and set(told.cpus) == {str(cpu)}
 
 
 def test_processes_below_one_are_refused_in_one_sentence(tmp_path):

@@ -227,7 +227,7 @@ def _run_row(facts: dict, variant: str, build: Build, placement: str) -> dict:
 
 def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: int = 5, invocations: int = 384,
                  trace_steps: int = 1, verify: str = "all", seed: int = 1, processes: int = 5,
-                 paired_processes: int = 0, paired_steps: int = 1, placement: str = "unpinned",
+                 paired_processes: int = 0, paired_steps: int = 1, placement: str | None = None,
                  build: Build | None = None, offload_dir: Path | str | None = None, timeout_s: int = 600) -> RealRun:
     """Run the real region for every variant the build's vendor knows and every walker count:
     ``processes`` timed runs of ``steps`` x ``invocations``, each a fresh process, in rounds that
@@ -236,11 +236,13 @@ def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: in
     that many ``--paired`` processes of ``paired_steps`` steps (``present``), and one of them per
     point is traced (``present_phases``) if ``trace_steps``. The build is ``build``, else the one
     in ``offload_dir`` (default build/offload). ``placement``: the word of this process's placement
-    (``machine_state.place_process``; "unpinned" where nothing placed it), recorded in ``runs`` beside
-    its CPUs. NotAvailable (one sentence) where it cannot run."""
+    (``machine_state.place_process``); None: "unpinned" where the process runs on the CPUs it
+    started with, else "set by the caller"; recorded in ``runs`` beside its CPUs. NotAvailable (one sentence) where it cannot run."""
     if int(processes) < 1 or int(paired_processes) < 0:
         raise NotAvailable(f"processes must be at least 1 (not {processes}) and paired processes at least 0 "
                            f"(not {paired_processes})")
+    if placement is None:
+        placement = "unpinned" if machine_state.unplaced() else "set by the caller"
     build = build or find_build(offload_dir or OFFLOAD_DIR)
     why = device_reason(build)
     if why:

@@ -7,7 +7,8 @@ that takes C13's re-lock path per call (it had summed a thread's calls); their C
 C12, C13 and C15 rows after issue 34 (each figure labelled with the re-lock mechanism it measures;
 C11 and C15 as meant, whose data sets this run predates: not measured), and their C10 rows again after
 C10's counted arm (issue 34 item 3: its two figures labelled "re-lock granted by the runtime", the CUDA
-analogue's text): nothing else changed; the
+analogue's text), and their whys after issue 34 item 6 (the other tests' figures before "so ...", so that
+a why ends on its conclusion): nothing else changed; the
 ``state`` and ``repeat_unit`` columns, added later, are checked apart, and so is the why's "over N
 rounds (between-round spread S %)", added with them (issue 34 item 4)."""
 

@@ -162,6 +162,7 @@ def test_summary_keeps_long_whys_whole_and_says_which_policy_pays(run):
     long_why = ("a lock of pageable memory takes 62.4 us at 16 KiB, the runtime refuses a re-lock in 3.83 us; "
                 "so a real lock costs 16.3x (95 % CI 12.2-24.0) the lock path, " * 3) + "which meets the claim's >= 10.0x"
     df["why"], df["reading"] = long_why, "analogue"
+    df["verdict"] = "holds"   # judged claims: one why each (not applicable ones of one reason share one)
     df.to_csv(run_dir / "report" / "claims.csv", index=False)
     pays_tests = _pays_tests()
     small = {"stage_pooled": 5_000, "lock_always": 50_000, "prepinned": 4_000}
@@ -327,3 +328,19 @@ def test_the_command_line_prints_where_it_wrote(run, capsys, monkeypatch):
     out = capsys.readouterr().out.split()
     share = run_dir.resolve() / "share"
     assert out == [str(share / "summary.md"), str(share / f"{run_dir.name}.zip")]
+
+
+def test_claims_not_applicable_for_one_reason_share_one_why(run):
+    """On a machine without a GPU most claims are not applicable for the same reason: the summary
+    says it once, naming them all, and every other why stays its own item."""
+    _, run_dir, _ = run
+    df = claims("cuda")
+    na = "not applicable on host: the claim is about a GPU runtime"
+    df["verdict"] = ["not applicable"] * 12 + ["holds"] * 3
+    df["why"] = [na] * 10 + ["not applicable on host: the claim is about NVIDIA's runtime"] * 2 + ["same words"] * 3
+    df.to_csv(run_dir / "report" / "claims.csv", index=False)
+    text = S.summary_markdown(run_dir, [])
+    ids = ", ".join(f"C{i + 1}" for i in range(10))
+    assert text.count(na) == 1 and f"- **{ids}**: {na}." in text
+    assert "- **C11, C12**: not applicable on host: the claim is about NVIDIA's runtime." in text
+    assert text.count("same words") == 3      # judged claims keep one why each

@@ -126,14 +126,22 @@ def _claims_rows(claims: pd.DataFrame, scrub: Scrubber, reference: dict | None =
 
 
 def _why_list(claims: pd.DataFrame, scrub: Scrubber) -> list[str]:
-    """Each claim's why, whole, as a list item (a table cell would cut it or stretch the table)."""
-    out = []
+    """Each claim's why, whole, as a list item (a table cell would cut it or stretch the table);
+    claims not applicable for one and the same reason (the host platform: most of them) share one item."""
+    out, shared = [], {}
     for r in claims.to_dict("records"):
         why = _str(r, "why")
         if not why:
             continue
-        out.append(f"- **{md_cell(r.get('id'))}**: {md_cell(scrub(why))}" + ("" if why.endswith(".") else "."))
-    return out
+        if verdict_word(r.get("verdict")) == "not applicable":
+            if why in shared:
+                shared[why].append(md_cell(r.get("id")))
+                continue
+            shared[why] = ids = [md_cell(r.get("id"))]
+            out.append((ids, why))
+        else:
+            out.append(([md_cell(r.get("id"))], why))
+    return [f"- **{', '.join(ids)}**: {md_cell(scrub(why))}" + ("" if why.endswith(".") else ".") for ids, why in out]
 
 
 def pays_markdown(run_dir: Path, man: dict) -> list[str]:

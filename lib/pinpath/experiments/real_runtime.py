@@ -237,7 +237,8 @@ def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: in
     point is traced (``present_phases``) if ``trace_steps``. The build is ``build``, else the one
     in ``offload_dir`` (default build/offload). ``placement``: the word of this process's placement
     (``machine_state.place_process``); None: "unpinned" where the process runs on the CPUs it
-    started with, else "set by the caller"; recorded in ``runs`` beside its CPUs. NotAvailable (one sentence) where it cannot run."""
+    started with, else "set by the caller"; recorded in ``runs`` beside its CPUs. NotAvailable (one
+    sentence) where it cannot run."""
     if int(processes) < 1 or int(paired_processes) < 0:
         raise NotAvailable(f"processes must be at least 1 (not {processes}) and paired processes at least 0 "
                            f"(not {paired_processes})")

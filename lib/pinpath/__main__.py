@@ -91,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="exit 1 if a claim's verdict changed and the two runs' intervals do not overlap")
     p = sub.add_parser("agree", help="two runs (two references) claim by claim: verdicts, figures, repeats and "
                                      "their spread, mechanisms, and whether they agree")
-    p.add_argument("runs", nargs=2, type=Path, help="two run folders (e.g. outputs/reference/h200 outputs/reference/h200-b)")
+    p.add_argument("runs", nargs=2, type=Path, help="two run folders (e.g. outputs/reference/cuda outputs/reference/cuda-b)")
     p.add_argument("--out", type=Path, default=None, help="CSV file to write the table to")
     p = sub.add_parser("share", help="write share/summary.md, share/figures/ and share/<run-id>.zip inside a run folder")
     p.add_argument("run", nargs="?", default="latest", help="run folder or run id under outputs/ (default: latest)")

@@ -282,7 +282,7 @@ REAL_TERMS = {           # model / real with the real runtime's measured terms a
     "variant": "str", "nw": "int", "step": "int",   # 0: the model alone, then one term more per step
     "term": "str",           # model, present-only region, bookkeeping, blocking wait
     "measured_ns": "float",  # the measured figure the step puts in (median)
-    "replaced_ns": "float",  # what of the model it replaces (the replica's kernel alone; else 0)
+    "replaced_ns": "float",  # what of the model it replaces (step 1: the kernel alone; 3: the copies; else 0)
     "term_ns": "float",      # what the step adds to the model's figure (NaN at step 0)
     "model_ns": "float", "model_lo_ns": "float", "model_hi_ns": "float",   # the model with the terms so far
     "real_ns": "float",      # the real invocation: median of the process medians

@@ -20,7 +20,7 @@ from pinpath.advise.predict import predict
 from pinpath.advise.runtime_term import layout_of, runtime_rows
 
 _HERE = Path(__file__).parent
-REFERENCE = _HERE.parents[1] / "outputs" / "reference" / "h200" / "advise"
+REFERENCE = _HERE.parents[1] / "outputs" / "reference" / "cuda" / "advise"
 _spec = importlib.util.spec_from_file_location("advise_test_helpers_maps", _HERE / "test_advise.py")
 
 MAP = ("omptarget device 0 info: Creating new map entry with HstPtrBase={hp}, HstPtrBegin={hp}, TgtAllocBegin={tp}, "
@@ -86,7 +86,7 @@ def test_the_trace_says_which_copies_a_map_made(write, tr):
 
 
 def test_a_trace_of_copies_only_says_what_it_lacks(write):
-    """The H200 reference's species trace as LIBOMPTARGET_INFO=32 alone prints it (its map entry
+    """The CUDA reference's species trace as LIBOMPTARGET_INFO=32 alone prints it (its map entry
     lines, bit 8, left out): no map lines, each array charged one map and one unmap, and the trace
     says which setting would tell more."""
     lines = (REFERENCE / "species.info").read_text().splitlines(keepends=True)

@@ -14,7 +14,7 @@ from pinpath.advise.pattern import owner_of
 from pinpath.advise.predict import predict, same_as
 
 _HERE = Path(__file__).parent
-REFERENCE = _HERE.parents[1] / "outputs" / "reference" / "h200" / "advise"
+REFERENCE = _HERE.parents[1] / "outputs" / "reference" / "cuda" / "advise"
 _spec = importlib.util.spec_from_file_location("advise_test_helpers", _HERE / "test_advise.py")
 
 
@@ -50,7 +50,7 @@ def test_owner_of_names_stack_runtime_and_application():
 
 
 def test_the_references_traces_name_their_stack_probe(tmp_path):
-    """The H200 reference's traces (LLVM 19 on CUDA): the on-device probe's `initial` is a stack int."""
+    """The CUDA reference's traces (LLVM 19): the on-device probe's `initial` is a stack int."""
     for app in ("region", "stencil"):
         p = pattern(read_trace(REFERENCE / f"{app}.info"))
         own = p.buffers.set_index("name").owner

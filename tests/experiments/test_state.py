@@ -239,16 +239,16 @@ def test_the_gpus_interrupt_cpu_is_found_and_placed(tmp_path, monkeypatch):
                {42: {eff: "14\n"}, 9: {eff: "0\n"}, 41: {eff: "0-5\n"}, 43: {"smp_affinity_list": "14-15\n"},
                 44: {eff: "0\n"}})
     assert ms.gpu_irq_cpus(tmp_path) == [14, 15] and ms.gpu_irq_cpus(tmp_path / "none") == []
-    # the H200's GPU lines as its advise step saw them (IRQ 42: 1,545 on CPU 14; IRQ 44: 12 on CPU 0)
-    seen = (ROOT / "outputs" / "reference" / "h200" / "advise" / "irq.txt").read_text().splitlines()
-    h200 = tmp_path / "h200"
-    h200.mkdir()
-    (h200 / "interrupts").write_text("".join(f" CPU{c}" for c in range(16)) + "\n" +
+    # the GPU lines as the CUDA reference's advise step saw them (IRQ 42's on CPU 14; IRQ 44: 12 on CPU 0)
+    seen = (ROOT / "outputs" / "reference" / "cuda" / "advise" / "irq.txt").read_text().splitlines()
+    gpu = tmp_path / "gpu"
+    gpu.mkdir()
+    (gpu / "interrupts").write_text("".join(f" CPU{c}" for c in range(16)) + "\n" +
                                      "\n".join(l for l in seen if "nvidia" in l) + "\n")
     for irq in range(42, 50):
-        (h200 / "irq" / str(irq)).mkdir(parents=True)
-        (h200 / "irq" / str(irq) / eff).write_text({42: "14", 44: "0"}.get(irq, "0-15") + "\n")
-    assert ms.gpu_irq_cpus(h200) == [14]
+        (gpu / "irq" / str(irq)).mkdir(parents=True)
+        (gpu / "irq" / str(irq) / eff).write_text({42: "14", 44: "0"}.get(irq, "0-15") + "\n")
+    assert ms.gpu_irq_cpus(gpu) == [14]
     monkeypatch.setattr(ms, "cpus_by_node", lambda: {0: [0, 1, 2, 3], 1: [14, 15]})
     got = state.placements(1, irq_cpus=[14, 15])
     assert got == [(0, 0, "other node"), (3, 0, "other node"), (15, 1, "GPU's node"),

@@ -1,4 +1,4 @@
-"""The pages a reader opens, in headless Chromium at 900 and 1366 px wide: the committed H200
+"""The pages a reader opens, in headless Chromium at 900 and 1366 px wide: the committed CUDA
 reference's index (as committed: report/, data/, share/ only), a notebook page, advice.html and
 summary.md rendered as a tracker renders a comment. Each page loads with no error, scrolls only
 downwards, clips no text, draws every image, links only to files that exist; the index names
@@ -33,7 +33,7 @@ def _sibling(name: str):
 BROWSER = _sibling("test_browser")
 pytestmark = pytest.mark.skipif(BROWSER.CHROMIUM is None, reason="no chromium on this machine (CI installs it with apt-get)")
 
-REFERENCE = OUTPUTS_DIR / "reference" / "h200"
+REFERENCE = OUTPUTS_DIR / "reference" / "cuda"
 WIDTHS_PX = (900, 1366)
 SCREEN_PX = 768                       # a laptop's first screen
 FIXTURES = Path(__file__).resolve().parents[1] / "notebooks"

@@ -14,14 +14,17 @@ The terms, each a measurement, added in turn to the model's figure per invocatio
    (the model's transfer part + the real present-only region);
 2. ``bookkeeping``: what the copies add to a region's time outside its profiled events (the full
    region's less the present-only region's, medians over the traced run's invocations);
-3. ``blocking wait``: the real runtime's wait mode (LLVM's CUDA plugin puts the context in
-   CU_CTX_SCHED_BLOCKING_SYNC; the model runs in CUDA's default): the model's transfer part in fresh
-   processes in the blocking mode less in the auto mode (``experiments.wait_mode``, medians of the
-   process medians); ``wait_phases`` says which phase moved.
+3. ``blocking wait``: the replica's copies in the state the real runtime runs them in, fresh
+   processes whose context waits as LLVM's CUDA plugin makes it (CU_CTX_SCHED_BLOCKING_SYNC), in place
+   of the notebook process's copies in CUDA's default mode: the transfer part of the blocking
+   processes of ``experiments.wait_mode`` (median of the process medians) replaces the model's
+   transfer part. ``wait_phases`` splits off the wait mode's own share (blocking less auto, both
+   fresh); the rest is the process's state (a fresh process against the notebook's).
 
 A term that was not measured adds nothing: the next one is added to the last figure measured.
 What is left after them is the transfers themselves: the real runtime's copies (real - present-only
-region - bookkeeping) against the replica's (model - kernel alone, + the wait mode's difference).
+region - bookkeeping) against the replica's (in the blocking processes where they ran, else the model
+less its kernel alone).
 Each figure is a sum of medians; its interval is bootstrapped over the model's repeats, the real
 processes, the traced invocations and the wait-mode processes, each resampled apart
 (``stats.median_draws``).
@@ -108,11 +111,16 @@ def _wait_steady(wait: pd.DataFrame | None, skip_first: int) -> tuple[pd.DataFra
     return w.assign(transfer_ns=w.ns - w.kernel_only_ns.astype("Float64")), ""
 
 
+def _wait_units(w: pd.DataFrame, variant, nw, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """The process medians of ``column`` at one point in each wait mode (WAIT_MODES' order)."""
+    g = w[(w.variant == variant) & (w.nw == nw)]
+    return tuple(_unit_medians(g[g.wait == m], column, "repeat") for m in WAIT_MODES)
+
+
 def _wait_difference(w: pd.DataFrame, variant, nw, column: str, seed: int):
     """Blocking less auto of ``column`` at one point: (value, draws, processes per mode, the two
     medians), medians of the process medians; NaN where a mode has no process there."""
-    g = w[(w.variant == variant) & (w.nw == nw)]
-    auto_u, blocking_u = (_unit_medians(g[g.wait == m], column, "repeat") for m in WAIT_MODES)
+    auto_u, blocking_u = _wait_units(w, variant, nw, column)
     n = (len(auto_u), len(blocking_u))
     medians = tuple(float(np.median(u)) if len(u) else np.nan for u in (auto_u, blocking_u))
     if not all(n):
@@ -169,11 +177,16 @@ def model_terms(model: pd.DataFrame, real, regions: pd.DataFrame | None = None, 
         bk = (np.median(full_bk) - np.median(pres_bk)) if ok2 else np.nan
         bk_draws = median_draws(full_bk, seed=5) - median_draws(pres_bk, seed=6) if ok2 else np.full(1, np.nan)
         steps.append((base + bk, base_draws + bk_draws, bk, 0.0, "" if ok2 else "no traced --paired run"))
-        wt, wt_draws, wait_n, _ = (_wait_difference(w, variant, nw, "transfer_ns", seed=7) if w is not None
-                                   else (np.nan, np.full(1, np.nan), (0, 0), None))
+        auto_w, blocking_w = _wait_units(w, variant, nw, "transfer_ns") if w is not None else ([], [])
+        wait_n = (len(auto_w), len(blocking_w))
         on = next(st for st in reversed(steps) if np.isfinite(st[0]))   # the last step measured
-        steps.append((on[0] + wt, on[1] + wt_draws, wt, 0.0,
-                      wait_why or ("" if np.isfinite(wt) else "no process of one of the wait modes at this point")))
+        if all(wait_n) and len(transfer_u):   # the blocking processes' copies in place of the notebook's
+            blk, own = np.median(blocking_w), np.median(transfer_u)
+            steps.append((on[0] + blk - own, on[1] + median_draws(blocking_w, seed=7) - median_draws(transfer_u, seed=3),
+                          blk, own, ""))
+        else:
+            steps.append((np.nan, np.full(1, np.nan), np.nan, np.nan,
+                          wait_why or "no process of one of the wait modes at this point"))
         prev = np.nan
         for k, (value, draws, measured, replaced, note) in enumerate(steps):
             ratio, lo, hi = _estimate(draws / real_draws, value / real_ns)
@@ -220,8 +233,9 @@ def _term_words(k: int, row) -> str:
     if k == 2:
         return (f"with the bookkeeping the copies add to a region (its time outside the profiled events, full region "
                 f"less present-only: {_signed(row.measured_ns)}; {row.traced_invocations} traced invocations)")
-    return (f"with the real runtime's blocking wait (the replica's copies in blocking-sync processes less in CUDA's "
-            f"default mode: {_signed(row.measured_ns)}; {row.wait_processes} processes each)")
+    return (f"with the replica's copies as the real runtime runs them, in fresh processes in the blocking wait "
+            f"({fmt_ns(row.measured_ns)}; {row.wait_processes} processes), in place of the notebook process's copies "
+            f"in CUDA's default mode ({fmt_ns(row.replaced_ns)})")
 
 
 def terms_explanation(terms: pd.DataFrame, *, tolerance: float = TOLERANCE) -> str:
@@ -257,9 +271,8 @@ def terms_explanation(terms: pd.DataFrame, *, tolerance: float = TOLERANCE) -> s
                        f"{'short of' if left > 0 else 'over'} the real invocation, in the transfers themselves")
             if 1 in measured:
                 bookkeeping = s.loc[2, "measured_ns"] if 2 in measured else 0.0
-                waited = s.loc[3, "measured_ns"] if 3 in measured else 0.0
                 copies_real = real_ns - s.loc[1, "measured_ns"] - bookkeeping
-                copies_model = s.loc[1, "model_ns"] - s.loc[1, "measured_ns"] + waited
+                copies_model = s.loc[3, "measured_ns"] if 3 in measured else s.loc[1, "model_ns"] - s.loc[1, "measured_ns"]
                 verdict += (f" (the real runtime's copies, the real invocation less the present-only region and the "
                             f"bookkeeping: {_signed(copies_real)}, against the replica's {fmt_ns(copies_model)}"
                             f"{' in the blocking wait mode' if 3 in measured else ''})")

@@ -23,7 +23,7 @@ _INTERVAL_COLUMNS = ("rule_detail", "interval", "decided")
 
 
 #: the committed reference whose verdicts stand beside the claims a run cannot judge
-REFERENCE_DIR = OUTPUTS_DIR / "reference" / "h200"
+REFERENCE_DIR = OUTPUTS_DIR / "reference" / "cuda"
 
 
 def reference_verdicts(run_dir: Path | None, manifest: Mapping | None,

@@ -22,7 +22,11 @@ def test_the_references_give_every_benchmark():
     for part in ("preset full:", "engine against plain C:", "pinned direct copy against the bare loop",
                  "replica against the real libomptarget", "advise, predicted against real"):
         assert part in r.stdout
-    assert r.stdout.count("== ") == len(refs) and "Traceback" not in r.stderr
+    heads = [line for line in r.stdout.splitlines() if line.startswith("== ")]
+    assert heads == [f"== {ref}" for ref in refs] + (["== both"] if len(refs) == 2 else [])
+    assert "Traceback" not in r.stderr
+    if len(refs) == 2:   # two references: the claims of both, with their agreement
+        assert "agreement of cuda and cuda-b: " in r.stdout
 
 
 def test_a_run_without_a_parts_data_says_so(tmp_path):

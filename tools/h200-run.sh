@@ -4,6 +4,8 @@
 # packed under $OUT (at most a few files: a tar per run).
 #   tools/h200-run.sh reference NAME   make reproduce PRESET=full PLATFORM=cuda; share; -> $OUT/NAME.tar.xz
 #                                      (REFERENCE_LIMIT_S=N: stopped after N s, what ran kept)
+#   tools/h200-run.sh pack NAME        on the machine still held: the newest run finalized (where a stop cut
+#                                      its report), shared -> $OUT/NAME.tar.xz
 #   tools/h200-run.sh smoke            make reproduce PRESET=smoke PLATFORM=cuda -> $OUT/smoke.tar
 #   tools/h200-run.sh test             make test ENV=system -> $OUT/test.log
 #   tools/h200-run.sh probe            tools/offload-probe.sh (the real libomptarget region)
@@ -35,6 +37,23 @@ make setup ENV=system PYTHON=python3 >"$OUT/setup.log" 2>&1 || { tail -20 "$OUT/
 rm -rf build/advise-run
 nvidia-smi --query-gpu=name,driver_version,pci.bus_id,clocks.sm,clocks.mem,persistence_mode --format=csv
 status=0
+# pack NAME: this node's newest run, its report written by `pinpath finalize` where a stop cut it (a run
+# stopped while its report was written has none, and outputs/latest still names the run before it: no
+# notebook runs again), shared and packed with the advise step's folder (if it ran first) -> $OUT/NAME.tar.xz
+pack() {
+  local run
+  [ -n "${1:-}" ] || { echo "pack: name the tar (tools/h200-run.sh pack NAME)"; return 1; }
+  run=$(cd outputs && ls -1d 2*/ 2>/dev/null | sort | tail -1); run=${run%/}
+  [ -n "$run" ] || { echo "pack: no run under outputs/"; return 1; }
+  if [ "$(readlink outputs/latest)" != "$run" ]; then
+    py -m pinpath finalize "outputs/$run" 2>&1 | tail -2
+  fi
+  make share ENV=system PYTHON=python3 >/dev/null 2>&1 || return 1
+  [ -d build/advise-run ] && cp -r build/advise-run "outputs/$run/advise"
+  echo "pack $1: run $run"
+  # xz: a full run as a plain tar (about 37 MB) is too large to come back from the node
+  tar -C outputs --exclude="*.zip" -I "xz -T0" -cf "$OUT/$1.tar.xz" "$run"   # xz on every core
+}
 while [ $# -gt 0 ]; do
   step=$1; shift
   case $step in
@@ -50,12 +69,11 @@ while [ $# -gt 0 ]; do
       # stopped: the runner finishes its report after the signal
       [ $rc = 124 ] && { echo "reference $name: stopped after $REFERENCE_LIMIT_S s"; sleep 30; }
       [ $rc = 0 ] || status=1
-      make share ENV=system PYTHON=python3 >/dev/null 2>&1 || status=1
-      run=$(readlink outputs/latest)
-      [ -d build/advise-run ] && cp -r build/advise-run "outputs/$run/advise"   # the advise step, if it ran first
-      echo "reference $name: run $run in $(( $(date +%s) - start )) s"
-      # xz: a full run as a plain tar (about 37 MB) is too large to come back from the node
-      tar -C outputs --exclude="*.zip" -I "xz -T0" -cf "$OUT/$name.tar.xz" "$run"   # xz on every core
+      pack "$name" || status=1
+      echo "reference $name: $(( $(date +%s) - start )) s"
+      ;;
+    pack)        # pack NAME: the newest run finalized where it was stopped before, shared -> $OUT/NAME.tar.xz
+      pack "${1:-}" || status=1; shift || true
       ;;
     smoke)
       make reproduce ENV=system PYTHON=python3 PRESET=smoke PLATFORM=cuda 2>&1 | grep -v '^      ' || status=1

@@ -429,7 +429,7 @@ def test_paired_processes_and_the_terms_on_the_gpu(cuda_rt):
     head, *text = real_terms.terms_explanation(terms).splitlines()   # the headline, then a line per point
     assert head.startswith("**Within 1 ± 0.15: ") and f"of {len(variants)} points" in head
     assert len(text) == len(variants) and all("present-only region (" in t and "not measured" not in t for t in text)
-    assert all("with the real runtime's blocking wait (" in t for t in text)
+    assert all("as the real runtime runs them, in fresh processes in the blocking wait (" in t for t in text)
 
 
 def test_the_model_times_each_invocation_without_its_copies(any_rt):

@@ -9,6 +9,8 @@
 #   tools/h200-run.sh smoke            make reproduce PRESET=smoke PLATFORM=cuda -> $OUT/smoke.tar
 #   tools/h200-run.sh test             make test ENV=system -> $OUT/test.log
 #   tools/h200-run.sh probe            tools/offload-probe.sh (the real libomptarget region)
+#   tools/h200-run.sh wait             tools/wait_diag.py (notebook 13's blocking-wait processes at nw=16, each one's
+#                                      threads' CPUs sampled: which state makes its two modes) -> $OUT/wait.tar.xz
 #   tools/h200-run.sh placement        tools/placement-diag.sh (the region's and species' processes by CPU placement)
 #   tools/h200-run.sh notebooks PRESET a,b   some notebooks -> $OUT/notebooks.tar
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
@@ -118,6 +120,12 @@ while [ $# -gt 0 ]; do
       ;;
     probe)
       tools/offload-probe.sh 2>&1 | tail -30 || status=1
+      ;;
+    wait)        # the blocking-wait processes of notebook 13 at nw=16, each one's threads' CPUs -> $OUT/wait.tar.xz
+      d=build/wait-diag; rm -rf $d
+      timeout 300 env PYTHONPATH=$PWD/.site:$PWD/lib python3 tools/wait_diag.py $d 6 16 2>&1 | tee $d.log | tail -16 \
+        || status=1
+      mv $d.log $d/ 2>/dev/null; tar -C build -I "xz -T0" -cf "$OUT/wait.tar.xz" wait-diag
       ;;
     placement)   # the real region and species unpinned, off and on the GPU's interrupt CPU -> $OUT/placement.tar.xz
       OUT=$OUT timeout 300 tools/placement-diag.sh 2>&1 | tail -8 || status=1

@@ -69,7 +69,10 @@ while [ $# -gt 0 ]; do
       rc=$?
       grep -v '^      ' "$OUT/$name.log" | tail -25
       # stopped: the runner finishes its report after the signal
-      [ $rc = 124 ] && { echo "reference $name: stopped after $REFERENCE_LIMIT_S s"; sleep 30; }
+      if [ $rc = 124 ]; then   # wait for the runner (at most 30 s), not longer: pack's finalize writes what it left
+        echo "reference $name: stopped after $REFERENCE_LIMIT_S s"
+        for _ in $(seq 30); do pgrep -f "pinpath run --executor" >/dev/null || break; sleep 1; done
+      fi
       [ $rc = 0 ] || status=1
       pack "$name" || status=1
       echo "reference $name: $(( $(date +%s) - start )) s"

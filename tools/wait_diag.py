@@ -67,16 +67,21 @@ def _thread_cpus(pid: int) -> list[tuple[int, str, int]]:
 
 
 class Sampler(threading.Thread):
-    """Every ``period_s``, the CPU of every thread of this process's children."""
+    """Every ``period_s``, the CPU of every thread of this process's children (the children looked
+    up again every ``refresh`` samples: a scan of /proc costs more than a sample, and takes a CPU
+    the processes may run on)."""
 
-    def __init__(self, period_s: float = 0.002):
+    def __init__(self, period_s: float = 0.002, refresh: int = 25):
         super().__init__(daemon=True)
-        self.period_s, self.stop, self.seen = period_s, threading.Event(), Counter()
+        self.period_s, self.refresh, self.stop, self.seen = period_s, refresh, threading.Event(), Counter()
 
     def run(self) -> None:
-        me = os.getpid()
+        me, pids, k = os.getpid(), [], 0
         while not self.stop.is_set():
-            for pid in _children(me):
+            if k % self.refresh == 0:
+                pids = _children(me)
+            k += 1
+            for pid in pids:
                 for tid, comm, cpu in _thread_cpus(pid):
                     self.seen[(pid, tid, comm, cpu)] += 1
             time.sleep(self.period_s)

@@ -50,7 +50,7 @@ pack() {
   if [ "$(readlink outputs/latest)" != "$run" ]; then
     py -m pinpath finalize "outputs/$run" 2>&1 | tail -2
   fi
-  make share ENV=system PYTHON=python3 >/dev/null 2>&1 || return 1
+  make share ENV=system PYTHON=python3 RUN="outputs/$run" >/dev/null 2>&1 || { echo "pack: make share failed"; return 1; }
   [ -d build/advise-run ] && cp -r build/advise-run "outputs/$run/advise"
   echo "pack $1: run $run"
   # xz: a full run as a plain tar (about 37 MB) is too large to come back from the node

@@ -34,18 +34,19 @@ INVOCATIONS = 384   # params/full.yaml's 13_real_runtime
 STEPS = 1           # its WAIT_STEPS
 
 
+def _stat(path: Path) -> tuple[str, list[str]] | None:
+    """(comm, the fields after it: fields[0] is stat's field 3) of a /proc stat file; None once gone."""
+    try:
+        stat = path.read_text()
+    except OSError:
+        return None
+    return stat[stat.index("(") + 1:stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+
+
 def _children(parent: int) -> list[int]:
     """The pids whose parent is ``parent`` (the wait-mode processes are this process's children)."""
-    pids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
-                pids.append(int(d.name))
-    return pids
+    return [int(d.name) for d in Path("/proc").iterdir()
+            if d.name.isdigit() and (st := _stat(d / "stat")) and int(st[1][1]) == parent]
 
 
 def _thread_cpus(pid: int) -> list[tuple[int, str, int]]:
@@ -56,13 +57,8 @@ def _thread_cpus(pid: int) -> list[tuple[int, str, int]]:
     except OSError:
         return out
     for t in tasks:
-        try:
-            stat = (t / "stat").read_text()
-        except OSError:
-            continue
-        comm = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat.rsplit(")", 1)[1].split()
-        out.append((int(t.name), comm, int(fields[36])))   # field 39 of stat: processor
+        if st := _stat(t / "stat"):
+            out.append((int(t.name), st[0], int(st[1][36])))   # field 39 of stat: processor
     return out
 
 

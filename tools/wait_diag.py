@@ -7,11 +7,14 @@ in all three. This runs the same processes (wait_mode.wait_model, the notebook's
 modes interleaved), placed as notebook 13 places them (PLACEMENT other_cpu: every CPU but the GPU's
 interrupt CPU), and samples every 2 ms the CPU each thread of each process runs on, and the GPU's
 interrupt counts per CPU before and after. Per process: its mode, its transfer part (median over
-its steady invocations) and where its threads ran, so a mode can be named by a state.
+its steady invocations) and where its threads ran, so a mode can be named by a state. Then a sweep:
+one process per mode pinned to each single CPU in turn (the interrupt CPU first, then alternately far
+from and near to it; stopped after SWEEP_S), to see whether a mode follows the CPU.
 
 Usage (a GPU node, from the repository root): PYTHONPATH=lib python3 tools/wait_diag.py OUT_DIR [PROCESSES] [NW]
 Writes OUT_DIR/wait_model.csv (the processes' invocations, pid per row), OUT_DIR/threads.csv (pid,
-tid, comm, cpu, samples) and OUT_DIR/irq.txt; prints one line per process.
+tid, comm, cpu, samples), OUT_DIR/sweep.csv (the sweep's invocations, its CPU per row), OUT_DIR/irq.txt
+and OUT_DIR/cpus.txt (topology, idle states, frequency); prints one line per process.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pinpath.experiments import replica_compare, wait_mode
 VARIANTS = ["plain", "app_pinned"]
 INVOCATIONS = 384   # params/full.yaml's 13_real_runtime
 STEPS = 1           # its WAIT_STEPS
+SWEEP_S = 150       # the per-CPU sweep stops starting processes after this long
 
 
 def _stat(path: Path) -> tuple[str, list[str]] | None:
@@ -88,9 +92,76 @@ def _gpu_irq_lines() -> str:
                    if any(d in line for d in machine_state.GPU_IRQ_DRIVERS) or line.lstrip().startswith("CPU"))
 
 
+def _cpu_facts() -> str:
+    """The CPUs' topology (each one's package, core, NUMA node), idle states and frequency, as read."""
+    lines = []
+    for cpu in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*"), key=lambda d: int(d.name[3:])):
+        topo = {f: (cpu / "topology" / f).read_text().strip() for f in
+                ("physical_package_id", "core_id", "thread_siblings_list") if (cpu / "topology" / f).exists()}
+        node = next((n.name for n in cpu.glob("node[0-9]*")), "?")
+        idle = [(s / "name").read_text().strip() + "/" + (s / "latency").read_text().strip() + "us"
+                for s in sorted(cpu.glob("cpuidle/state[0-9]*"))]
+        khz = cpu / "cpufreq" / "scaling_cur_freq"
+        lines.append(f"{cpu.name} {node} {topo} idle={idle or 'none'} "
+                     f"kHz={khz.read_text().strip() if khz.exists() else '?'}")
+    gov = Path("/sys/devices/system/cpu/cpuidle/current_governor_ro")
+    lines.append(f"cpuidle driver/governor: {(gov.parent / 'current_driver').read_text().strip() if gov.exists() else '?'}"
+                 f"/{gov.read_text().strip() if gov.exists() else '?'}")
+    return "\n".join(lines) + "\n"
+
+
+def _sweep_order(cpus: list[int], irq: list[int]) -> list[int]:
+    """The interrupt CPU first, then the others alternately farthest from and nearest to it."""
+    first = [c for c in irq[:1] if c in cpus]
+    rest = sorted((c for c in cpus if c not in first), key=lambda c: abs(c - (first or [0])[0]))
+    order = []
+    while rest:
+        order.append(rest.pop())
+        if rest:
+            order.append(rest.pop(0))
+    return first + order
+
+
+def _summary(waited: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Per (variant, process): its mode, its CPU key, its transfer part and invocation (medians, us)."""
+    steady = waited[~((waited.step == 0) & (waited.invocation < 1))]
+    steady = steady.assign(transfer_ns=steady.ns - steady.kernel_only_ns)
+    return (steady.groupby(["variant", key, "wait"], sort=True)
+            .agg(transfer_us=("transfer_ns", lambda v: v.median() / 1e3), invocation_us=("ns", lambda v: v.median() / 1e3))
+            .reset_index())
+
+
+def sweep(rt, plan, out: Path, nw: int, irq: list[int]) -> None:
+    """One process per wait mode pinned to each single CPU (``_sweep_order``), until SWEEP_S."""
+    start_cpus = sorted(os.sched_getaffinity(0) | set(irq))
+    frames, t0 = [], time.monotonic()
+    for cpu in _sweep_order(start_cpus, irq):
+        if time.monotonic() - t0 > SWEEP_S:
+            print(f"sweep: stopped after {SWEEP_S} s")
+            break
+        try:
+            os.sched_setaffinity(0, {cpu})
+        except OSError as e:
+            print(f"sweep: CPU {cpu} not allowed ({e})")
+            continue
+        w = wait_mode.wait_model(rt, plan, nw_values=[nw], steps=STEPS, invocations=INVOCATIONS,
+                                 processes_per_mode=1, verify="none")
+        if "not_applicable" in w.columns:
+            print(f"sweep: CPU {cpu} not measured: {w.not_applicable.iloc[0]}")
+            continue
+        frames.append(w.assign(cpu=cpu))
+    os.sched_setaffinity(0, start_cpus)
+    if frames:
+        got = pd.concat(frames, ignore_index=True)
+        got.to_csv(out / "sweep.csv", index=False)
+        print(f"sweep (pinned to one CPU; the interrupt CPU {irq[:1]}), {time.monotonic() - t0:.0f} s:")
+        print(_summary(got, "cpu").to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+
+
 def main(out_dir: str, processes: int = 6, nw: int = 16) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "cpus.txt").write_text(_cpu_facts())
     placed = machine_state.place_process("other_cpu")
     print(f"placement: {placed.words()}")
     try:
@@ -115,13 +186,12 @@ def main(out_dir: str, processes: int = 6, nw: int = 16) -> None:
     threads.to_csv(out / "threads.csv", index=False)
     print(f"{2 * processes} processes in {time.monotonic() - t0:.0f} s; the GPU's interrupt CPU(s): "
           f"{machine_state.gpu_irq_cpus()}")
-    steady = waited[~((waited.step == 0) & (waited.invocation < 1))]
-    steady = steady.assign(transfer_ns=steady.ns - steady.kernel_only_ns)
-    for (variant, pid), g in steady.groupby(["variant", "pid"], sort=True):
-        main_cpus = threads[(threads.pid == pid) & (threads.tid == pid)].set_index("cpu").samples
+    for r in _summary(waited, "pid").itertuples():
+        main_cpus = threads[(threads.pid == r.pid) & (threads.tid == r.pid)].set_index("cpu").samples
         where = ", ".join(f"CPU {c}: {n}" for c, n in main_cpus.sort_values(ascending=False).items()) or "not sampled"
-        print(f"{variant:11s} pid {pid} {g.wait.iloc[0]:8s} transfer part {g.transfer_ns.median() / 1e3:6.1f} us, "
-              f"invocation {g.ns.median() / 1e3:6.1f} us; main thread on {where}")
+        print(f"{r.variant:11s} pid {r.pid} {r.wait:8s} transfer part {r.transfer_us:6.1f} us, "
+              f"invocation {r.invocation_us:6.1f} us; main thread on {where}")
+    sweep(rt, plan, out, nw, machine_state.gpu_irq_cpus())
 
 
 if __name__ == "__main__":

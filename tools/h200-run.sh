@@ -6,6 +6,9 @@
 #                                      (REFERENCE_LIMIT_S=N: stopped after N s, what ran kept)
 #   tools/h200-run.sh pack NAME        on the machine still held: the newest run finalized (where a stop cut
 #                                      its report), shared -> $OUT/NAME.tar.xz
+#   tools/h200-run.sh resume NAME      on the machine still held: the newest run's notebooks that a stop left
+#                                      (RESUME=), then pack NAME (a full preset longer than one call: the
+#                                      H100 of 2026-12-06 took 543-563 s of notebooks)
 #   tools/h200-run.sh smoke            make reproduce PRESET=smoke PLATFORM=cuda -> $OUT/smoke.tar
 #   tools/h200-run.sh test             make test ENV=system -> $OUT/test.log
 #   tools/h200-run.sh probe            tools/offload-probe.sh (the real libomptarget region)
@@ -79,6 +82,15 @@ while [ $# -gt 0 ]; do
       ;;
     pack)        # pack NAME: the newest run finalized where it was stopped before, shared -> $OUT/NAME.tar.xz
       pack "${1:-}" || status=1; shift || true
+      ;;
+    resume)      # resume NAME: the newest run's notebooks left by a stop, on the same machine, then pack NAME
+      name=${1:-}; shift || true
+      run=$(cd outputs && ls -1d 2*/ 2>/dev/null | sort | tail -1); run=${run%/}
+      if [ -z "$name" ] || [ -z "$run" ]; then echo "resume: name the tar, and a run must be under outputs/"; status=1; continue; fi
+      make reproduce ENV=system PYTHON=python3 PRESET=full PLATFORM=cuda RESUME="$run" >"$OUT/$name-resume.log" 2>&1 \
+        || status=1
+      grep -v '^      ' "$OUT/$name-resume.log" | tail -6
+      pack "$name" || status=1
       ;;
     smoke)
       make reproduce ENV=system PYTHON=python3 PRESET=smoke PLATFORM=cuda 2>&1 | grep -v '^      ' || status=1

@@ -137,7 +137,7 @@ while [ $# -gt 0 ]; do
       tools/offload-probe.sh 2>&1 | tail -30 || status=1
       ;;
     wait)        # the blocking-wait processes of notebook 13 at nw=16, each one's threads' CPUs -> $OUT/wait.tar.xz
-      d=build/wait-diag; rm -rf $d
+      d=build/wait-diag; rm -rf $d; mkdir -p build   # tee writes its log beside it before the script makes $d
       timeout 300 env PYTHONPATH=$PWD/.site:$PWD/lib python3 tools/wait_diag.py $d 6 16 2>&1 | tee $d.log | tail -70 \
         || status=1
       mv $d.log $d/ 2>/dev/null; tar -C build -I "xz -T0" -cf "$OUT/wait.tar.xz" wait-diag

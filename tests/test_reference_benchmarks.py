@@ -54,16 +54,6 @@ def test_the_replica_line_gives_the_model_alone_and_with_each_measured_term(tmp_
     out = _run(tmp_path).stdout
     assert "model/real 0.700 (0.660-0.780)" in out
     assert "with measured terms: + present-only region 0.910 (0.870-0.950); + bookkeeping not measured" in out
-    assert "by wake mode: not in this run (no real_wake_modes)" in out
-    nan = float("nan")
-    pd.DataFrame([{"variant": "plain", "nw": 128, "mode": m, "real_processes": r, "model_processes": k,
-                   "real_copies_ns": c, "model_copies_ns": d, "ratio": q, "ratio_lo": lo, "ratio_hi": hi, "compared": ok}
-                  for m, r, k, c, d, q, lo, hi, ok in (("soon", 3, 1, 11e3, 6e3, 0.92, nan, nan, True),
-                                                       ("late", 2, 0, 35e3, nan, nan, nan, nan, False))]
-                 ).to_parquet(tmp_path / "data" / "real_wake_modes.parquet")
-    out = _run(tmp_path).stdout
-    assert ("by wake mode: soon (3 real, 1 replica processes; copies 11.0 against 6.0 us) 0.920 (no interval); "
-            "late (2 real, 0 replica processes): not compared") in out
 
 
 def test_two_runs_give_the_claims_table_of_both_with_their_agreement(tmp_path):

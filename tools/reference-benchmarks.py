@@ -63,28 +63,7 @@ def replica(run: Path) -> str:
         steps = [f"+ {y.term} {y.ratio:.3f} ({y.ratio_lo:.3f}-{y.ratio_hi:.3f})" if pd.notna(y.ratio)
                  else f"+ {y.term} not measured" for y in t.itertuples()]
         rows.append("    with measured terms: " + ("; ".join(steps) or "none"))
-        rows.append("    " + _by_mode(run, x.variant, x.nw))
     return "replica against the real libomptarget (the model alone, then with each measured term):\n" + "\n".join(rows)
-
-
-def _by_mode(run: Path, variant: str, nw: int) -> str:
-    """One line: model / real per wake mode of the blocking wait (notebook 13's real_wake_modes)."""
-    path = run / "data" / "real_wake_modes.parquet"
-    if not path.is_file():
-        return "by wake mode: not in this run (no real_wake_modes)"
-    m = pd.read_parquet(path)
-    if "mode" not in m:
-        return f"by wake mode: not measured ({m.not_applicable.iloc[0]})"
-    words = []
-    for y in m[(m.variant == variant) & (m.nw == nw)].itertuples():
-        sides = f"{y.real_processes} real, {y.model_processes} replica processes"
-        if not y.compared:
-            words.append(f"{y.mode} ({sides}): not compared")
-            continue
-        ci = f" ({y.ratio_lo:.3f}-{y.ratio_hi:.3f})" if pd.notna(y.ratio_lo) else " (no interval)"
-        words.append(f"{y.mode} ({sides}; copies {y.real_copies_ns / 1e3:.1f} against {y.model_copies_ns / 1e3:.1f} us) "
-                     f"{y.ratio:.3f}{ci}")
-    return "by wake mode: " + ("; ".join(words) or "no row")
 
 
 def duration(run: Path) -> str:

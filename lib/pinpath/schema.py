@@ -18,7 +18,7 @@ from .records import PHASE_FIELDS, TransferRecord
 __all__ = ["ENGINE_FIDELITY", "PLAIN_TRANSFERS", "PHASE_COMPARE", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
            "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "HAZARD_MEANT", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
            "OVERLAP_REAL", "OVERLAP_STREAMS",
-           "REAL_RUNS", "REAL_INVOCATIONS", "REAL_PRESENT", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO", "REAL_REGIONS", "REAL_TERMS", "REAL_MODES",
+           "REAL_RUNS", "REAL_INVOCATIONS", "REAL_PRESENT", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO", "REAL_REGIONS", "REAL_TERMS",
            "WAIT_MODEL", "WAIT_PHASES",
            "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
@@ -292,21 +292,6 @@ REAL_TERMS = {           # model / real with the real runtime's measured terms a
     "model_repeats": "int", "real_processes": "int", "present_processes": "int", "traced_invocations": "int",
     "wait_processes": "int",  # processes in each wait mode (the fewer of the two)
     "note": "str",           # why a step has no figure
-}
-REAL_MODES = {           # model / real per wake mode of the blocking wait (wake_modes.mode_terms)
-    "variant": "str", "nw": "int",
-    "modes": "int",          # 1 or 2: the modes the copies parts of both sides' processes split into
-    "mode": "str",           # one, soon or late (the wait after the copies wakes soon or late)
-    "cut_ns": "float",       # the copies part between the two modes (NaN with one)
-    "gap_ns": "float", "spread_ns": "float",   # the largest gap between neighbours; the larger spread it leaves
-    "real_processes": "int", "model_processes": "int",   # --paired processes; blocking-wait processes
-    "real_copies_ns": "float", "model_copies_ns": "float",   # the mode's copies part on each side (median of process medians)
-    "present_ns": "float",   # the mode's real present-only region
-    "bookkeeping_ns": "float",   # real_terms' step 2 (0 where not measured)
-    "model_ns": "float", "real_ns": "float",   # present + bookkeeping + the replica's copies; the real full region
-    "ratio": "float", "ratio_lo": "float", "ratio_hi": "float",   # bootstrap 95 % over the mode's processes (NaN: one on a side)
-    "compared": "bool?",     # both sides have processes in the mode
-    "within": "bool?",       # compared and |ratio - 1| <= 0.15
 }
 WAIT_MODEL = {           # the replica model in fresh processes in each CUDA wait mode (experiments.wait_mode)
     **MODEL_INVOCATIONS,     # repeat: the process (the unit of repeat)

@@ -41,7 +41,7 @@ from ..stats import interval, median_draws
 from ..units import fmt_ns
 
 __all__ = ["region_work", "model_terms", "terms_explanation", "wait_phases", "wait_explanation", "context_said", "TERMS",
-           "TOLERANCE", "steady", "unit_medians", "wait_steady"]
+           "TOLERANCE"]
 
 #: the terms in the order they are added (step 0 is the model alone)
 TERMS = ("model", "present-only region", "bookkeeping", "blocking wait")
@@ -86,12 +86,11 @@ def region_work(phases: pd.DataFrame) -> pd.DataFrame:
     return frame(rows, REAL_REGIONS)
 
 
-def steady(df: pd.DataFrame, skip_first: int) -> pd.DataFrame:
-    """``df`` without the first ``skip_first`` invocations of each process's first step (warm-up)."""
+def _steady(df: pd.DataFrame, skip_first: int) -> pd.DataFrame:
     return df[~((df.step == 0) & (df.invocation < skip_first))]
 
 
-def unit_medians(df: pd.DataFrame, column: str, unit: str) -> np.ndarray:
+def _unit_medians(df: pd.DataFrame, column: str, unit: str) -> np.ndarray:
     """The medians of ``column`` per ``unit`` (process or repeat), NaN left out."""
     x = df[[unit, column]].dropna()
     return x.groupby(unit)[column].median().to_numpy(dtype=float)
@@ -102,20 +101,20 @@ def _estimate(draws: np.ndarray, value: float) -> tuple[float, float, float]:
     return float(value), lo, hi
 
 
-def wait_steady(wait: pd.DataFrame | None, skip_first: int) -> tuple[pd.DataFrame | None, str]:
+def _wait_steady(wait: pd.DataFrame | None, skip_first: int) -> tuple[pd.DataFrame | None, str]:
     """The wait-mode processes' steady invocations with their transfer part, or None and why not."""
     if wait is None:
         return None, "the wait mode was not measured"
     if "not_applicable" in wait.columns:
         return None, str(wait.not_applicable.iloc[0])
-    w = steady(wait, skip_first)
+    w = _steady(wait, skip_first)
     return w.assign(transfer_ns=w.ns - w.kernel_only_ns.astype("Float64")), ""
 
 
 def _wait_units(w: pd.DataFrame, variant, nw, column: str) -> tuple[np.ndarray, np.ndarray]:
     """The process medians of ``column`` at one point in each wait mode (WAIT_MODES' order)."""
     g = w[(w.variant == variant) & (w.nw == nw)]
-    return tuple(unit_medians(g[g.wait == m], column, "repeat") for m in WAIT_MODES)
+    return tuple(_unit_medians(g[g.wait == m], column, "repeat") for m in WAIT_MODES)
 
 
 def _wait_difference(w: pd.DataFrame, variant, nw, column: str, seed: int):
@@ -146,24 +145,24 @@ def model_terms(model: pd.DataFrame, real, regions: pd.DataFrame | None = None, 
     present = real.present if "not_applicable" not in real.present.columns else real.present.iloc[:0]
     if regions is None:
         regions = region_work(real.present_phases)
-    inv = steady(inv[~inv.traced.astype(bool)], skip_first)
-    present = steady(present[~present.traced.astype(bool)], skip_first) if len(present) else present
-    model, regions = steady(model, skip_first), steady(regions, skip_first)
-    w, wait_why = wait_steady(wait, skip_first)
+    inv = _steady(inv[~inv.traced.astype(bool)], skip_first)
+    present = _steady(present[~present.traced.astype(bool)], skip_first) if len(present) else present
+    model, regions = _steady(model, skip_first), _steady(regions, skip_first)
+    w, wait_why = _wait_steady(wait, skip_first)
     rows = []
     for (variant, nw), r in inv.groupby(["variant", "nw"]):
         m = model[(model.variant == variant) & (model.nw == nw)]
         if not len(m) or not len(r):
             continue
-        real_u = unit_medians(r, "ns", "process")
+        real_u = _unit_medians(r, "ns", "process")
         real_draws = median_draws(real_u, seed=1)
         real_ns = float(np.median(real_u))
         m = m.assign(transfer_ns=m.ns - m.kernel_only_ns.astype("Float64"))
-        model_u, transfer_u = unit_medians(m, "ns", "repeat"), unit_medians(m, "transfer_ns", "repeat")
-        kernel_u = unit_medians(m, "kernel_only_ns", "repeat")
+        model_u, transfer_u = _unit_medians(m, "ns", "repeat"), _unit_medians(m, "transfer_ns", "repeat")
+        kernel_u = _unit_medians(m, "kernel_only_ns", "repeat")
         p = present[(present.variant == variant) & (present.nw == nw)] if len(present) else present
-        present_u = unit_medians(p, "kernel_ns", "process") if len(p) else np.array([])
-        paired_u = unit_medians(p, "ns", "process") if len(p) else np.array([])
+        present_u = _unit_medians(p, "kernel_ns", "process") if len(p) else np.array([])
+        paired_u = _unit_medians(p, "ns", "process") if len(p) else np.array([])
         g = regions[(regions.variant == variant) & (regions.nw == nw)]
         full_bk, pres_bk = (g[g.region == k].bookkeeping_ns.to_numpy(dtype=float) for k in ("full", "present_only"))
         # the numerator of each step: (value, draws, the measured figure, what it replaces, note)
@@ -285,7 +284,7 @@ def wait_phases(wait: pd.DataFrame, *, skip_first: int = 1) -> pd.DataFrame:
     """WAIT_PHASES: per variant, nw and phase of an invocation (h2d, kernel, d2h, sync, the transfer
     part, the whole invocation) the medians of the process medians in each wait mode and blocking
     less auto with its bootstrap 95 % interval; the reason frame where the wait mode was not measured."""
-    w, why = wait_steady(wait, skip_first)
+    w, why = _wait_steady(wait, skip_first)
     if w is None:
         return pd.DataFrame([{"not_applicable": why}])
     rows = []
@@ -299,7 +298,7 @@ def wait_phases(wait: pd.DataFrame, *, skip_first: int = 1) -> pd.DataFrame:
     return frame(rows, WAIT_PHASES)
 
 
-#: WAIT_PHASES' phases -> the column of WAIT_MODEL (after ``wait_steady``)
+#: WAIT_PHASES' phases -> the column of WAIT_MODEL (after ``_wait_steady``)
 _WAIT_PHASES = {"h2d": "h2d_ns", "kernel": "kernel_ns", "d2h": "d2h_ns", "sync": "sync_ns", "transfer": "transfer_ns",
                 "invocation": "ns"}
 

@@ -1,0 +1,58 @@
+"""tools/wake_mix.py (issue 33 item 2's diagnostic): the cut between the soon and late wakes, and the
+per-side figures it prints, on synthetic data (inputs of the test, not measurements)."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("wake_mix", ROOT / "tools" / "wake_mix.py")
+wake_mix = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(wake_mix)
+
+
+def test_the_cut_falls_between_two_groups_and_one_group_is_said_to_be_one():
+    rng = np.random.default_rng(1)
+    two = np.r_[rng.normal(8_000, 1_000, 300), rng.normal(35_000, 1_500, 100)]
+    cut, apart = wake_mix.otsu_cut(two)
+    assert 12_000 < cut < 30_000 and apart > wake_mix.APART_IQRS
+    # a few invocations far out (a stalled one) do not make a group of their own
+    cut, apart = wake_mix.otsu_cut(np.r_[rng.normal(60_000, 2_000, 400), [2e6, 2.1e6]])
+    assert apart < wake_mix.APART_IQRS
+    assert np.isnan(wake_mix.otsu_cut(np.array([1.0, 2.0]))[0])
+
+
+def _run(tmp_path: Path, late_real: float, late_replica: float) -> Path:
+    """A run folder with both sides at nw=16: soon copies 8 us, late 35 us, in the given shares."""
+    rows_p, rows_w = [], []
+    for p in range(3):
+        for i in range(41):
+            late = i < 40 * late_real
+            rows_p.append({"variant": "plain", "nw": 16, "process": p, "traced": False, "step": 0, "invocation": i,
+                           "ns": 30_000 + (35_000 if late else 8_000), "kernel_ns": 30_000})
+            late = i < 40 * late_replica
+            rows_w.append({"variant": "plain", "nw": 16, "repeat": p, "wait": "blocking", "step": 0, "invocation": i,
+                           "ns": 20_000 + (35_000 if late else 8_000), "kernel_only_ns": 20_000})
+    (tmp_path / "data").mkdir()
+    pd.DataFrame(rows_p).to_parquet(tmp_path / "data" / "real_present.parquet")
+    pd.DataFrame(rows_w).to_parquet(tmp_path / "data" / "real_wait_model.parquet")
+    return tmp_path
+
+
+def test_each_side_gets_its_groups_and_late_share(tmp_path):
+    out = wake_mix.report(_run(tmp_path, 0.5, 0.25))
+    assert "plain nw=16: cut 21.5 us" in out
+    real, replica = (next(line for line in out.splitlines() if line.strip().startswith(s)) for s in ("real", "replica"))
+    # invocation 0 (late) is the warm-up, left out: 19 of 40 late in each real process (0.475), 9 of 40 replica
+    assert "soon    8.0 us, late   35.0 us; late share 0.47" in real and "0.47, 0.47, 0.47" in real
+    assert "late share 0.23" in replica
+
+
+def test_the_command_line_names_what_it_needs(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "wake_mix.py")], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(ROOT / "lib")})
+    assert r.returncode != 0 and "Usage:" in r.stderr

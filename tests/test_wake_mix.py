@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("wake_mix", ROOT / "tools" / "wake_mix.py")
@@ -40,6 +41,12 @@ def _run(tmp_path: Path, late_real: float, late_replica: float) -> Path:
     (tmp_path / "data").mkdir()
     pd.DataFrame(rows_p).to_parquet(tmp_path / "data" / "real_present.parquet")
     pd.DataFrame(rows_w).to_parquet(tmp_path / "data" / "real_wait_model.parquet")
+    # the unpaired processes: every invocation 50 us; the bookkeeping 1 us
+    pd.DataFrame([{"variant": "plain", "nw": 16, "process": p, "traced": False, "step": 0, "invocation": i,
+                   "ns": 50_000} for p in range(3) for i in range(41)]
+                 ).to_parquet(tmp_path / "data" / "real_invocations.parquet")
+    pd.DataFrame([{"variant": "plain", "nw": 16, "step": 2, "measured_ns": 1_000.0}]
+                 ).to_parquet(tmp_path / "data" / "real_terms.parquet")
     return tmp_path
 
 
@@ -50,6 +57,11 @@ def test_each_side_gets_its_groups_and_late_share(tmp_path):
     # invocation 0 (late) is the warm-up, left out: 19 of 40 late in each real process (0.475), 9 of 40 replica
     assert "soon    8.0 us, late   35.0 us; late share 0.47" in real and "0.47, 0.47, 0.47" in real
     assert "late share 0.23" in replica
+    # trimmed means (1st-99th percentile: every invocation here is inside): model 30 + 1 + replica copies
+    # (31 of 40 at 8 us, 9 at 35 us: 14.075 us) against the paired region (21 of 40 at 38, 19 at 65 us)
+    c = wake_mix.composed(tmp_path).iloc[0]
+    assert c.model_ns == pytest.approx(45_075) and c.paired_ns == pytest.approx(50_825) and c.unpaired_ns == 50_000
+    assert "plain nw=16: 0.887 and 0.901 (model 45.1 us, real 50.8 and 50.0 us)" in out
 
 
 def test_the_command_line_names_what_it_needs(tmp_path):

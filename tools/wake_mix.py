@@ -8,7 +8,11 @@ process then says only whether its late share is above one half, which is why a 
 processes can land in either group. This prints, per variant and nw: the cut between the groups (the
 threshold that best separates the pooled invocations of both sides, Otsu's rule), how far apart the
 groups are against their spread (one group where less than APART_IQRS), and per side the median of
-each group and each process's late share.
+each group and each process's late share. Last, the model with notebook 13's terms composed of
+trimmed means over invocations instead of medians (a mean adds over a mix of groups, a median does
+not): the present-only region + the bookkeeping + the replica's blocking copies, against the real
+region of the same --paired processes the present-only region comes from, and of the unpaired ones
+(the denominator notebook 13 uses), which ran at another time of the run.
 
 Usage: PYTHONPATH=lib python3 tools/wake_mix.py RUN_DIR [RUN_DIR ...]   (a run or a reference folder)
 """
@@ -51,6 +55,38 @@ def otsu_cut(values: np.ndarray) -> tuple[float, float]:
     return float((v[i] + v[i + 1]) / 2), float((np.median(hi) - np.median(lo)) / iqr)
 
 
+def trimmed_mean(values) -> float:
+    """The mean of ``values`` inside their 1st-99th percentiles (a stalled invocation left out)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return np.nan
+    lo, hi = np.percentile(v, [1, 99])
+    return float(v[(v >= lo) & (v <= hi)].mean())
+
+
+def composed(run: Path) -> pd.DataFrame:
+    """Per variant and nw: the model with the terms by trimmed means, and the real region by trimmed
+    means in the --paired processes and in the unpaired ones."""
+    data = run / "data"
+    inv = _after_warmup(pd.read_parquet(data / "real_invocations.parquet"))
+    inv = inv[~inv.traced.astype(bool)]
+    present = _after_warmup(pd.read_parquet(data / "real_present.parquet"))
+    present = present[~present.traced.astype(bool)]
+    terms = pd.read_parquet(data / "real_terms.parquet")
+    df = sides(run)
+    rows = []
+    for (variant, nw), r in inv.groupby(["variant", "nw"]):
+        p = present[(present.variant == variant) & (present.nw == nw)]
+        rep = df[(df.variant == variant) & (df.nw == nw) & (df.side == "replica")]
+        bk = terms[(terms.variant == variant) & (terms.nw == nw) & (terms.step == 2)].measured_ns
+        bk_ns = float(bk.iloc[0]) if len(bk) and np.isfinite(bk.iloc[0]) else 0.0
+        model = trimmed_mean(p.kernel_ns) + bk_ns + trimmed_mean(rep.copies_ns)
+        rows.append({"variant": variant, "nw": int(nw), "model_ns": model, "paired_ns": trimmed_mean(p.ns),
+                     "unpaired_ns": trimmed_mean(r.ns)})
+    return pd.DataFrame(rows)
+
+
 def sides(run: Path) -> pd.DataFrame:
     """Per invocation: variant, nw, side (real, replica), unit (process), copies_ns."""
     data = run / "data"
@@ -85,6 +121,10 @@ def report(run: Path) -> str:
             shares = s.assign(late=late).groupby("unit").late.mean()
             lines.append(f"  {side:7s} soon {soon_us:6.1f} us, late {late_us:6.1f} us; late share {late.mean():.2f} "
                          f"(per process {', '.join(f'{x:.2f}' for x in shares)})")
+    lines.append("model with the terms by trimmed means / real, the --paired processes' region and the unpaired ones':")
+    for r in composed(run).itertuples():
+        lines.append(f"  {r.variant} nw={r.nw}: {r.model_ns / r.paired_ns:.3f} and {r.model_ns / r.unpaired_ns:.3f} "
+                     f"(model {r.model_ns / 1e3:.1f} us, real {r.paired_ns / 1e3:.1f} and {r.unpaired_ns / 1e3:.1f} us)")
     return "\n".join(lines)
 
 

@@ -54,6 +54,11 @@ def test_the_replica_line_gives_the_model_alone_and_with_each_measured_term(tmp_
     out = _run(tmp_path).stdout
     assert "model/real 0.700 (0.660-0.780)" in out
     assert "with measured terms: + present-only region 0.910 (0.870-0.950); + bookkeeping not measured" in out
+    pd.DataFrame([{"variant": "plain", "nw": 128, "ratio": 0.98, "ratio_lo": 0.9, "ratio_hi": 1.05,
+                   "ratio_unpaired": 0.95, "late_real": 0.3, "late_replica": 0.25}]
+                 ).to_parquet(tmp_path / "data" / "real_means.parquet")
+    assert ("by trimmed means, against the same --paired processes: 0.980 (0.900-1.050); the unpaired: 0.950; "
+            "late share real 0.30, replica 0.25") in _run(tmp_path).stdout
 
 
 def test_two_runs_give_the_claims_table_of_both_with_their_agreement(tmp_path):

@@ -6,6 +6,8 @@ import math
 import numpy as np
 import pytest
 
+from pinpath import stats
+
 from pinpath.stats import (MIN_REPEATS, diff_ci, median_ci, paired_ratio_ci, proportion_ci, ratio_ci, relative_iqr,
                            share_ci)
 
@@ -98,3 +100,38 @@ def test_an_interval_that_leaves_its_point_outside_draws_no_bar_on_that_side():
     from pinpath.report.figures.axes import error_bars
     below, above = error_bars([1.0, 2.0], [0.5, 2.1], [0.9999999999999999, 3.0])
     assert below.tolist() == [0.5, 0.0] and above.tolist() == [0.0, 1.0]
+
+
+def test_a_trimmed_mean_adds_over_a_mix_and_leaves_a_stalled_call_out():
+    soon, late = np.full(70, 8_000.0), np.full(30, 35_000.0)
+    mixed = np.r_[soon, late, [np.nan]]
+    assert stats.trimmed_mean(mixed) == pytest.approx(0.7 * 8_000 + 0.3 * 35_000)
+    assert np.median(mixed[:-1]) == 8_000          # a median says only which group holds more than half
+    stalled = np.r_[np.full(199, 10.0), [1e9]]
+    assert stats.trimmed_mean(stalled) == 10.0 and np.isnan(stats.trimmed_mean([]))
+
+
+def test_pooled_draws_resample_whole_repeats_and_one_seed_keeps_them_paired():
+    rng = np.random.default_rng(5)
+    units = [rng.normal(100 * (k + 1), 5, size=n) for k, n in enumerate([3, 40, 17, 25, 1])]
+    got = stats.pooled_draws(units, seed=9)
+    picks = np.random.default_rng(stats._SEED + 9).integers(0, len(units), size=(stats.N_BOOT, len(units)))
+    loop = np.array([stats.trimmed_mean(np.concatenate([units[i] for i in row])) for row in picks])
+    assert len(got) == stats.N_BOOT and np.allclose(got, loop)
+    # the same repeats drawn for a second measurement of them: each draw's pair moves together
+    doubled = stats.pooled_draws([2 * u for u in units], seed=9)
+    assert np.allclose(doubled, 2 * got)
+    singles = [np.array([float(x)]) for x in range(50)]
+    picks = np.random.default_rng(stats._SEED + 3).integers(0, 50, size=(stats.N_BOOT, 50))
+    assert np.allclose(stats.pooled_draws(singles, seed=3), [stats.trimmed_mean(row) for row in picks.astype(float)])
+    assert np.isnan(stats.pooled_draws([])).all() and np.isnan(stats.pooled_draws([np.array([np.nan])])).all()
+
+
+def test_two_groups_are_cut_between_and_one_group_is_said_to_be_one():
+    rng = np.random.default_rng(1)
+    cut, apart = stats.two_groups(np.r_[rng.normal(8_000, 1_000, 300), rng.normal(35_000, 1_500, 100)])
+    assert 12_000 < cut < 30_000 and apart > stats.APART_IQRS
+    # a few calls far out (a stalled one) do not make a group of their own
+    cut, apart = stats.two_groups(np.r_[rng.normal(60_000, 2_000, 400), [2e6, 2.1e6]])
+    assert apart < stats.APART_IQRS
+    assert np.isnan(stats.two_groups([1.0, 2.0])[0])

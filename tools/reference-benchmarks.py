@@ -51,6 +51,8 @@ def replica(run: Path) -> str:
     r = pd.read_parquet(run / "data" / "real_ratio.parquet")
     terms_path = run / "data" / "real_terms.parquet"
     terms = pd.read_parquet(terms_path) if terms_path.is_file() else None
+    means_path = run / "data" / "real_means.parquet"
+    means = pd.read_parquet(means_path) if means_path.is_file() else None
     rows = []
     for x in r.itertuples():
         rows.append(f"  {x.variant} nw={x.nw} ({x.policy}): model {x.model_median_ns / 1e3:.1f} us, real "
@@ -63,6 +65,11 @@ def replica(run: Path) -> str:
         steps = [f"+ {y.term} {y.ratio:.3f} ({y.ratio_lo:.3f}-{y.ratio_hi:.3f})" if pd.notna(y.ratio)
                  else f"+ {y.term} not measured" for y in t.itertuples()]
         rows.append("    with measured terms: " + ("; ".join(steps) or "none"))
+        if means is not None and "ratio" in means:
+            m = means[(means.variant == x.variant) & (means.nw == x.nw)]
+            rows += [f"    by trimmed means, against the same --paired processes: {y.ratio:.3f} ({y.ratio_lo:.3f}-"
+                     f"{y.ratio_hi:.3f}); the unpaired: {y.ratio_unpaired:.3f}; late share real {y.late_real:.2f}, "
+                     f"replica {y.late_replica:.2f}" for y in m.itertuples()]
     return "replica against the real libomptarget (the model alone, then with each measured term):\n" + "\n".join(rows)
 
 

@@ -8,11 +8,9 @@ process then says only whether its late share is above one half, which is why a 
 processes can land in either group. This prints, per variant and nw: the cut between the groups (the
 threshold that best separates the pooled invocations of both sides, Otsu's rule), how far apart the
 groups are against their spread (one group where less than APART_IQRS), and per side the median of
-each group and each process's late share. Last, the model with notebook 13's terms composed of
-trimmed means over invocations instead of medians (a mean adds over a mix of groups, a median does
-not): the present-only region + the bookkeeping + the replica's blocking copies, against the real
-region of the same --paired processes the present-only region comes from, and of the unpaired ones
-(the denominator notebook 13 uses), which ran at another time of the run.
+each group and each process's late share. Last, notebook 13's model with the terms by trimmed means
+(``real_means``, also for runs from before that table): against the real region of the same --paired
+processes and of the unpaired ones, which ran at another time of the run.
 
 Usage: PYTHONPATH=lib python3 tools/wake_mix.py RUN_DIR [RUN_DIR ...]   (a run or a reference folder)
 """
@@ -25,6 +23,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from pinpath.experiments.real_means import model_means
+from pinpath.experiments.real_runtime import RealRun
+from pinpath.stats import APART_IQRS, two_groups
 
 
 def _after_warmup(df: pd.DataFrame) -> pd.DataFrame:
@@ -32,59 +33,14 @@ def _after_warmup(df: pd.DataFrame) -> pd.DataFrame:
     return df[~((df.step == 0) & (df.invocation < 1))]
 
 
-APART_IQRS = 2.0   #: two groups where their medians are at least this many interquartile ranges apart
-
-
-def otsu_cut(values: np.ndarray) -> tuple[float, float]:
-    """(the threshold that maximises the between-group variance of ``values`` inside their 1st-99th
-    percentiles, so that a few invocations far out do not make a group of their own; the distance
-    between the two groups' medians over the larger of their interquartile ranges)."""
-    v = np.sort(values[np.isfinite(values)])
-    if len(v) >= 4:
-        lo_p, hi_p = np.percentile(v, [1, 99])
-        v = v[(v >= lo_p) & (v <= hi_p)]
-    if len(v) < 4:
-        return np.nan, np.nan
-    n, total = len(v), v.sum()
-    left = np.cumsum(v)[:-1]
-    k = np.arange(1, n)
-    between = (left / k - (total - left) / (n - k)) ** 2 * k * (n - k)
-    i = int(np.argmax(between))
-    lo, hi = v[:i + 1], v[i + 1:]
-    iqr = max(np.subtract(*np.percentile(lo, [75, 25])), np.subtract(*np.percentile(hi, [75, 25])), 1.0)
-    return float((v[i] + v[i + 1]) / 2), float((np.median(hi) - np.median(lo)) / iqr)
-
-
-def trimmed_mean(values) -> float:
-    """The mean of ``values`` inside their 1st-99th percentiles (a stalled invocation left out)."""
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if not len(v):
-        return np.nan
-    lo, hi = np.percentile(v, [1, 99])
-    return float(v[(v >= lo) & (v <= hi)].mean())
-
-
 def composed(run: Path) -> pd.DataFrame:
-    """Per variant and nw: the model with the terms by trimmed means, and the real region by trimmed
-    means in the --paired processes and in the unpaired ones."""
+    """Notebook 13's model with the terms by trimmed means (``real_means.model_means``) over the run's
+    data: against the --paired processes' region and the unpaired ones'."""
     data = run / "data"
-    inv = _after_warmup(pd.read_parquet(data / "real_invocations.parquet"))
-    inv = inv[~inv.traced.astype(bool)]
-    present = _after_warmup(pd.read_parquet(data / "real_present.parquet"))
-    present = present[~present.traced.astype(bool)]
-    terms = pd.read_parquet(data / "real_terms.parquet")
-    df = sides(run)
-    rows = []
-    for (variant, nw), r in inv.groupby(["variant", "nw"]):
-        p = present[(present.variant == variant) & (present.nw == nw)]
-        rep = df[(df.variant == variant) & (df.nw == nw) & (df.side == "replica")]
-        bk = terms[(terms.variant == variant) & (terms.nw == nw) & (terms.step == 2)].measured_ns
-        bk_ns = float(bk.iloc[0]) if len(bk) and np.isfinite(bk.iloc[0]) else 0.0
-        model = trimmed_mean(p.kernel_ns) + bk_ns + trimmed_mean(rep.copies_ns)
-        rows.append({"variant": variant, "nw": int(nw), "model_ns": model, "paired_ns": trimmed_mean(p.ns),
-                     "unpaired_ns": trimmed_mean(r.ns)})
-    return pd.DataFrame(rows)
+    read = lambda name: pd.read_parquet(data / f"{name}.parquet")  # noqa: E731
+    ran = RealRun(read("real_runs"), read("real_invocations"), pd.DataFrame(), pd.DataFrame(),
+                  present=read("real_present"), present_phases=read("real_present_phases"))
+    return model_means(ran, read("real_wait_model"))
 
 
 def sides(run: Path) -> pd.DataFrame:
@@ -107,7 +63,7 @@ def report(run: Path) -> str:
     df = sides(run)
     lines = [f"== {run}"]
     for (variant, nw), g in df.groupby(["variant", "nw"]):
-        cut, apart = otsu_cut(g.copies_ns.to_numpy(dtype=float))
+        cut, apart = two_groups(g.copies_ns.to_numpy(dtype=float))
         if not apart >= APART_IQRS:
             med = g.groupby("side", sort=False).copies_ns.median()
             lines.append(f"{variant} nw={nw}: one group (the best cut leaves groups {apart:.1f} IQRs apart); copies "
@@ -123,8 +79,8 @@ def report(run: Path) -> str:
                          f"(per process {', '.join(f'{x:.2f}' for x in shares)})")
     lines.append("model with the terms by trimmed means / real, the --paired processes' region and the unpaired ones':")
     for r in composed(run).itertuples():
-        lines.append(f"  {r.variant} nw={r.nw}: {r.model_ns / r.paired_ns:.3f} and {r.model_ns / r.unpaired_ns:.3f} "
-                     f"(model {r.model_ns / 1e3:.1f} us, real {r.paired_ns / 1e3:.1f} and {r.unpaired_ns / 1e3:.1f} us)")
+        lines.append(f"  {r.variant} nw={r.nw}: {r.ratio:.3f} and {r.ratio_unpaired:.3f} (model {r.model_ns / 1e3:.1f} us, "
+                     f"real {r.real_ns / 1e3:.1f} and {r.real_unpaired_ns / 1e3:.1f} us)")
     return "\n".join(lines)
 
 

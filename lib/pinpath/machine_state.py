@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .errors import BadParameter
 
-__all__ = ["FIELDS", "SMI_FIELDS", "GPU_IRQ_DRIVERS", "IRQ_SHARE", "PLACEMENTS", "Placed", "thread_cpu", "cpu_node",
+__all__ = ["FIELDS", "SMI_FIELDS", "GPU_IRQ_DRIVERS", "IRQ_SHARE", "IRQ_MIN", "PLACEMENTS", "Placed", "thread_cpu", "cpu_node",
            "cpulist", "cpuspan", "cpus_by_node", "gpu_node", "gpu_irq_cpus", "placement_cpus", "place_process", "unplaced",
            "gpu_readings", "snapshot", "placement", "row_fields", "pinned_to"]
 
@@ -196,6 +196,7 @@ def pinned_to(cpu: int):
 GPU_IRQ_DRIVERS = ("nvidia", "amdgpu")
 #: a GPU vector is one that carries the GPU's interrupts where it counted at least this share of the busiest one's
 IRQ_SHARE = 0.1
+IRQ_MIN = 100   #: fewer interrupts on every GPU line: the GPU has not waited on one yet, its CPU unknown
 
 
 def gpu_irq_cpus(proc: Path = Path("/proc")) -> list[int]:
@@ -203,8 +204,10 @@ def gpu_irq_cpus(proc: Path = Path("/proc")) -> list[int]:
     /proc/interrupts that name a GPU driver (``GPU_IRQ_DRIVERS``) and counted at least ``IRQ_SHARE``
     (10 %) of the interrupts of the busiest such line, most interrupts first, each its IRQ's
     ``effective_affinity_list`` (else ``smp_affinity_list``), without repeats; [] where none can be
-    read. (A GPU has several vectors: on the H200 IRQ 42 had 1,704 interrupts on CPU 14, IRQ 44 had
-    12 on CPU 0, and the idle ones' affinities span many CPUs: CPU 14 alone is its interrupt CPU.)"""
+    read, and where no line has counted IRQ_MIN yet (a GPU that has done no blocking wait: on a fresh
+    H100 IRQ 44 had 12 on CPU 0 and IRQ 42, later its busy one, none). (A GPU has several vectors: on
+    the H200 IRQ 42 had 1,704 interrupts on CPU 14, IRQ 44 had 12 on CPU 0, and the idle ones'
+    affinities span many CPUs: CPU 14 alone is its interrupt CPU.)"""
     try:
         lines = (proc / "interrupts").read_text().splitlines()
     except OSError:
@@ -217,6 +220,8 @@ def gpu_irq_cpus(proc: Path = Path("/proc")) -> list[int]:
         counts = [int(w) for w in rest.split()[:len(lines[0].split())] if w.isdigit()]
         if sum(counts):
             active.append((-sum(counts), int(irq)))
+    if not active or -min(active)[0] < IRQ_MIN:
+        return []
     out: list[int] = []
     for n, irq in sorted(active):
         if -n < IRQ_SHARE * -min(active)[0]:
@@ -253,7 +258,8 @@ def placement_cpus(where: str, irq_cpus, allowed=None) -> tuple[list[int], str]:
     if where == "unpinned":
         return allowed, ""
     if not irq_cpus:
-        return allowed, f"no {' or '.join(GPU_IRQ_DRIVERS)} interrupt line has counted interrupts in /proc/interrupts"
+        return allowed, (f"no {' or '.join(GPU_IRQ_DRIVERS)} interrupt line has counted {IRQ_MIN} interrupts in "
+                         f"/proc/interrupts (no GPU, or one that has not yet woken a blocked wait)")
     cpus = [c for c in irq_cpus if c in allowed][:1] if where == "irq_cpu" else \
         [c for c in allowed if c not in irq_cpus]
     if not cpus:

@@ -144,7 +144,7 @@ _LIST = (
              {"real_runs": S.REAL_RUNS, "real_invocations": S.REAL_INVOCATIONS, "real_copies": S.REAL_COPIES,
               "real_phases": S.REAL_PHASES, "real_model": S.MODEL_INVOCATIONS, "real_phase_compare": S.PHASE_COMPARE,
               "real_ratio": S.RATIO, "real_present": S.REAL_PRESENT, "real_present_phases": S.REAL_PHASES,
-              "real_terms": S.REAL_TERMS, "real_wait_model": S.WAIT_MODEL, "real_wait_phases": S.WAIT_PHASES}, {},
+              "real_terms": S.REAL_TERMS, "real_means": S.REAL_MEANS, "real_wait_model": S.WAIT_MODEL, "real_wait_phases": S.WAIT_PHASES}, {},
              {"NW_VALUES": [16, 128], "STEPS": 5, "INVOCATIONS": 384, "PROCESSES": 5, "PAIRED_PROCESSES": 5,
               "TRACE_STEPS": 1, "WAIT_PROCESSES": 2, "WAIT_STEPS": 1,
               "VARIANTS": ["plain", "app_pinned", "lock_mapped", "async_threshold0"], "VENDOR": "auto",

@@ -18,7 +18,7 @@ from .records import PHASE_FIELDS, TransferRecord
 __all__ = ["ENGINE_FIDELITY", "PLAIN_TRANSFERS", "PHASE_COMPARE", "TRANSFERS", "CALLS", "STATS", "API_STATS", "LOCK_COST", "C12", "HARNESS", "BANDWIDTH", "LINK",
            "LOCK_OUTCOMES", "SEMANTICS", "HAZARD", "HAZARD_MEANT", "LIMITS", "THREADS", "NATIVE_THREADS", "OVERLAP", "COPY_PATHS",
            "OVERLAP_REAL", "OVERLAP_STREAMS",
-           "REAL_RUNS", "REAL_INVOCATIONS", "REAL_PRESENT", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO", "REAL_REGIONS", "REAL_TERMS",
+           "REAL_RUNS", "REAL_INVOCATIONS", "REAL_PRESENT", "REAL_COPIES", "REAL_PHASES", "MODEL_INVOCATIONS", "SUMMARY", "RATIO", "REAL_REGIONS", "REAL_TERMS", "REAL_MEANS",
            "WAIT_MODEL", "WAIT_PHASES",
            "STATE_EFFECTS", "STATE_SUMMARY", "GPU_STATE",
            "frame", "check_frame", "transfer_row", "calls_frame", "stats_frame"]
@@ -292,6 +292,25 @@ REAL_TERMS = {           # model / real with the real runtime's measured terms a
     "model_repeats": "int", "real_processes": "int", "present_processes": "int", "traced_invocations": "int",
     "wait_processes": "int",  # processes in each wait mode (the fewer of the two)
     "note": "str",           # why a step has no figure
+}
+REAL_MEANS = {           # the model with the terms from trimmed means against the --paired processes' region (real_means)
+    "variant": "str", "nw": "int",
+    "present_ns": "float",   # the present-only region: trimmed mean over the --paired processes' invocations
+    "bookkeeping_ns": "float",   # full less present-only region outside the profiled events (trimmed means; 0: not traced)
+    "copies_ns": "float",    # the replica's copies in the blocking processes: trimmed mean over their invocations
+    "model_ns": "float", "model_lo_ns": "float", "model_hi_ns": "float",   # their sum, bootstrap 95 %
+    "real_ns": "float", "real_lo_ns": "float", "real_hi_ns": "float",   # the full region in the same --paired processes
+    "ratio": "float", "ratio_lo": "float", "ratio_hi": "float",   # model / real, the processes resampled whole
+    "within": "bool?",       # |ratio - 1| <= 0.15
+    "real_unpaired_ns": "float",   # the full region in the unpaired processes (another time of the run)
+    "ratio_unpaired": "float", "ratio_unpaired_lo": "float", "ratio_unpaired_hi": "float",
+    "cut_ns": "float",       # the copies' cut between soon and late wakes, both sides pooled (NaN: one group)
+    "apart_iqrs": "float",   # how far apart the two groups are, in interquartile ranges
+    "late_real": "float", "late_replica": "float",   # each side's share of copies past the cut
+    "late_real_min": "float", "late_real_max": "float",   # the range of the processes' own shares
+    "late_replica_min": "float", "late_replica_max": "float",
+    "paired_processes": "int", "wait_processes": "int", "unpaired_processes": "int", "traced_invocations": "int",
+    "note": "str",           # why a figure is missing or a part was left out
 }
 WAIT_MODEL = {           # the replica model in fresh processes in each CUDA wait mode (experiments.wait_mode)
     **MODEL_INVOCATIONS,     # repeat: the process (the unit of repeat)

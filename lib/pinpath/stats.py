@@ -24,11 +24,14 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 __all__ = ["Estimate", "median_ci", "ratio_ci", "paired_ratio_ci", "share_ci", "diff_ci", "proportion_ci", "relative_iqr",
-           "median_draws", "interval", "LEVEL", "N_BOOT", "MIN_REPEATS"]
+           "median_draws", "interval", "trimmed_mean", "pooled_draws", "two_groups", "LEVEL", "N_BOOT", "MIN_REPEATS",
+           "TRIM", "APART_IQRS"]
 
 LEVEL = 0.95     #: every interval in the reports is a 95 % interval
 N_BOOT = 2000
 MIN_REPEATS = 5  #: independent repeats a verdict better than inconclusive needs
+TRIM = (1, 99)   #: the percentiles a trimmed mean keeps between (a stalled call left out)
+APART_IQRS = 2.0  #: two groups where their medians are at least this many interquartile ranges apart
 _SEED = 160      #: aomp issue #160
 
 
@@ -218,3 +221,53 @@ def proportion_ci(k: int, n: int) -> Estimate:
     low = 0.0 if k == 0 else min(p, max(0.0, centre - half))
     high = 1.0 if k == n else max(p, min(1.0, centre + half))
     return Estimate(p, low, high, n)
+
+
+def trimmed_mean(x: Sequence[float]) -> float:
+    """The mean of ``x`` between its TRIM percentiles (NaN where empty). Unlike a median, a mean adds
+    over a mix of groups: a figure made of a sum of parts keeps each part's mix."""
+    a = _clean(x)
+    if not len(a):
+        return math.nan
+    lo, hi = np.percentile(a, TRIM)
+    return float(a[(a >= lo) & (a <= hi)].mean())
+
+
+def pooled_draws(units: Sequence[np.ndarray], seed: int = 0) -> np.ndarray:
+    """N_BOOT bootstrap draws of the trimmed mean (``trimmed_mean``) of the pooled values of
+    ``units`` (one array per independent repeat, e.g. a process's calls), the repeats resampled
+    whole (NaN where there are none). Two lists of as many arrays drawn with one seed resample the
+    same repeats, so a repeat's two measurements stay together."""
+    units = [_clean(u) for u in units]
+    if not len(units) or not sum(map(len, units)):
+        return np.full(N_BOOT, np.nan)
+    picks = np.random.default_rng(_SEED + seed).integers(0, len(units), size=(N_BOOT, len(units)))
+    if all(len(u) == 1 for u in units):   # one value a repeat: every resample at once
+        a = np.concatenate(units)[picks]
+        lo, hi = np.percentile(a, TRIM, axis=1, keepdims=True)
+        keep = (a >= lo) & (a <= hi)
+        return (a * keep).sum(axis=1) / keep.sum(axis=1)
+    # a resample is a multiset of repeats: each distinct one computed once
+    rows, inverse = np.unique(np.sort(picks, axis=1), axis=0, return_inverse=True)
+    means = np.array([trimmed_mean(np.concatenate([units[i] for i in row])) for row in rows])
+    return means[inverse.ravel()]
+
+
+def two_groups(x: Sequence[float]) -> tuple[float, float]:
+    """(the threshold that best splits ``x`` into two groups, between-group variance at its
+    largest (Otsu's rule) over the values inside their TRIM percentiles, so that a few calls far out
+    do not make a group of their own; how far apart the two groups' medians are, in the larger of
+    their interquartile ranges). NaN, NaN for fewer than 4 values; one group where apart < APART_IQRS."""
+    v = np.sort(_clean(x))
+    if len(v) >= 4:
+        lo_p, hi_p = np.percentile(v, TRIM)
+        v = v[(v >= lo_p) & (v <= hi_p)]
+    if len(v) < 4:
+        return math.nan, math.nan
+    n, total = len(v), v.sum()
+    left = np.cumsum(v)[:-1]
+    k = np.arange(1, n)
+    i = int(np.argmax((left / k - (total - left) / (n - k)) ** 2 * k * (n - k)))
+    lo, hi = v[:i + 1], v[i + 1:]
+    iqr = max(np.subtract(*np.percentile(lo, [75, 25])), np.subtract(*np.percentile(hi, [75, 25])), 1.0)
+    return float((v[i] + v[i + 1]) / 2), float((np.median(hi) - np.median(lo)) / iqr)

@@ -444,3 +444,15 @@ def test_the_model_times_each_invocation_without_its_copies(any_rt):
     assert (model.groupby("variant").kernel_only_ns.median() < model.groupby("variant").ns.median()).all()
     bare = rc.replica_model(any_rt, plan, nw_values=[4], steps=1, invocations=2, kernel_only=False)
     assert bare.kernel_only_ns.isna().all() and len(bare) == 2 * 2
+
+
+def test_between_rounds_is_called_after_each_round_and_before_the_traced_runs(tmp_path):
+    """``between_rounds(k)`` (notebook 13: a wait-mode process) runs after round k's processes, so
+    other processes take their turn in the same stretch of the run; the traced runs come after."""
+    _fake_binary(tmp_path, f"echo run >>{tmp_path}/seen\n" + _REGION)
+    seen = lambda: len((tmp_path / "seen").read_text().split()) if (tmp_path / "seen").is_file() else 0  # noqa: E731
+    calls = []
+    ran = rr.real_runtime(offload_dir=tmp_path, variants=["plain"], nw_values=[4, 8], steps=1, invocations=2,
+                          trace_steps=1, processes=3, between_rounds=lambda k: calls.append((k, seen())))
+    # rounds of 2 points each, then the 2 traced runs
+    assert calls == [(0, 2), (1, 4), (2, 6)] and seen() == 8 and len(ran.runs) == 8

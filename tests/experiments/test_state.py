@@ -239,6 +239,12 @@ def test_the_gpus_interrupt_cpu_is_found_and_placed(tmp_path, monkeypatch):
                {42: {eff: "14\n"}, 9: {eff: "0\n"}, 41: {eff: "0-5\n"}, 43: {"smp_affinity_list": "14-15\n"},
                 44: {eff: "0\n"}})
     assert ms.gpu_irq_cpus(tmp_path) == [14, 15] and ms.gpu_irq_cpus(tmp_path / "none") == []
+    # a GPU that has not woken a blocked wait yet (a fresh H100: IRQ 44 12 on CPU 0, IRQ 42 none): not known
+    fresh = tmp_path / "fresh"
+    _fake_proc(fresh, " 42:   0   0  PCI-MSIX  0-edge  nvidia\n 44:  12  0  PCI-MSIX  3-edge  nvidia\n",
+               {42: {eff: "14\n"}, 44: {eff: "0\n"}})
+    assert ms.gpu_irq_cpus(fresh) == []
+    assert "has not yet woken a blocked wait" in ms.placement_cpus("other_cpu", [])[1]
     # the GPU lines as the CUDA reference's advise step saw them (IRQ 42's on CPU 14; IRQ 44: 12 on CPU 0)
     seen = (ROOT / "outputs" / "reference" / "cuda" / "advise" / "irq.txt").read_text().splitlines()
     gpu = tmp_path / "gpu"

@@ -66,6 +66,39 @@ def test_each_process_gets_its_own_environment(tmp_path, monkeypatch):
     assert list(got.sort_values("repeat").seen) == ["auto", "blocking", "blocking", "auto"]
 
 
+def test_interleaved_processes_start_one_per_call_and_the_rest_at_the_end(monkeypatch):
+    """``Interleaved``: each call (after a round of another measurement) starts the next process, in
+    ``mode_of`` order, its byte check in the first of each mode; ``frame()`` starts those left."""
+    started = []
+
+    def fake_run(target, specs, *, repeats, first, vary, vary_env, **_):
+        assert repeats == 1 and target == wait_mode.__name__
+        started.append((first, vary_env(first)[WAIT_ENV], vary(first, "wait_model")["verify"]))
+        row = {c: 0 for c in WAIT_MODEL} | {"variant": "plain", "policy": "driver_pageable", "platform": "cuda",
+                                            "wait": wait_mode.mode_of(first), "repeat": first, "threshold_nbytes": None}
+        return {"wait_model": pd.DataFrame([row])}
+
+    monkeypatch.setattr(processes, "run", fake_run)
+    rt = type("Rt", (), {"name": "cuda", "wait_mode": "auto", "device": 0})()
+    waiting = wait_mode.Interleaved(rt, model_plan("nvidia", ["plain"]), nw_values=[16], steps=1, invocations=4,
+                                    processes_per_mode=2, verify="all")
+    waiting(0)
+    waiting(1)
+    assert started == [(0, "auto", "all"), (1, "blocking", "all")]
+    got = check_frame(waiting.frame(), WAIT_MODEL)
+    assert [s[:2] for s in started] == [(0, "auto"), (1, "blocking"), (2, "blocking"), (3, "auto")]
+    assert [s[2] for s in started[2:]] == ["none", "none"] and list(got.repeat) == [0, 1, 2, 3]
+    assert waiting.said() == "4 wait-mode processes, one after each of the real runs' rounds 1, 2, 2 after them."
+    waiting(5)   # none left: nothing more starts
+    assert len(started) == 4
+    # a process that fails: the reason, and nothing more starts
+    monkeypatch.setattr(processes, "run", lambda *a, **k: (_ for _ in ()).throw(processes.Failed("cuda: it died")))
+    broken = wait_mode.Interleaved(rt, model_plan("nvidia", ["plain"]), nw_values=[16], steps=1, invocations=4,
+                                   processes_per_mode=1)
+    broken(0)
+    assert broken.frame().not_applicable.iloc[0] == "cuda: it died" and broken.said() == ""
+
+
 def test_an_unknown_wait_mode_is_refused(monkeypatch):
     from pinpath.errors import BadParameter
     from pinpath.runtimes.cuda_ import CudaRuntime

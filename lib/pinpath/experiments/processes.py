@@ -56,21 +56,22 @@ class Failed(PinpathError):
 
 def run(target: str, specs: dict, *, platform: str, device: int = 0, repeats: int, warmup: int,
         timeout_s: int = 600, vary: Callable[[int, str], dict] | None = None,
-        vary_env: Callable[[int], dict] | None = None) -> dict:
+        vary_env: Callable[[int], dict] | None = None, first: int = 0) -> dict:
     """Each of ``repeats`` a fresh process that runs every measurement of ``specs`` ({name: its
     keyword arguments}) of ``target``'s ``SECTIONS``; {name: its rows over the processes (a
     ``repeat`` column numbering the process), or the sentence why it could not run}. ``vary(r, name)``:
     keyword arguments of measurement ``name`` that differ in process r (e.g. a byte check in the
     first only); ``vary_env(r)``:
     environment variables of process r (e.g. the CUDA wait mode, read when it opens). Failed where
-    a process fails as a whole (its last line of stderr) or runs past ``timeout_s``."""
+    a process fails as a whole (its last line of stderr) or runs past ``timeout_s``. ``first``: the
+    number of the first process (a caller that starts its processes one at a time, between others)."""
     pkg_parent = str(Path(__file__).resolve().parents[2])
     env = {k: v for k, v in os.environ.items() if k != progress.ENV}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH")]))
     frames: dict = {name: [] for name in specs}
     label = " + ".join(name.replace("_", " ").replace(":", ", ") for name in specs)
     with tempfile.TemporaryDirectory(prefix="pinpath-processes-") as d:
-        for r in range(int(repeats)):
+        for r in range(int(first), int(first) + int(repeats)):
             args = json.dumps({name: {**kw, **(vary(r, name) if vary else {}), "repeats": 1, "warmup": warmup,
                                       "seed": SEED + r} for name, kw in specs.items()})
             cmd = [sys.executable, "-m", "pinpath.experiments.processes", target, platform, str(device), args, d, str(r)]
@@ -92,8 +93,8 @@ def run(target: str, specs: dict, *, platform: str, device: int = 0, repeats: in
                     frames[name].append(pd.read_parquet(out).assign(repeat=r))
                 else:
                     frames[name] = f"{platform}: a process of {name} wrote nothing"
-            progress.step(label, r + 1, int(repeats))
-        attrs = {name: _attrs(Path(d), name, int(repeats)) for name in specs}
+            progress.step(label, r + 1 - int(first), int(repeats))
+        attrs = {name: _attrs(Path(d), name, range(int(first), int(first) + int(repeats))) for name in specs}
     out = {}
     for name, f in frames.items():
         if isinstance(f, str):
@@ -105,10 +106,10 @@ def run(target: str, specs: dict, *, platform: str, device: int = 0, repeats: in
     return out
 
 
-def _attrs(d: Path, name: str, repeats: int) -> dict:
-    """The frames' ``attrs`` the processes wrote (lists joined without repeats)."""
+def _attrs(d: Path, name: str, numbers: range) -> dict:
+    """The frames' ``attrs`` the processes ``numbers`` wrote (lists joined without repeats)."""
     got: dict = {}
-    for r in range(repeats):
+    for r in numbers:
         p = d / f"{r}.{name}.attrs.json"
         if p.is_file():
             for k, v in json.loads(p.read_text()).items():

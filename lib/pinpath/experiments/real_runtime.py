@@ -40,6 +40,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -228,7 +229,8 @@ def _run_row(facts: dict, variant: str, build: Build, placement: str) -> dict:
 def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: int = 5, invocations: int = 384,
                  trace_steps: int = 1, verify: str = "all", seed: int = 1, processes: int = 5,
                  paired_processes: int = 0, paired_steps: int = 1, placement: str | None = None,
-                 build: Build | None = None, offload_dir: Path | str | None = None, timeout_s: int = 600) -> RealRun:
+                 build: Build | None = None, offload_dir: Path | str | None = None, timeout_s: int = 600,
+                 between_rounds: Callable[[int], None] | None = None) -> RealRun:
     """Run the real region for every variant the build's vendor knows and every walker count:
     ``processes`` timed runs of ``steps`` x ``invocations``, each a fresh process, in rounds that
     visit the points in a shuffled order (seeded), then, if ``trace_steps``, one traced run of
@@ -237,8 +239,9 @@ def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: in
     point is traced (``present_phases``) if ``trace_steps``. The build is ``build``, else the one
     in ``offload_dir`` (default build/offload). ``placement``: the word of this process's placement
     (``machine_state.place_process``); None: "unpinned" where the process runs on the CPUs it
-    started with, else "set by the caller"; recorded in ``runs`` beside its CPUs. NotAvailable (one
-    sentence) where it cannot run."""
+    started with, else "set by the caller"; recorded in ``runs`` beside its CPUs. ``between_rounds(k)``
+    is called after round k's processes (e.g. ``wait_mode.Interleaved``: other processes in the same
+    stretch of the run). NotAvailable (one sentence) where it cannot run."""
     if int(processes) < 1 or int(paired_processes) < 0:
         raise NotAvailable(f"processes must be at least 1 (not {processes}) and paired processes at least 0 "
                            f"(not {paired_processes})")
@@ -256,18 +259,21 @@ def real_runtime(*, variants=("plain", "app_pinned"), nw_values=(16,), steps: in
     points = [(v, nw) for v in variants if build.vendor in VARIANTS[v][2] for nw in nw_values]
     # every round visits the points (timed and paired) in its own shuffled order; then one traced run of each
     timed = [(v, nw, False) for v, nw in points] + [(v, nw, True) for v, nw in points if paired_processes]
-    order = [(v, nw, p, False, paired_steps if paired else steps, paired)
-             for p, rnd in Sweep(repeats=max(int(processes), int(paired_processes)), seed=seed).independent(timed)
-             for v, nw, paired in rnd if p < (paired_processes if paired else processes)]
-    order += [(v, nw, 0, True, trace_steps, paired) for paired in ((False, True) if paired_processes else (False,))
+    rounds = [[(v, nw, p, False, paired_steps if paired else steps, paired)
+               for v, nw, paired in rnd if p < (paired_processes if paired else processes)]
+              for p, rnd in Sweep(repeats=max(int(processes), int(paired_processes)), seed=seed).independent(timed)]
+    traced = [(v, nw, 0, True, trace_steps, paired) for paired in ((False, True) if paired_processes else (False,))
               for v, nw in points if trace_steps]
     runs, got = [], {False: ([], [], []), True: ([], [], [])}   # paired -> invocations, copies, phases
-    for variant, nw, p, traced, n_steps, paired in order:
-        res = run_region(build, env, variant=variant, nw=nw, steps=n_steps, invocations=invocations, verify=verify,
-                         trace=traced, seed=seed + p, timeout_s=timeout_s, process=p, paired=paired)
-        runs.append(_run_row(res["facts"], variant, build, placement))
-        for part, key in zip(got[paired], ("invocations", "copies", "phases")):
-            part.append(res[key])
+    for k, batch in enumerate(rounds + [traced]):
+        for variant, nw, p, trace, n_steps, paired in batch:
+            res = run_region(build, env, variant=variant, nw=nw, steps=n_steps, invocations=invocations, verify=verify,
+                             trace=trace, seed=seed + p, timeout_s=timeout_s, process=p, paired=paired)
+            runs.append(_run_row(res["facts"], variant, build, placement))
+            for part, key in zip(got[paired], ("invocations", "copies", "phases")):
+                part.append(res[key])
+        if between_rounds is not None and k < len(rounds):
+            between_rounds(k)
     cat = lambda fs, table: frame(pd.concat(fs, ignore_index=True).to_dict("records") if fs else [], table)  # noqa: E731
     (invs, copies, phases), (present, _, present_phases) = got[False], got[True]
     return RealRun(frame(runs, REAL_RUNS), cat(invs, REAL_INVOCATIONS), cat(copies, REAL_COPIES),

@@ -39,8 +39,9 @@ from ..runtimes import WAIT_MODES
 from ..schema import REAL_REGIONS, REAL_TERMS, WAIT_PHASES, frame
 from ..stats import interval, median_draws
 from ..units import fmt_ns
+from .replica_compare import steady
 
-__all__ = ["region_work", "model_terms", "terms_explanation", "wait_phases", "wait_explanation", "context_said", "TERMS",
+__all__ = ["region_work", "model_terms", "wait_steady", "terms_explanation", "wait_phases", "wait_explanation", "context_said", "TERMS",
            "TOLERANCE"]
 
 #: the terms in the order they are added (step 0 is the model alone)
@@ -50,44 +51,34 @@ _EXE = "Runtime: target exe"
 _REGION = {"invocation": "full", "present": "present_only"}
 
 
-def _union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
-    """Length of the union of the intervals [starts, ends)."""
-    total, reach = 0, None
-    for s, e in sorted(zip(starts.tolist(), ends.tolist())):
-        if reach is None or s > reach:
-            total, reach = total + (e - s), e
-        elif e > reach:
-            total, reach = total + (e - reach), e
-    return total
+_KEYS = ["variant", "nw", "segment", "step", "invocation"]
 
 
 def region_work(phases: pd.DataFrame) -> pd.DataFrame:
     """REAL_REGIONS: per region of a traced run's invocations (REAL_PHASES rows, segments
     "invocation": the full region, and "present": the present-only one of a ``--paired`` run), its
-    time (``Runtime: target exe``), the time its profiled events cover (their union, inside the
-    region) and the rest, ``bookkeeping_ns``. The profile counts whole microseconds."""
+    time (``Runtime: target exe``), the time its profiled events cover (the union of their
+    intervals, clipped to the region) and the rest, ``bookkeeping_ns``. The profile counts whole
+    microseconds. A region with other than one ``Runtime: target exe`` is left out."""
     if "not_applicable" in phases.columns:
         return frame([], REAL_REGIONS)
     p = phases[phases.segment.isin(list(_REGION))]
-    rows = []
-    for (variant, nw, seg, step, inv), g in p.groupby(["variant", "nw", "segment", "step", "invocation"]):
-        exe = g[g.phase == _EXE]
-        if len(exe) != 1:
-            continue
-        t0 = int(exe.start_us.iloc[0]) * 1000
-        t1 = t0 + int(exe.dur_ns.iloc[0])
-        kids = g.drop(index=exe.index)
-        starts = np.clip(kids.start_us.to_numpy(dtype=np.int64) * 1000, t0, t1)
-        ends = np.clip(starts + kids.dur_ns.to_numpy(dtype=np.int64), t0, t1)
-        covered = _union_ns(starts, ends)
-        rows.append({"variant": variant, "nw": int(nw), "region": _REGION[seg], "step": int(step),
-                     "invocation": int(inv), "region_ns": t1 - t0, "events_ns": covered,
-                     "bookkeeping_ns": t1 - t0 - covered})
-    return frame(rows, REAL_REGIONS)
-
-
-def _steady(df: pd.DataFrame, skip_first: int) -> pd.DataFrame:
-    return df[~((df.step == 0) & (df.invocation < skip_first))]
+    is_exe = p.phase == _EXE
+    exe = p[is_exe].assign(t0=lambda d: d.start_us.astype(np.int64) * 1000)
+    exe = exe.assign(t1=exe.t0 + exe.dur_ns.astype(np.int64))
+    exe = exe[~exe.duplicated(_KEYS, keep=False)][_KEYS + ["t0", "t1"]]
+    kids = p[~is_exe].merge(exe, on=_KEYS)
+    start = np.clip(kids.start_us.to_numpy(dtype=np.int64) * 1000, kids.t0, kids.t1)
+    kids = kids.assign(s=start, e=np.clip(start + kids.dur_ns.to_numpy(dtype=np.int64), kids.t0, kids.t1))
+    kids = kids.sort_values(_KEYS + ["s"], kind="stable")
+    # the union's length: each interval adds what reaches past every earlier one's end (sorted by start)
+    reach = kids.groupby(_KEYS, sort=False).e.cummax().groupby([kids[k] for k in _KEYS], sort=False).shift(1)
+    kids = kids.assign(add=(kids.e - np.maximum(kids.s, reach.fillna(kids.s))).clip(lower=0))
+    covered = kids.groupby(_KEYS).add.sum()
+    out = exe.set_index(_KEYS).join(covered.rename("events_ns")).fillna({"events_ns": 0}).reset_index()
+    out = out.assign(region=out.segment.map(_REGION), region_ns=out.t1 - out.t0, events_ns=out.events_ns.astype(np.int64))
+    out = out.assign(bookkeeping_ns=out.region_ns - out.events_ns)
+    return frame(out.sort_values(_KEYS)[list(REAL_REGIONS)].to_dict("records"), REAL_REGIONS)
 
 
 def _unit_medians(df: pd.DataFrame, column: str, unit: str) -> np.ndarray:
@@ -101,13 +92,13 @@ def _estimate(draws: np.ndarray, value: float) -> tuple[float, float, float]:
     return float(value), lo, hi
 
 
-def _wait_steady(wait: pd.DataFrame | None, skip_first: int) -> tuple[pd.DataFrame | None, str]:
+def wait_steady(wait: pd.DataFrame | None, skip_first: int) -> tuple[pd.DataFrame | None, str]:
     """The wait-mode processes' steady invocations with their transfer part, or None and why not."""
     if wait is None:
         return None, "the wait mode was not measured"
     if "not_applicable" in wait.columns:
         return None, str(wait.not_applicable.iloc[0])
-    w = _steady(wait, skip_first)
+    w = steady(wait, skip_first)
     return w.assign(transfer_ns=w.ns - w.kernel_only_ns.astype("Float64")), ""
 
 
@@ -145,10 +136,10 @@ def model_terms(model: pd.DataFrame, real, regions: pd.DataFrame | None = None, 
     present = real.present if "not_applicable" not in real.present.columns else real.present.iloc[:0]
     if regions is None:
         regions = region_work(real.present_phases)
-    inv = _steady(inv[~inv.traced.astype(bool)], skip_first)
-    present = _steady(present[~present.traced.astype(bool)], skip_first) if len(present) else present
-    model, regions = _steady(model, skip_first), _steady(regions, skip_first)
-    w, wait_why = _wait_steady(wait, skip_first)
+    inv = steady(inv[~inv.traced.astype(bool)], skip_first)
+    present = steady(present[~present.traced.astype(bool)], skip_first) if len(present) else present
+    model, regions = steady(model, skip_first), steady(regions, skip_first)
+    w, wait_why = wait_steady(wait, skip_first)
     rows = []
     for (variant, nw), r in inv.groupby(["variant", "nw"]):
         m = model[(model.variant == variant) & (model.nw == nw)]
@@ -284,7 +275,7 @@ def wait_phases(wait: pd.DataFrame, *, skip_first: int = 1) -> pd.DataFrame:
     """WAIT_PHASES: per variant, nw and phase of an invocation (h2d, kernel, d2h, sync, the transfer
     part, the whole invocation) the medians of the process medians in each wait mode and blocking
     less auto with its bootstrap 95 % interval; the reason frame where the wait mode was not measured."""
-    w, why = _wait_steady(wait, skip_first)
+    w, why = wait_steady(wait, skip_first)
     if w is None:
         return pd.DataFrame([{"not_applicable": why}])
     rows = []

@@ -21,7 +21,7 @@ from .offload_build import find_build
 from .real_runtime import RealRun
 from .repeats import spreads
 
-__all__ = ["MODELS", "plan_vendor", "model_plan", "replica_model", "summary", "model_real_ratio", "phase_compare",
+__all__ = ["MODELS", "steady", "plan_vendor", "model_plan", "replica_model", "summary", "model_real_ratio", "phase_compare",
            "phase_explanation", "copies_table", "beside", "RATIO_TOLERANCE"]
 
 # -- the policies that model the variants (offload_build.VARIANTS) --------------------------------------------------
@@ -117,8 +117,8 @@ def phase_compare(model: pd.DataFrame, phases: pd.DataFrame, *, skip_first: int 
     whole microseconds). A phase the real runtime spends more in explains a ratio below 1."""
     if "not_applicable" in phases.columns or not len(phases) or not len(model):
         return frame([], PHASE_COMPARE)
-    p = _steady(phases[phases.segment == "invocation"], skip_first)
-    m = _steady(model, skip_first)
+    p = steady(phases[phases.segment == "invocation"], skip_first)
+    m = steady(model, skip_first)
     rows = []
     for (variant, nw), g in p.groupby(["variant", "nw"]):
         mg = m[(m.variant == variant) & (m.nw == nw)]
@@ -168,7 +168,7 @@ def phase_explanation(ratio: pd.DataFrame, compare: pd.DataFrame, *, tolerance: 
     return "\n".join(lines)
 
 
-def _steady(df: pd.DataFrame, skip_first: int) -> pd.DataFrame:
+def steady(df: pd.DataFrame, skip_first: int) -> pd.DataFrame:
     """Without the first ``skip_first`` invocations of step 0 (first-touch and warm-up)."""
     return df[~((df.step == 0) & (df.invocation < skip_first))]
 
@@ -197,7 +197,7 @@ def summary(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, skip_first: in
         parts += [("real", inv[~inv.traced.astype(bool)]), ("real_traced", inv[inv.traced.astype(bool)])]
     rows = []
     for source, df in parts:
-        for (variant, nw), g in _steady(df, skip_first).groupby(["variant", "nw"]):
+        for (variant, nw), g in steady(df, skip_first).groupby(["variant", "nw"]):
             values, per, over = _repeat_samples(g)
             e = median_ci(values)
             if e.n:
@@ -217,8 +217,8 @@ def model_real_ratio(model: pd.DataFrame, real: RealRun | pd.DataFrame, *, skip_
     inv = real.invocations if isinstance(real, RealRun) else real
     if "not_applicable" in inv.columns:
         return inv
-    inv = _steady(inv[~inv.traced.astype(bool)], skip_first)
-    model = _steady(model, skip_first)
+    inv = steady(inv[~inv.traced.astype(bool)], skip_first)
+    model = steady(model, skip_first)
     rows = []
     for (variant, nw), r in inv.groupby(["variant", "nw"]):
         m = model[(model.variant == variant) & (model.nw == nw)]

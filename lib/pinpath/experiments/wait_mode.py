@@ -19,7 +19,7 @@ from . import processes
 from .replica_compare import replica_model
 from .replicate import open_for_process
 
-__all__ = ["wait_model", "SECTIONS", "open_for_process", "not_applicable", "mode_of"]
+__all__ = ["wait_model", "Interleaved", "SECTIONS", "open_for_process", "not_applicable", "mode_of"]
 
 
 def not_applicable(platform: str) -> str:
@@ -50,27 +50,71 @@ def _model(rt, *, wait: str, plan: list, nw_values, steps: int, invocations: int
 SECTIONS = {"wait_model": _model}
 
 
+class Interleaved:
+    """The processes of ``wait_model`` started one at a time, between another measurement's own
+    processes, so that both sides of a comparison are taken over the same stretch of a run:
+    ``real_runtime(between_rounds=...)`` calls it after each of its rounds, and each call starts the
+    next process (``mode_of`` its number), if one is left. ``frame()`` starts those not started yet
+    and returns WAIT_MODEL, or a one-row frame whose ``not_applicable`` says why (not CUDA, no process
+    asked for, a process that could not open in its mode or failed)."""
+
+    def __init__(self, rt, plan: pd.DataFrame, *, nw_values, steps: int, invocations: int, processes_per_mode: int = 3,
+                 verify: str = "first", timeout_s: int = 600):
+        self._rt, self._verify, self._timeout_s = rt, verify, timeout_s
+        self.total = 2 * max(int(processes_per_mode), 0)
+        self.after: list[int | None] = []   #: per process started, the round it followed (None: none)
+        self._got: list[pd.DataFrame] = []
+        self._why = (not_applicable(rt.name) if rt.wait_mode == WAIT_NOT_APPLICABLE else
+                     "" if self.total else "the wait mode was not measured (no process asked for)")
+        plan = plan[plan.policy != ""]
+        self._spec = {"plan": plan.astype(object).where(plan.notna(), None).to_dict("records"),
+                      "nw_values": [int(n) for n in nw_values], "steps": int(steps), "invocations": int(invocations)}
+
+    def __call__(self, after_round: int | None = None) -> None:
+        """Start the next process, if one is left and none has failed."""
+        if self._why or len(self._got) >= self.total:
+            return
+        r, verify = len(self._got), self._verify
+        try:
+            got = processes.run(__name__, {"wait_model": self._spec}, platform=self._rt.name,
+                                device=int(getattr(self._rt, "device", 0) or 0), repeats=1, first=r, warmup=0,
+                                timeout_s=self._timeout_s,
+                                vary=lambda k, _: {"wait": mode_of(k), "verify": verify if k < 2 else "none"},
+                                vary_env=lambda k: {WAIT_ENV: mode_of(k)})["wait_model"]
+        except processes.Failed as e:
+            got = str(e)
+        if isinstance(got, str):
+            self._why = got
+            return
+        self._got.append(got)
+        self.after.append(after_round)
+
+    def said(self) -> str:
+        """Where the processes ran, in one sentence: after which rounds of the other measurement ("":
+        none ran)."""
+        rounds = [k for k in self.after if k is not None]
+        if not self._got:
+            return ""
+        if not rounds:
+            return f"{len(self._got)} wait-mode processes, after the real runs."
+        rest = len(self._got) - len(rounds)
+        return (f"{len(self._got)} wait-mode processes, one after each of the real runs' rounds "
+                f"{', '.join(str(k + 1) for k in rounds)}" + (f", {rest} after them" if rest else "") + ".")
+
+    def frame(self) -> pd.DataFrame:
+        while not self._why and len(self._got) < self.total:
+            self()
+        if self._why:
+            return pd.DataFrame([{"not_applicable": self._why}])
+        return frame(pd.concat(self._got, ignore_index=True).to_dict("records"), WAIT_MODEL)
+
+
 def wait_model(rt, plan: pd.DataFrame, *, nw_values, steps: int, invocations: int, processes_per_mode: int = 3,
                verify: str = "first", timeout_s: int = 600) -> pd.DataFrame:
     """WAIT_MODEL: ``replica_model(plan, ...)`` in ``processes_per_mode`` fresh processes per wait mode
-    (``WAIT_MODES``), interleaved (``mode_of``); ``repeat`` numbers the process, ``wait`` its mode.
-    The byte check (``verify``) in each mode's first process only. A one-row frame whose
-    ``not_applicable`` says why where it cannot run: not CUDA, no process asked for, a process
-    that could not open in its mode (the refusal's sentence) or failed."""
-    if rt.wait_mode == WAIT_NOT_APPLICABLE:
-        return pd.DataFrame([{"not_applicable": not_applicable(rt.name)}])
-    if processes_per_mode < 1:
-        return pd.DataFrame([{"not_applicable": "the wait mode was not measured (no process asked for)"}])
-    plan = plan[plan.policy != ""]
-    spec = {"plan": plan.astype(object).where(plan.notna(), None).to_dict("records"),
-            "nw_values": [int(n) for n in nw_values], "steps": int(steps), "invocations": int(invocations)}
-    try:
-        got = processes.run(__name__, {"wait_model": spec}, platform=rt.name, device=int(getattr(rt, "device", 0) or 0),
-                            repeats=2 * int(processes_per_mode), warmup=0, timeout_s=timeout_s,
-                            vary=lambda r, _: {"wait": mode_of(r), "verify": verify if r < 2 else "none"},
-                            vary_env=lambda r: {WAIT_ENV: mode_of(r)})["wait_model"]
-    except processes.Failed as e:
-        return pd.DataFrame([{"not_applicable": str(e)}])
-    if isinstance(got, str):
-        return pd.DataFrame([{"not_applicable": got}])
-    return frame(got.to_dict("records"), WAIT_MODEL)
+    (``WAIT_MODES``), interleaved (``mode_of``), one after the other (``Interleaved`` spreads them
+    between another measurement's); ``repeat`` numbers the process, ``wait`` its mode. The byte
+    check (``verify``) in each mode's first process only. A one-row frame whose ``not_applicable``
+    says why where it cannot run."""
+    return Interleaved(rt, plan, nw_values=nw_values, steps=steps, invocations=invocations,
+                       processes_per_mode=processes_per_mode, verify=verify, timeout_s=timeout_s).frame()

@@ -1,0 +1,156 @@
+"""Notebook 13's model with the terms, composed of trimmed means and set against the real region of
+the same ``--paired`` processes (issue 33 item 2).
+
+In the blocking wait LLVM's CUDA plugin runs in, the copies part of an invocation is a mix of two
+groups on both sides (the wait after the copies wakes soon or late, some 25 us apart), and the
+share of late ones is state: it moves from process to process and over the time of a run. A median
+says only whether that share is above one half, so a sum of medians (``real_terms``) and a median
+of the real invocations can fall in different groups. A mean adds over the mix, so here every part
+is a trimmed mean over invocations (``stats.trimmed_mean``: a stalled invocation left out):
+
+    model = present-only region + bookkeeping + the replica's copies in the blocking processes
+
+against the full region of the same ``--paired`` processes the present-only region comes from (the
+same processes, so the same state; ``real_unpaired_ns`` is the unpaired processes' figure, which
+``real_terms`` divides by). The interval resamples processes whole (``stats.pooled_draws``): a
+--paired process's present-only and full regions stay together, the blocking processes and the
+traced invocations are drawn apart. Each side's late share is reported (the cut from both sides'
+copies pooled, ``stats.two_groups``), so a reader sees the state a figure was taken in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..schema import REAL_MEANS, frame
+from ..stats import APART_IQRS, N_BOOT, interval, pooled_draws, trimmed_mean, two_groups
+from ..units import fmt_ns
+from .real_terms import TOLERANCE, region_work, wait_steady
+from .replica_compare import steady
+
+__all__ = ["model_means", "means_explanation"]
+
+
+def _units(df: pd.DataFrame, column: str, unit: str) -> list[np.ndarray]:
+    """One array of ``column`` per ``unit`` (process or repeat), in the unit's order."""
+    return [g[column].to_numpy(dtype=float) for _, g in df.groupby(unit, sort=True)]
+
+
+def _bookkeeping(regions: pd.DataFrame) -> tuple[float, np.ndarray, int]:
+    """The full region's bookkeeping less the present-only one's (trimmed means over the traced
+    invocations, resampled as pairs of one invocation's two regions), its draws, the pairs."""
+    full = regions[regions.region == "full"].set_index(["step", "invocation"]).bookkeeping_ns
+    pres = regions[regions.region == "present_only"].set_index(["step", "invocation"]).bookkeeping_ns
+    pairs = pd.concat([full.rename("full"), pres.rename("present")], axis=1, join="inner").to_numpy(dtype=float)
+    if not len(pairs):
+        return np.nan, np.full(N_BOOT, np.nan), 0
+    draws = pooled_draws(list(pairs[:, :1]), seed=31) - pooled_draws(list(pairs[:, 1:]), seed=31)   # one seed: pairs
+    return trimmed_mean(pairs[:, 0]) - trimmed_mean(pairs[:, 1]), draws, len(pairs)
+
+
+def _late(real: list[np.ndarray], replica: list[np.ndarray]) -> dict:
+    """The cut between soon and late copies over both sides pooled, and each side's late share
+    (pooled, and the range of its processes' own); NaN shares where the copies make one group."""
+    cut, apart = two_groups(np.concatenate(real + replica))
+    out = {"cut_ns": cut if apart >= APART_IQRS else np.nan, "apart_iqrs": apart}
+    for side, units in (("real", real), ("replica", replica)):
+        shares = [float(np.mean(u >= cut)) for u in units if len(u)] if apart >= APART_IQRS else []
+        pooled = float(np.mean(np.concatenate(units) >= cut)) if shares else np.nan
+        out.update({f"late_{side}": pooled, f"late_{side}_min": min(shares, default=np.nan),
+                    f"late_{side}_max": max(shares, default=np.nan)})
+    return out
+
+
+def model_means(real, wait: pd.DataFrame | None, regions: pd.DataFrame | None = None, *, skip_first: int = 1,
+                tolerance: float = TOLERANCE) -> pd.DataFrame:
+    """REAL_MEANS per variant and nw: present-only region + bookkeeping + the replica's blocking
+    copies, each a trimmed mean over invocations, over the full region of the same --paired
+    processes, with its interval (processes resampled whole), the unpaired processes' ratio beside
+    it and each side's late share. ``real``: a RealRun; ``wait``: WAIT_MODEL or its reason frame;
+    ``regions``: REAL_REGIONS (default: from ``real.present_phases``). A point without --paired
+    processes or blocking processes has NaN figures and says why in ``note``; without a traced
+    --paired run the bookkeeping is left out (0) and ``note`` says so. The reason frame where the
+    real runtime could not run."""
+    inv = real.invocations
+    if "not_applicable" in inv.columns:
+        return inv
+    present = real.present if "not_applicable" not in real.present.columns else real.present.iloc[:0]
+    if regions is None:
+        regions = region_work(real.present_phases)
+    inv = steady(inv[~inv.traced.astype(bool)], skip_first)
+    present = steady(present[~present.traced.astype(bool)], skip_first) if len(present) else present
+    regions = steady(regions, skip_first)
+    w, wait_why = wait_steady(wait, skip_first)
+    blocking = w[w.wait == "blocking"] if w is not None else None
+    rows = []
+    for (variant, nw), r in inv.groupby(["variant", "nw"]):
+        at = lambda df: df[(df.variant == variant) & (df.nw == nw)] if df is not None and len(df) else df  # noqa: E731
+        p, b = at(present), at(blocking)
+        row = {**{k: np.nan for k, t in REAL_MEANS.items() if t == "float"}, "within": None,
+               "variant": variant, "nw": int(nw), "paired_processes": int(p.process.nunique()) if len(p) else 0,
+               "wait_processes": int(b.repeat.nunique()) if b is not None and len(b) else 0,
+               "unpaired_processes": int(r.process.nunique()), "traced_invocations": 0, "note": ""}
+        unpaired = _units(r, "ns", "process")
+        row["real_unpaired_ns"] = trimmed_mean(np.concatenate(unpaired))
+        if not row["paired_processes"] or not row["wait_processes"]:
+            row["note"] = ("no --paired process ran at this point" if not row["paired_processes"] else
+                           wait_why or "no blocking-wait process at this point")
+            rows.append(row)
+            continue
+        p = p.assign(copies_ns=p.ns.astype(float) - p.kernel_ns.astype(float))
+        pres_u, full_u, copies_u = _units(p, "kernel_ns", "process"), _units(p, "ns", "process"), _units(p, "copies_ns", "process")
+        blk_u = _units(b.assign(t=b.transfer_ns.astype(float)), "t", "repeat")
+        bk, bk_draws, n_pairs = _bookkeeping(at(regions))
+        if not n_pairs:
+            bk, bk_draws = 0.0, np.zeros(N_BOOT)
+            row["note"] = "no traced --paired run: the bookkeeping is left out"
+        pres_d, full_d = pooled_draws(pres_u, seed=41), pooled_draws(full_u, seed=41)   # one seed: the same processes
+        model_d = pres_d + bk_draws + pooled_draws(blk_u, seed=42)
+        unpaired_d = pooled_draws(unpaired, seed=43)
+        pres_ns, copies_ns, real_ns = (trimmed_mean(np.concatenate(u)) for u in (pres_u, blk_u, full_u))
+        model_ns = pres_ns + bk + copies_ns
+        row.update(present_ns=pres_ns, bookkeeping_ns=bk, copies_ns=copies_ns, model_ns=model_ns,
+                   traced_invocations=n_pairs, real_ns=real_ns, ratio=model_ns / real_ns,
+                   ratio_unpaired=model_ns / row["real_unpaired_ns"], **_late(copies_u, blk_u))
+        row["model_lo_ns"], row["model_hi_ns"] = interval(model_d)
+        row["real_lo_ns"], row["real_hi_ns"] = interval(full_d)
+        row["ratio_lo"], row["ratio_hi"] = interval(model_d / full_d)
+        row["ratio_unpaired_lo"], row["ratio_unpaired_hi"] = interval(model_d / unpaired_d)
+        row["within"] = bool(abs(row["ratio"] - 1) <= tolerance)
+        rows.append(row)
+    return frame(rows, REAL_MEANS)
+
+
+def _share(row, side: str) -> str:
+    pooled, lo, hi = (getattr(row, f"late_{side}{k}") for k in ("", "_min", "_max"))
+    return f"{pooled:.2f} (its processes {lo:.2f}-{hi:.2f})"
+
+
+def means_explanation(means: pd.DataFrame, *, tolerance: float = TOLERANCE) -> str:
+    """Markdown: how many points are within 1 ± tolerance against the --paired processes' region and
+    against the unpaired ones', then one line per variant and nw with the parts, both ratios and
+    each side's late share. "" where there is no figure (the frame says why)."""
+    if not len(means) or "ratio" not in means.columns:
+        return ""
+    done = means[np.isfinite(means.ratio.to_numpy(dtype=float))]
+    unpaired_in = int((abs(done.ratio_unpaired - 1) <= tolerance).sum())
+    lines = [f"**Within 1 ± {tolerance:g} by trimmed means: {int(done.within.sum())} of {len(done)} points against the "
+             f"region of the same --paired processes; {unpaired_in} of {len(done)} against the unpaired processes' "
+             f"(another time of the run).**" if len(done) else "**No point has both --paired and blocking processes.**"]
+    for r in means.itertuples():
+        if not np.isfinite(r.ratio):
+            lines.append(f"- **{r.variant}, nw={r.nw}**: no figure ({r.note}).")
+            continue
+        mix = (f"the copies split at {fmt_ns(r.cut_ns)} into soon and late wakes ({r.apart_iqrs:.1f} IQRs apart); "
+               f"late share real {_share(r, 'real')}, replica {_share(r, 'replica')}" if np.isfinite(r.cut_ns) else
+               f"the copies make one group on both sides ({r.apart_iqrs:.1f} IQRs apart at the best cut)")
+        lines.append(
+            f"- **{r.variant}, nw={r.nw}**: model {fmt_ns(r.model_ns)} (present-only region {fmt_ns(r.present_ns)} "
+            f"over {r.paired_processes} processes + bookkeeping {fmt_ns(r.bookkeeping_ns)} + the replica's copies in "
+            f"the blocking wait {fmt_ns(r.copies_ns)} over {r.wait_processes} processes) against the real region "
+            f"{fmt_ns(r.real_ns)} in the same processes: {r.ratio:.2f} (95 % CI {r.ratio_lo:.2f}-{r.ratio_hi:.2f}), "
+            f"{'within' if r.within else 'outside'}; against the unpaired processes ({fmt_ns(r.real_unpaired_ns)}, "
+            f"{r.unpaired_processes}) {r.ratio_unpaired:.2f} ({r.ratio_unpaired_lo:.2f}-{r.ratio_unpaired_hi:.2f}); "
+            f"{mix}{'; ' + r.note if r.note else ''}.")
+    return "\n".join(lines)

@@ -109,6 +109,9 @@ def test_a_trimmed_mean_adds_over_a_mix_and_leaves_a_stalled_call_out():
     assert np.median(mixed[:-1]) == 8_000          # a median says only which group holds more than half
     stalled = np.r_[np.full(199, 10.0), [1e9]]
     assert stats.trimmed_mean(stalled) == 10.0 and np.isnan(stats.trimmed_mean([]))
+    assert stats.trimmed_mean([4.0, 6.0]) == 5.0 and stats.trimmed_mean([7.0]) == 7.0   # nothing to trim
+    pairs = stats.pooled_draws([np.array([4.0]), np.array([6.0])], seed=1)
+    assert np.isfinite(pairs).all() and set(np.unique(pairs)) <= {4.0, 5.0, 6.0}
 
 
 def test_pooled_draws_resample_whole_repeats_and_one_seed_keeps_them_paired():

@@ -53,7 +53,9 @@ def test_each_side_gets_its_groups_and_late_share(tmp_path):
     # (31 of 40 at 8 us, 9 at 35 us: 14.075 us) against the paired region (21 of 40 at 38, 19 at 65 us)
     c = wake_mix.composed(tmp_path).iloc[0]
     assert c.model_ns == pytest.approx(44_075) and c.real_ns == pytest.approx(50_825) and c.real_unpaired_ns == 50_000
-    assert "plain nw=16: 0.867 and 0.881 (model 44.1 us, real 50.8 and 50.0 us)" in out
+    # in the real processes' wake state: the replica's 8 and 35 us groups weighted 21 : 19, the real region
+    assert c.copies_state_ns == pytest.approx(8_000 + 19 / 40 * 27_000) and c.ratio_state == pytest.approx(1.0)
+    assert "plain nw=16: 1.000, 0.867 and 0.881 (model 50.8 and 44.1 us, real 50.8 and 50.0 us)" in out
 
 
 def test_the_command_line_names_what_it_needs(tmp_path):

@@ -67,10 +67,21 @@ def replica(run: Path) -> str:
         rows.append("    with measured terms: " + ("; ".join(steps) or "none"))
         if means is not None and "ratio" in means:
             m = means[(means.variant == x.variant) & (means.nw == x.nw)]
-            rows += [f"    by trimmed means, against the same --paired processes: {y.ratio:.3f} ({y.ratio_lo:.3f}-"
-                     f"{y.ratio_hi:.3f}); the unpaired: {y.ratio_unpaired:.3f}; late share real {y.late_real:.2f}, "
-                     f"replica {y.late_replica:.2f}" for y in m.itertuples()]
+            rows += [f"    by trimmed means, against the same --paired processes: {_in_state(y)}in the wake state the "
+                     f"replica drew {y.ratio:.3f} ({y.ratio_lo:.3f}-{y.ratio_hi:.3f}); the unpaired: "
+                     f"{y.ratio_unpaired:.3f}; " + (f"late share real {y.late_real:.2f}, replica {y.late_replica:.2f}"
+                                                    if pd.notna(y.late_real) else "the copies make one group")
+                     for y in m.itertuples()]
     return "replica against the real libomptarget (the model alone, then with each measured term):\n" + "\n".join(rows)
+
+
+def _in_state(y) -> str:
+    """real_means' figure in the real processes' wake state ('' for a table from before it)."""
+    if not hasattr(y, "ratio_state"):
+        return ""
+    if pd.isna(y.ratio_state):
+        return f"in the real processes' wake state no figure ({y.note}); "
+    return f"in the real processes' wake state {y.ratio_state:.3f} ({y.ratio_state_lo:.3f}-{y.ratio_state_hi:.3f}), "
 
 
 def duration(run: Path) -> str:

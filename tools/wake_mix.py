@@ -10,7 +10,8 @@ threshold that best separates the pooled invocations of both sides, Otsu's rule)
 groups are against their spread (one group where less than APART_IQRS), and per side the median of
 each group and each process's late share. Last, notebook 13's model with the terms by trimmed means
 (``real_means``, also for runs from before that table): against the real region of the same --paired
-processes and of the unpaired ones, which ran at another time of the run.
+processes, with the replica's copies in the real processes' wake state and in the one its own processes
+drew, and against the unpaired processes' region, which ran at another time of the run.
 
 Usage: PYTHONPATH=lib python3 tools/wake_mix.py RUN_DIR [RUN_DIR ...]   (a run or a reference folder)
 """
@@ -77,10 +78,12 @@ def report(run: Path) -> str:
             shares = s.assign(late=late).groupby("unit").late.mean()
             lines.append(f"  {side:7s} soon {soon_us:6.1f} us, late {late_us:6.1f} us; late share {late.mean():.2f} "
                          f"(per process {', '.join(f'{x:.2f}' for x in shares)})")
-    lines.append("model with the terms by trimmed means / real, the --paired processes' region and the unpaired ones':")
+    lines.append("model with the terms by trimmed means / real: the --paired processes' region with the replica's copies "
+                 "in the real processes' wake state, in the one the replica drew, and the unpaired processes' region:")
     for r in composed(run).itertuples():
-        lines.append(f"  {r.variant} nw={r.nw}: {r.ratio:.3f} and {r.ratio_unpaired:.3f} (model {r.model_ns / 1e3:.1f} us, "
-                     f"real {r.real_ns / 1e3:.1f} and {r.real_unpaired_ns / 1e3:.1f} us)")
+        lines.append(f"  {r.variant} nw={r.nw}: {r.ratio_state:.3f}, {r.ratio:.3f} and {r.ratio_unpaired:.3f} (model "
+                     f"{r.model_state_ns / 1e3:.1f} and {r.model_ns / 1e3:.1f} us, real {r.real_ns / 1e3:.1f} and "
+                     f"{r.real_unpaired_ns / 1e3:.1f} us){'; ' + r.note if r.note else ''}")
     return "\n".join(lines)
 
 

@@ -309,6 +309,11 @@ REAL_MEANS = {           # the model with the terms from trimmed means against t
     "late_real": "float", "late_replica": "float",   # each side's share of copies past the cut
     "late_real_min": "float", "late_real_max": "float",   # the range of the processes' own shares
     "late_replica_min": "float", "late_replica_max": "float",
+    # the replica's copies in the real processes' wake state: its soon and late groups (trimmed means)
+    # weighted by the real --paired processes' late share (= copies_ns where the copies make one group)
+    "soon_replica_ns": "float", "late_replica_ns": "float", "copies_state_ns": "float", "model_state_ns": "float",
+    "ratio_state": "float", "ratio_state_lo": "float", "ratio_state_hi": "float",   # model_state / real, processes whole
+    "within_state": "bool?",  # |ratio_state - 1| <= 0.15
     "paired_processes": "int", "wait_processes": "int", "unpaired_processes": "int", "traced_invocations": "int",
     "note": "str",           # why a figure is missing or a part was left out
 }

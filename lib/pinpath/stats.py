@@ -230,26 +230,30 @@ def trimmed_mean(x: Sequence[float]) -> float:
     if not len(a):
         return math.nan
     lo, hi = np.percentile(a, TRIM)
-    return float(a[(a >= lo) & (a <= hi)].mean())
+    kept = a[(a >= lo) & (a <= hi)]
+    return float(kept.mean()) if len(kept) else float(np.median(a))   # two values: the percentiles lie between them
 
 
-def pooled_draws(units: Sequence[np.ndarray], seed: int = 0) -> np.ndarray:
-    """N_BOOT bootstrap draws of the trimmed mean (``trimmed_mean``) of the pooled values of
-    ``units`` (one array per independent repeat, e.g. a process's calls), the repeats resampled
-    whole (NaN where there are none). Two lists of as many arrays drawn with one seed resample the
-    same repeats, so a repeat's two measurements stay together."""
+def pooled_draws(units: Sequence[np.ndarray], seed: int = 0, *, trim: bool = True) -> np.ndarray:
+    """N_BOOT bootstrap draws of the trimmed mean (``trimmed_mean``; the plain mean without ``trim``,
+    e.g. for a share of 0/1 values) of the pooled values of ``units`` (one array per independent
+    repeat, e.g. a process's calls), the repeats resampled whole (NaN where there are none). Two
+    lists of as many arrays drawn with one seed resample the same repeats, so a repeat's two
+    measurements stay together."""
     units = [_clean(u) for u in units]
     if not len(units) or not sum(map(len, units)):
         return np.full(N_BOOT, np.nan)
     picks = np.random.default_rng(_SEED + seed).integers(0, len(units), size=(N_BOOT, len(units)))
     if all(len(u) == 1 for u in units):   # one value a repeat: every resample at once
         a = np.concatenate(units)[picks]
-        lo, hi = np.percentile(a, TRIM, axis=1, keepdims=True)
+        lo, hi = np.percentile(a, TRIM, axis=1, keepdims=True) if trim else (-np.inf, np.inf)
         keep = (a >= lo) & (a <= hi)
-        return (a * keep).sum(axis=1) / keep.sum(axis=1)
+        n = keep.sum(axis=1)
+        return np.where(n > 0, (a * keep).sum(axis=1) / np.maximum(n, 1), np.median(a, axis=1))
     # a resample is a multiset of repeats: each distinct one computed once
+    mean = trimmed_mean if trim else (lambda a: float(a.mean()) if len(a) else math.nan)
     rows, inverse = np.unique(np.sort(picks, axis=1), axis=0, return_inverse=True)
-    means = np.array([trimmed_mean(np.concatenate([units[i] for i in row])) for row in rows])
+    means = np.array([mean(np.concatenate([units[i] for i in row])) for row in rows])
     return means[inverse.ravel()]
 
 

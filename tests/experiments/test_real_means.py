@@ -72,16 +72,50 @@ def test_a_late_share_near_one_half_on_both_sides_adds_up_by_means():
     assert m.ratio_unpaired == pytest.approx(m.model_ns / 70_000)   # another time of the run, another state
     assert (m.paired_processes, m.wait_processes, m.unpaired_processes, m.traced_invocations) == (5, 2, 5, 40)
     text = real_means.means_explanation(pd.DataFrame([m]))
-    assert text.startswith("**Within 1 ± 0.15 by trimmed means: 1 of 1 points against the region of the same --paired "
-                           "processes; 0 of 1 against the unpaired processes'")
+    assert text.startswith("**Within 1 ± 0.15 by trimmed means, against the region of the same --paired processes: "
+                           "1 of 1 points with the replica's copies in the real processes' wake state, 1 of 1 in the "
+                           "wake state the replica's own processes drew; 0 of 1 against the unpaired processes'")
     assert "late share real 0.50 (its processes 0.40-0.60), replica 0.50 (its processes 0.45-0.55)" in text
 
 
 def test_a_model_whose_copies_are_wrong_is_outside():
-    """The real copies twice the replica's: outside, whatever the mix."""
+    """The real copies several times the replica's: outside, whatever the mix, in either wake state."""
     m = real_means.model_means(_run(_present([0.2] * 5, copies_scale=4.0)), _blocking([0.2, 0.2]), _regions()).iloc[0]
     assert m.ratio < 0.85 and not m.within and m.ratio_hi < 0.85
     assert "outside" in real_means.means_explanation(pd.DataFrame([m]))
+    # four times: the cut falls between the sides, and the real-state figure says it has none
+    assert np.isnan(m.ratio_state) and m.note.startswith("no copy of the replica's processes is past the cut")
+    # 1.5 times, half of them late: the groups pair up, and the real-state figure is outside too
+    m = real_means.model_means(_run(_present([0.5] * 5, copies_scale=1.5)), _blocking([0.5, 0.5]), _regions()).iloc[0]
+    assert SOON_NS < m.cut_ns < LATE_NS
+    assert m.ratio_state < 0.85 and not m.within_state and m.ratio_state_hi < 0.85
+
+
+def test_sides_in_different_wake_states_are_compared_in_the_real_one():
+    """The replica's processes drew a late share of 0.7, the real ones 0.2: the mix is outside, the
+    replica's groups weighted by the real share are the real region; both said."""
+    shares_real, shares_replica = [0.1, 0.3, 0.2, 0.15, 0.25], [0.7, 0.7]
+    m = check_frame(real_means.model_means(_run(_present(shares_real)), _blocking(shares_replica), _regions()),
+                    REAL_MEANS).iloc[0]
+    assert m.ratio > 1.15 and not m.within
+    late = np.mean([round(x * (N - 1)) / (N - 1) for x in shares_real])
+    assert m.soon_replica_ns == SOON_NS and m.late_replica_ns == LATE_NS
+    assert m.copies_state_ns == pytest.approx(SOON_NS + late * (LATE_NS - SOON_NS))
+    assert m.ratio_state == pytest.approx(1.0, abs=0.01) and m.within_state
+    assert m.ratio_state_lo <= m.ratio_state <= m.ratio_state_hi
+    text = real_means.means_explanation(pd.DataFrame([m]))
+    assert text.startswith("**Within 1 ± 0.15 by trimmed means, against the region of the same --paired processes: "
+                           "1 of 1 points with the replica's copies in the real processes' wake state, 0 of 1 in the "
+                           "wake state the replica's own processes drew")
+    assert "weighted by the real late share): model" in text and ", within." in text
+
+
+def test_a_wake_the_replica_never_drew_gives_no_figure_in_the_real_state():
+    m = real_means.model_means(_run(_present([0.3] * 3)), _blocking([0.0, 0.0]), _regions()).iloc[0]
+    assert np.isfinite(m.ratio) and np.isnan(m.ratio_state) and pd.isna(m.within_state)
+    assert m.note == ("no copy of the replica's processes is past the cut (22.5 us), 30% of the real ones' are: it drew "
+                      "no late wake, or the sides' groups are not at the same places")
+    assert "in the real processes' wake state: no figure" in real_means.means_explanation(pd.DataFrame([m]))
 
 
 def test_what_was_not_measured_is_said():

@@ -433,3 +433,25 @@ def test_a_claim_not_judged_here_shows_what_was_measured_anyway():
     df = pd.DataFrame([{"id": "C6", "verdict": "not applicable", "platform": "host", "detail": detail, "why": "w"}])
     body = str(H.claims_section(df))
     assert "the operating system&#39;s share: register / query of pageable memory: 0.0144x" in body
+
+
+def test_a_claim_with_two_rows_has_an_anchor_and_a_label_for_each(tmp_path):
+    df = claims_frame()
+    second = df[df["id"] == "C4"].assign(metric="query_then_lock / lock_always on pinned memory [4 KiB d2h]",
+                                         verdict="not applicable", platform="host")
+    df = pd.concat([df.iloc[:4], second, df.iloc[4:]], ignore_index=True)
+    df.loc[3, "metric"] = "query / lock of pageable memory [4 KiB]"
+    df.loc[3, "verdict"] = "holds"
+    glance, table = str(H.glance_section(df)), str(H.claims_section(df))
+    assert "href='#claim-C4'" in glance and "href='#claim-C4-2'" in glance
+    assert "id='claim-C4'" in table and "id='claim-C4-2'" in table
+    assert len(re.findall(r"id='claim-[^']+'", table)) == len(set(re.findall(r"id='claim-[^']+'", table))) == len(df)
+    assert ": pageable memory</span>" in glance and ": pinned memory</span>" in glance
+    assert "this row: query / lock of pageable memory" in table
+    assert glance.count("claim 3 in a few words</span>") == 1             # a claim with one row gets no label
+    # a run that cannot judge the second row shows the reference's second row, not its first
+    ref = df.assign(verdict=["holds" if i != 4 else "does not hold" for i in range(len(df))])
+    label, by_key = "from the committed reference", dict(zip(H.row_keys(list(ref["id"])), ref.to_dict("records")))
+    cells = str(H.glance_section(df, (label, by_key)))
+    row = cells.split("href='#claim-C4-2'", 1)[1].split("</li>", 1)[0]
+    assert "does not hold" in row and "holds" not in row.replace("does not hold", "")

@@ -46,7 +46,35 @@ def reference_verdicts(run_dir: Path | None, manifest: Mapping | None,
     device = (ref_man.get("runtime") or {}).get("device") or "an unnamed device"
     commit = str((ref_man.get("judged_by") or ref_man.get("git") or {}).get("commit") or "unknown")[:7]
     label = f"from the committed reference ({ref_man.get('platform', '?')}, {device}, commit {commit})"
-    return label, {str(r["id"]): r for r in ref.to_dict("records")}
+    recs = ref.to_dict("records")
+    return label, dict(zip(row_keys([str(r["id"]) for r in recs]), recs))
+
+
+def row_keys(ids: Iterable[str]) -> list[str]:
+    """One key per claims.csv row: the claim's id, and "C4-2", "C4-3" for its further rows (a claim
+    judged on two metrics, or in two states, has a row for each): the rows' anchors, and how a run's
+    row finds the reference's row of the same place."""
+    seen: dict[str, int] = {}
+    out = []
+    for i in ids:
+        seen[i] = seen.get(i, 0) + 1
+        out.append(i if seen[i] == 1 else f"{i}-{seen[i]}")
+    return out
+
+
+def _metric_head(metric: str) -> str:
+    """A metric without its bracketed sizes: what tells a claim's rows apart in the table."""
+    return metric.split(" [", 1)[0].strip()
+
+
+_SUBJECT = re.compile(r".* (?:of|on) (.+)$")
+
+
+def _metric_subject(head: str) -> str:
+    """What a metric is measured on ("query / lock of pageable memory": "pageable memory"): the
+    short label of a claim's row at a glance, where a line is all the room there is."""
+    m = _SUBJECT.match(head)
+    return m.group(1) if m else head
 
 
 def _ref_cell(rec: Mapping | None) -> dict | None:
@@ -74,7 +102,10 @@ def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None,
                 reference: Mapping[str, Mapping] | None = None) -> list[dict]:
     link = None if linkable is None else set(linkable)
     rows = []
-    for rec in claims_df.to_dict("records"):
+    recs = claims_df.to_dict("records")
+    ids = [_text(r.get("id")) for r in recs]
+    keys = row_keys(ids)
+    for rec, key in zip(recs, keys):
         g = lambda k: rec.get(k)   # noqa: E731 - columns of older claims.csv may be missing
         verdict = verdict_word(g("verdict"))
         nb = _text(g("notebook"))
@@ -83,7 +114,9 @@ def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None,
             "reading": READINGS.get(_text(g("reading")), _text(g("reading"))), "subject": _text(g("subject")),
             "analogue": _text(g("analogue")),
             "interval": next((_text(g(k)) for k in _INTERVAL_COLUMNS if _text(g(k))), "") if new else "",
-            "id": _text(g("id")), "who": _text(g("who")), "short": _text(g("short")),
+            "id": _text(g("id")), "key": key, "who": _text(g("who")), "short": _text(g("short")),
+            "part": _metric_head(_text(g("metric"))) if ids.count(_text(g("id"))) > 1 else "",
+            "part_short": _metric_subject(_metric_head(_text(g("metric")))) if ids.count(_text(g("id"))) > 1 else "",
             "claim": _text(g("claim")), "thread": _text(g("thread")), "metric": _text(g("metric")),
             "measured": format_measured(g("measured"), g("low"), g("high"), _text(g("unit"))),
             "spread": format_repeats(g("n_repeats"), g("repeat_unit"), g("between_spread")),
@@ -93,7 +126,7 @@ def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None,
             "why": _text(g("why")), "detail": _text(g("detail")), "rule": _text(g("rule")),
             "notebook": nb, "nb_href": f"{nb}.html" if _PLAIN.fullmatch(nb) and (link is None or nb in link) else "",
             "platform": _text(g("platform")),
-            "ref": _ref_cell((reference or {}).get(_text(g("id")))) if verdict not in JUDGED else None,
+            "ref": _ref_cell((reference or {}).get(key)) if verdict not in JUDGED else None,
             "strip": strip.svg(rec) if verdict in JUDGED else "",
             "info": _for_information(_text(g("detail"))) if verdict not in JUDGED else "",
         })

@@ -61,16 +61,21 @@ def test_the_replica_line_gives_the_model_alone_and_with_each_measured_term(tmp_
             "(0.900-1.050); the unpaired: 0.950; late share real 0.30, replica 0.25") in _run(tmp_path).stdout
     pd.DataFrame([{"variant": "plain", "nw": 128, "ratio": 0.8, "ratio_lo": 0.7, "ratio_hi": 0.9, "ratio_state": 0.97,
                    "ratio_state_lo": 0.93, "ratio_state_hi": 1.01, "ratio_unpaired": 0.95, "late_real": 0.47,
-                   "late_replica": 0.21, "note": ""},
+                   "late_replica": 0.21, "note": "", "in_real_state": True},
                   {"variant": "plain", "nw": 128, "ratio": 0.98, "ratio_lo": 0.9, "ratio_hi": 1.05,
                    "ratio_state": float("nan"), "ratio_state_lo": float("nan"), "ratio_state_hi": float("nan"),
-                   "ratio_unpaired": 0.95, "late_real": float("nan"), "late_replica": float("nan"), "note": "why"}]
+                   "ratio_unpaired": 0.95, "late_real": float("nan"), "late_replica": float("nan"), "note": "why",
+                   "in_real_state": None},
+                  {"variant": "plain", "nw": 128, "ratio": 0.9, "ratio_lo": 0.8, "ratio_hi": 1.0, "ratio_state": 0.9,
+                   "ratio_state_lo": 0.8, "ratio_state_hi": 1.0, "ratio_unpaired": 0.9, "late_real": 0.3,
+                   "late_replica": 0.0, "note": "as drawn", "in_real_state": False}]
                  ).to_parquet(tmp_path / "data" / "real_means.parquet")
     out = _run(tmp_path).stdout
     assert ("in the real processes' wake state 0.970 (0.930-1.010), in the wake state the replica drew 0.800 "
             "(0.700-0.900); the unpaired: 0.950; late share real 0.47, replica 0.21") in out
     assert "in the real processes' wake state no figure (why); in the wake state the replica drew 0.980" in out
     assert out.count("the copies make one group") == 1
+    assert out.count("(the replica's copies as drawn: its groups do not pair with the real ones')") == 1
 
 
 def test_two_runs_give_the_claims_table_of_both_with_their_agreement(tmp_path):

@@ -81,7 +81,11 @@ def _in_state(y) -> str:
         return ""
     if pd.isna(y.ratio_state):
         return f"in the real processes' wake state no figure ({y.note}); "
-    return f"in the real processes' wake state {y.ratio_state:.3f} ({y.ratio_state_lo:.3f}-{y.ratio_state_hi:.3f}), "
+    matched = getattr(y, "in_real_state", None)      # None: a table from before the column, or no figure
+    drawn = (" (the replica's copies as drawn: its groups do not pair with the real ones')"
+             if matched is not None and not pd.isna(matched) and not bool(matched) else "")
+    return (f"in the real processes' wake state {y.ratio_state:.3f} ({y.ratio_state_lo:.3f}-{y.ratio_state_hi:.3f})"
+            f"{drawn}, ")
 
 
 def duration(run: Path) -> str:

@@ -99,6 +99,36 @@ def test_interleaved_processes_start_one_per_call_and_the_rest_at_the_end(monkey
     assert broken.frame().not_applicable.iloc[0] == "cuda: it died" and broken.said() == ""
 
 
+def test_interleaved_processes_spread_evenly_over_the_rounds_given(monkeypatch):
+    """With the other measurement's rounds: 5 per mode over 5 rounds, one of each mode after every
+    round; 3 per mode over 5 rounds, the rest spread (2, 1, 1, 1, 1), none left for the end."""
+    started = []
+
+    def fake_run(target, specs, *, first, **_):
+        started.append(first)
+        row = {c: 0 for c in WAIT_MODEL} | {"variant": "plain", "policy": "driver_pageable", "platform": "cuda",
+                                            "wait": wait_mode.mode_of(first), "repeat": first, "threshold_nbytes": None}
+        return {"wait_model": pd.DataFrame([row])}
+
+    monkeypatch.setattr(processes, "run", fake_run)
+    rt = type("Rt", (), {"name": "cuda", "wait_mode": "auto", "device": 0})()
+    for per_mode, after in ((5, [2, 2, 2, 2, 2]), (3, [2, 1, 1, 1, 1])):
+        started.clear()
+        waiting = wait_mode.Interleaved(rt, model_plan("nvidia", ["plain"]), nw_values=[16], steps=1, invocations=4,
+                                        processes_per_mode=per_mode, rounds=5)
+        counts = []
+        for k in range(5):
+            waiting(k)
+            counts.append(len(started) - sum(counts))
+        assert counts == after and len(waiting.frame()) == 2 * per_mode and len(started) == 2 * per_mode
+        if per_mode == 5:   # each round: one process of each mode
+            assert all({wait_mode.mode_of(i) for i in (2 * k, 2 * k + 1)} == {"auto", "blocking"} for k in range(5))
+            assert waiting.said() == "10 wait-mode processes, 2 after each of the real runs' rounds 1, 2, 3, 4, 5."
+        else:
+            assert waiting.said() == ("6 wait-mode processes, after the real runs' rounds: 2 after round 1, "
+                                      "1 after round 2, 1 after round 3, 1 after round 4, 1 after round 5.")
+
+
 def test_an_unknown_wait_mode_is_refused(monkeypatch):
     from pinpath.errors import BadParameter
     from pinpath.runtimes.cuda_ import CudaRuntime

@@ -66,33 +66,57 @@ def _late(real: list[np.ndarray], replica: list[np.ndarray]) -> dict:
     return out
 
 
+#: the least a replica group must hold to give a group time: copies, and processes they come from
+MIN_GROUP, MIN_GROUP_PROCESSES = 20, 2
+#: the sides' own cuts may differ by this share of the gap between the replica's groups
+CUTS_AGREE = 0.25
+#: the most bootstrap draws that may lack a group before the interval is not given
+MAX_LOST_DRAWS = 0.025
+
+
 def _in_real_state(real: list[np.ndarray], replica: list[np.ndarray], cut: float) -> dict:
     """The replica's copies in the real --paired processes' wake state: its soon and its late group
     (trimmed means over the blocking processes' invocations either side of ``cut``) weighted by the
     real processes' late share, and draws of it (the real processes resampled with the seed of their
     regions, so a process's share and its region stay together; the blocking processes with theirs).
-    The share is observed on the real side and the group times come from the replica: no figure is
-    fitted. Where the copies make one group (``cut`` NaN) the replica's copies as they are; NaN and a
-    note where the replica's processes drew no wake of a group the real ones had."""
+    Conditional on the share the real processes were observed in, it tests the groups' times only;
+    whether the replica draws that share is ``ratio``'s and the shares' matter. ``matched`` False, the
+    replica's copies as its processes drew them and ``note`` why, where the groups do not pair up: a
+    side whose own copies make one group (pooled, the cut may split the sides rather than the wakes),
+    both sides split but at cuts apart by more than CUTS_AGREE of the gap, or a replica group the real
+    share weighs with fewer than MIN_GROUP copies from MIN_GROUP_PROCESSES processes. Where the copies make one
+    group (``cut`` NaN) there is no wake state to match: the copies as drawn, ``matched`` True."""
+    real = [u[np.isfinite(u)] for u in real]
+    replica = [u[np.isfinite(u)] for u in replica]
+    drawn = {"copies": trimmed_mean(np.concatenate(replica)), "draws": pooled_draws(replica, seed=42), "note": ""}
     if not np.isfinite(cut):
-        return {"copies": trimmed_mean(np.concatenate(replica)), "draws": pooled_draws(replica, seed=42), "note": ""}
+        return {**drawn, "matched": True}
+    none = lambda why, **kw: {**drawn, "matched": False, "note": f"as the replica drew them: {why}", **kw}  # noqa: E731
+    (real_cut, real_apart), (rep_cut, rep_apart) = two_groups(np.concatenate(real)), two_groups(np.concatenate(replica))
+    parts = {"soon": [u[u < cut] for u in replica], "late": [u[u >= cut] for u in replica]}
+    soon, late = (trimmed_mean(np.concatenate(parts[g])) for g in ("soon", "late"))
+    split = [side for side, apart in (("real", real_apart), ("replica", rep_apart)) if apart >= APART_IQRS]
+    if len(split) < 2:
+        return none(f"{' and '.join(s for s in ('real', 'replica') if s not in split)} copies make one group on their "
+                    f"own side ({real_apart:.1f} and {rep_apart:.1f} IQRs apart at the best cuts), two pooled: the "
+                    f"cut may split the sides, not the wakes", soon=soon, late=late)
+    own = np.concatenate(replica)
+    gap = trimmed_mean(own[own >= rep_cut]) - trimmed_mean(own[own < rep_cut])    # the replica's own groups
+    if abs(real_cut - rep_cut) > CUTS_AGREE * gap:
+        return none(f"the sides' own cuts differ (real {fmt_ns(real_cut)}, replica {fmt_ns(rep_cut)}, its groups "
+                    f"{fmt_ns(gap)} apart): their groups are not at the same places", soon=soon, late=late)
     share = float(np.mean(np.concatenate(real) >= cut))
-    groups = {}
-    for name, side in (("soon", lambda u: u[u < cut]), ("late", lambda u: u[u >= cut])):
-        parts = [side(u) for u in replica]
-        groups[name] = (trimmed_mean(np.concatenate(parts)), pooled_draws(parts, seed=42))
-    (soon, soon_d), (late, late_d) = groups["soon"], groups["late"]
-    missing = [name for name, w in (("soon", 1 - share), ("late", share)) if w > 0 and not np.isfinite(groups[name][0])]
-    if missing:
-        group, real_share = missing[0], share if missing[0] == "late" else 1 - share
-        side = "past" if group == "late" else "below"
-        return {"copies": np.nan, "draws": np.full(N_BOOT, np.nan), "soon": soon, "late": late,
-                "note": f"no copy of the replica's processes is {side} the cut ({fmt_ns(cut)}), {real_share:.0%} of "
-                        f"the real ones' are: it drew no {group} wake, or the sides' groups are not at the same places"}
+    for group, weight in (("soon", 1 - share), ("late", share)):
+        n, k = sum(len(u) for u in parts[group]), sum(len(u) > 0 for u in parts[group])
+        if weight > 0 and (n < MIN_GROUP or k < MIN_GROUP_PROCESSES):
+            return none(f"the replica has {n} {group} copies (cut {fmt_ns(cut)}) from {k} process(es), where {weight:.0%} "
+                        f"of the real ones' are {group}: too few to time its {group} group (at least {MIN_GROUP} "
+                        f"from {MIN_GROUP_PROCESSES} processes)", soon=soon, late=late)
     share_d = pooled_draws([(u >= cut).astype(float) for u in real], seed=41, trim=False)
+    soon_d, late_d = (pooled_draws(parts[g], seed=42) for g in ("soon", "late"))
     weigh = lambda w, x: np.where(w > 0, w * np.nan_to_num(x, nan=np.inf), 0.0)  # noqa: E731 - 0 x a missing group
     return {"copies": float(weigh(share, late) + weigh(1 - share, soon)), "soon": soon, "late": late, "note": "",
-            "draws": weigh(share_d, late_d) + weigh(1 - share_d, soon_d)}
+            "draws": weigh(share_d, late_d) + weigh(1 - share_d, soon_d), "matched": True}
 
 
 def model_means(real, wait: pd.DataFrame | None, regions: pd.DataFrame | None = None, *, skip_first: int = 1,
@@ -121,6 +145,7 @@ def model_means(real, wait: pd.DataFrame | None, regions: pd.DataFrame | None = 
         at = lambda df: df[(df.variant == variant) & (df.nw == nw)] if df is not None and len(df) else df  # noqa: E731
         p, b = at(present), at(blocking)
         row = {**{k: np.nan for k, t in REAL_MEANS.items() if t == "float"}, "within": None, "within_state": None,
+               "in_real_state": None,
                "variant": variant, "nw": int(nw), "paired_processes": int(p.process.nunique()) if len(p) else 0,
                "wait_processes": int(b.repeat.nunique()) if b is not None and len(b) else 0,
                "unpaired_processes": int(r.process.nunique()), "traced_invocations": 0, "note": ""}
@@ -155,8 +180,15 @@ def model_means(real, wait: pd.DataFrame | None, regions: pd.DataFrame | None = 
         row.update(soon_replica_ns=state.get("soon", np.nan), late_replica_ns=state.get("late", np.nan),
                    copies_state_ns=state["copies"], model_state_ns=pres_ns + bk + state["copies"])
         row["ratio_state"] = row["model_state_ns"] / real_ns
-        row["ratio_state_lo"], row["ratio_state_hi"] = interval((pres_d + bk_draws + state["draws"]) / full_d)
+        state_d = (pres_d + bk_draws + state["draws"]) / full_d
+        lost = float(np.mean(~np.isfinite(state_d)))
+        if np.isfinite(row["ratio_state"]) and lost > MAX_LOST_DRAWS:     # resamples without a group the share weighs
+            state_d = np.full(N_BOOT, np.nan)
+            state["note"] = (f"no interval in the real state: {lost:.0%} of the resamples of the blocking processes "
+                             f"lack a group the real share weighs")
+        row["ratio_state_lo"], row["ratio_state_hi"] = interval(state_d)
         row["within_state"] = bool(abs(row["ratio_state"] - 1) <= tolerance) if np.isfinite(row["ratio_state"]) else None
+        row["in_real_state"] = state["matched"]
         row["note"] = "; ".join(n for n in (row["note"], state["note"]) if n)
         rows.append(row)
     return frame(rows, REAL_MEANS)
@@ -175,11 +207,16 @@ def means_explanation(means: pd.DataFrame, *, tolerance: float = TOLERANCE) -> s
         return ""
     done = means[np.isfinite(means.ratio.to_numpy(dtype=float))]
     unpaired_in = int((abs(done.ratio_unpaired - 1) <= tolerance).sum())
-    state = done[np.isfinite(done.ratio_state.to_numpy(dtype=float))] if "ratio_state" in done else done.iloc[:0]
-    state_in = int((abs(state.ratio_state - 1) <= tolerance).sum())
+    if "ratio_state" in done:
+        state_in = int((abs(done.ratio_state.to_numpy(dtype=float) - 1) <= tolerance).sum())
+        drawn = int((done.in_real_state == False).sum())   # noqa: E712 - a nullable column
+        state = (f"{state_in} of {len(done)} points with the replica's copies put in the real processes' wake state"
+                 + (f" where its groups pair with theirs ({len(done) - drawn} points; at {drawn} as it drew them, the "
+                    f"line says why)" if drawn else "") + ", ")
+    else:
+        state = ""
     lines = [f"**Within 1 ± {tolerance:g} by trimmed means, against the region of the same --paired processes: "
-             f"{state_in} of {len(state)} points with the replica's copies in the real processes' wake state, "
-             f"{int(done.within.sum())} of {len(done)} in the wake state the replica's own processes drew; "
+             f"{state}{int(done.within.sum())} of {len(done)} in the wake state the replica's own processes drew; "
              f"{unpaired_in} of {len(done)} against the unpaired processes' (another time of the run).**"
              if len(done) else "**No point has both --paired and blocking processes.**"]
     for r in means.itertuples():
@@ -189,13 +226,13 @@ def means_explanation(means: pd.DataFrame, *, tolerance: float = TOLERANCE) -> s
         mix = (f"the copies split at {fmt_ns(r.cut_ns)} into soon and late wakes ({r.apart_iqrs:.1f} IQRs apart); "
                f"late share real {_share(r, 'real')}, replica {_share(r, 'replica')}" if np.isfinite(r.cut_ns) else
                f"the copies make one group on both sides ({r.apart_iqrs:.1f} IQRs apart at the best cut)")
-        in_state = getattr(r, "ratio_state", np.nan)
-        state_words = ("" if not np.isfinite(r.cut_ns) else
+        matched = getattr(r, "in_real_state", None)
+        state_words = ("" if not np.isfinite(r.cut_ns) or matched is None or pd.isna(matched) else
                        f"; in the real processes' wake state (the replica's soon {fmt_ns(r.soon_replica_ns)} and late "
                        f"{fmt_ns(r.late_replica_ns)} copies, weighted by the real late share): model "
-                       f"{fmt_ns(r.model_state_ns)}, {in_state:.2f} (95 % CI {r.ratio_state_lo:.2f}-"
-                       f"{r.ratio_state_hi:.2f}), {'within' if r.within_state else 'outside'}" if np.isfinite(in_state)
-                       else "; in the real processes' wake state: no figure")
+                       f"{fmt_ns(r.model_state_ns)}, {r.ratio_state:.2f} (95 % CI {r.ratio_state_lo:.2f}-"
+                       f"{r.ratio_state_hi:.2f}), {'within' if r.within_state else 'outside'}" if matched else
+                       "; not put in the real processes' wake state")
         lines.append(
             f"- **{r.variant}, nw={r.nw}**: model {fmt_ns(r.model_ns)} (present-only region {fmt_ns(r.present_ns)} "
             f"over {r.paired_processes} processes + bookkeeping {fmt_ns(r.bookkeeping_ns)} + the replica's copies in "

@@ -51,17 +51,20 @@ SECTIONS = {"wait_model": _model}
 
 
 class Interleaved:
-    """The processes of ``wait_model`` started one at a time, between another measurement's own
-    processes, so that both sides of a comparison are taken over the same stretch of a run:
+    """The processes of ``wait_model`` started between another measurement's own processes, so that
+    both sides of a comparison are taken over the same stretch of a run:
     ``real_runtime(between_rounds=...)`` calls it after each of its rounds, and each call starts the
-    next process (``mode_of`` its number), if one is left. ``frame()`` starts those not started yet
-    and returns WAIT_MODEL, or a one-row frame whose ``not_applicable`` says why (not CUDA, no process
-    asked for, a process that could not open in its mode or failed)."""
+    next process (``mode_of`` its number), if one is left; given the other measurement's ``rounds``,
+    each call starts as many as spread the processes evenly over them (2 per mode and 5 rounds:
+    one of each mode after every round). ``frame()`` starts those not started yet and returns
+    WAIT_MODEL, or a one-row frame whose ``not_applicable`` says why (not CUDA, no process asked for,
+    a process that could not open in its mode or failed)."""
 
     def __init__(self, rt, plan: pd.DataFrame, *, nw_values, steps: int, invocations: int, processes_per_mode: int = 3,
-                 verify: str = "first", timeout_s: int = 600):
+                 verify: str = "first", timeout_s: int = 600, rounds: int | None = None):
         self._rt, self._verify, self._timeout_s = rt, verify, timeout_s
         self.total = 2 * max(int(processes_per_mode), 0)
+        self._rounds_left = max(int(rounds), 1) if rounds else None
         self.after: list[int | None] = []   #: per process started, the round it followed (None: none)
         self._got: list[pd.DataFrame] = []
         self._why = (not_applicable(rt.name) if rt.wait_mode == WAIT_NOT_APPLICABLE else
@@ -71,7 +74,16 @@ class Interleaved:
                       "nw_values": [int(n) for n in nw_values], "steps": int(steps), "invocations": int(invocations)}
 
     def __call__(self, after_round: int | None = None) -> None:
-        """Start the next process, if one is left and none has failed."""
+        """Start the next process (the next ones, their share of the rounds left, where ``rounds`` was
+        given), if one is left and none has failed."""
+        n = 1
+        if self._rounds_left is not None:
+            n = -(-(self.total - len(self._got)) // self._rounds_left)      # ceil: the rest spread evenly
+            self._rounds_left = max(self._rounds_left - 1, 1)
+        for _ in range(n):
+            self._start(after_round)
+
+    def _start(self, after_round: int | None) -> None:
         if self._why or len(self._got) >= self.total:
             return
         r, verify = len(self._got), self._verify
@@ -98,8 +110,12 @@ class Interleaved:
         if not rounds:
             return f"{len(self._got)} wait-mode processes, after the real runs."
         rest = len(self._got) - len(rounds)
-        return (f"{len(self._got)} wait-mode processes, one after each of the real runs' rounds "
-                f"{', '.join(str(k + 1) for k in rounds)}" + (f", {rest} after them" if rest else "") + ".")
+        per = {k: rounds.count(k) for k in dict.fromkeys(rounds)}          # round -> processes after it, in order
+        each = set(per.values())
+        where = (f"{'one' if each == {1} else each.pop()} after each of the real runs' rounds "
+                 f"{', '.join(str(k + 1) for k in per)}" if len(each) == 1 else
+                 "after the real runs' rounds: " + ", ".join(f"{n} after round {k + 1}" for k, n in per.items()))
+        return f"{len(self._got)} wait-mode processes, {where}" + (f", {rest} after them" if rest else "") + "."
 
     def frame(self) -> pd.DataFrame:
         while not self._why and len(self._got) < self.total:

@@ -446,3 +446,20 @@ def test_the_terms_figure_shows_the_bare_model_beside_the_model_with_terms():
     assert _legend_words(terms_ratio(bare))[1] == ["nothing (the model alone)", "+ present-only region (not measured)",
                                                    "+ bookkeeping (not measured)", "+ blocking wait (not measured)"]
     assert "no build" in " ".join(_texts(terms_ratio(pd.DataFrame([{"not_applicable": "no build"}]))))
+
+
+def test_the_means_figure_shows_both_wake_states_per_point():
+    """Notebook 13's figure of real_means: per variant and nw the ratio as the replica drew its wake
+    state and in the real processes', each named in the legend, each with its interval."""
+    from pinpath.experiments import real_means
+    from pinpath.report.replica_figures import terms_ratio
+    means = pd.DataFrame([{"variant": v, "nw": n, "ratio": r, "ratio_lo": r - 0.1, "ratio_hi": r + 0.1,
+                           "ratio_state": 0.97, "ratio_state_lo": 0.95, "ratio_state_hi": 0.99}
+                          for v, r in (("plain", 1.14), ("app_pinned", 0.81)) for n in (16, 128)])
+    fig = terms_ratio(real_means.as_terms(means), legend_title="all terms by trimmed means,", bare_first=False)
+    _check(fig, time_axis=False)
+    assert _legend_words(fig) == ("all terms by trimmed means,", [real_means.AS_DRAWN, real_means.IN_REAL_STATE])
+    bars = [c for c in fig.axes[0].collections if len(c.get_segments()) == 4]
+    assert len(bars) == 2 and sorted(round(s[1][0] - s[0][0], 6) for c in bars for s in c.get_segments()[:1]) == [0.04, 0.2]
+    reason = pd.DataFrame([{"not_applicable": "host: no real runtime"}])
+    assert "host: no real runtime" in " ".join(_texts(terms_ratio(real_means.as_terms(reason))))

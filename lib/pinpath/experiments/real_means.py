@@ -33,7 +33,7 @@ from ..units import fmt_ns
 from .real_terms import TOLERANCE, region_work, wait_steady
 from .replica_compare import steady
 
-__all__ = ["model_means", "means_explanation"]
+__all__ = ["model_means", "means_explanation", "as_terms", "AS_DRAWN", "IN_REAL_STATE"]
 
 
 def _units(df: pd.DataFrame, column: str, unit: str) -> list[np.ndarray]:
@@ -192,6 +192,21 @@ def model_means(real, wait: pd.DataFrame | None, regions: pd.DataFrame | None = 
         row["note"] = "; ".join(n for n in (row["note"], state["note"]) if n)
         rows.append(row)
     return frame(rows, REAL_MEANS)
+
+
+AS_DRAWN = "in the wake state the replica's processes drew"
+IN_REAL_STATE = "in the real processes' wake state (where the groups pair up; else as drawn)"
+
+
+def as_terms(means: pd.DataFrame) -> pd.DataFrame:
+    """REAL_MEANS as the closing figure draws terms (``replica_figures.terms_ratio``): per variant and
+    nw, the ratio as the replica drew its wake state, then in the real processes' (where the groups
+    pair up; else as drawn, the same figure). The reason frame as it is."""
+    if "not_applicable" in means.columns or not len(means):
+        return means
+    cols = {AS_DRAWN: ("ratio", "ratio_lo", "ratio_hi"), IN_REAL_STATE: ("ratio_state", "ratio_state_lo", "ratio_state_hi")}
+    return pd.DataFrame([{"variant": r["variant"], "nw": r["nw"], "term": term, "ratio": r[a], "ratio_lo": r[lo],
+                          "ratio_hi": r[hi]} for term, (a, lo, hi) in cols.items() for r in means.to_dict("records")])
 
 
 def _share(row, side: str) -> str:

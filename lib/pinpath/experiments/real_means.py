@@ -84,8 +84,8 @@ def _in_real_state(real: list[np.ndarray], replica: list[np.ndarray], cut: float
     replica's copies as its processes drew them and ``note`` why, where the groups do not pair up: a
     side whose own copies make one group (pooled, the cut may split the sides rather than the wakes),
     both sides split but at cuts apart by more than CUTS_AGREE of the gap, or a replica group the real
-    share weighs with fewer than MIN_GROUP copies from MIN_GROUP_PROCESSES processes. Where the copies make one
-    group (``cut`` NaN) there is no wake state to match: the copies as drawn, ``matched`` True."""
+    share weighs with fewer than MIN_GROUP copies from MIN_GROUP_PROCESSES processes. Where the copies
+    make one group (``cut`` NaN) there is no wake state to match: the copies as drawn, ``matched`` True."""
     real = [u[np.isfinite(u)] for u in real]
     replica = [u[np.isfinite(u)] for u in replica]
     drawn = {"copies": trimmed_mean(np.concatenate(replica)), "draws": pooled_draws(replica, seed=42), "note": ""}

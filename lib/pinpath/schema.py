@@ -314,7 +314,7 @@ REAL_MEANS = {           # the model with the terms from trimmed means against t
     "soon_replica_ns": "float", "late_replica_ns": "float", "copies_state_ns": "float", "model_state_ns": "float",
     "ratio_state": "float", "ratio_state_lo": "float", "ratio_state_hi": "float",   # model_state / real, processes whole
     "within_state": "bool?",  # |ratio_state - 1| <= 0.15
-    "in_real_state": "bool?",  # False: the replica's groups do not pair with the real ones', its copies as drawn (note: why)
+    "in_real_state": "bool?",  # False: its groups do not pair with the real ones', copies as drawn (note: why); null: one group
     "paired_processes": "int", "wait_processes": "int", "unpaired_processes": "int", "traced_invocations": "int",
     "note": "str",           # why a figure is missing or a part was left out
 }

@@ -73,8 +73,9 @@ def test_a_late_share_near_one_half_on_both_sides_adds_up_by_means():
     assert (m.paired_processes, m.wait_processes, m.unpaired_processes, m.traced_invocations) == (5, 2, 5, 40)
     text = real_means.means_explanation(pd.DataFrame([m]))
     assert text.startswith("**Within 1 ± 0.15 by trimmed means, against the region of the same --paired processes: "
-                           "1 of 1 points with the replica's copies put in the real processes' wake state, 1 of 1 in "
-                           "the wake state the replica's own processes drew; 0 of 1 against the unpaired processes'")
+                           "1 of 1 points with the replica's copies in the real processes' wake state (put there at 1, "
+                           "where both sides split into soon and late wakes that pair up), 1 of 1 in the wake state "
+                           "the replica's own processes drew; 0 of 1 against the unpaired processes'")
     assert m.in_real_state and m.ratio_state == pytest.approx(1.0, abs=0.01)
     assert "late share real 0.50 (its processes 0.40-0.60), replica 0.50 (its processes 0.45-0.55)" in text
 
@@ -106,8 +107,9 @@ def test_sides_in_different_wake_states_are_compared_in_the_real_one():
     assert m.ratio_state_lo <= m.ratio_state <= m.ratio_state_hi
     text = real_means.means_explanation(pd.DataFrame([m]))
     assert text.startswith("**Within 1 ± 0.15 by trimmed means, against the region of the same --paired processes: "
-                           "1 of 1 points with the replica's copies put in the real processes' wake state, 0 of 1 in "
-                           "the wake state the replica's own processes drew")
+                           "1 of 1 points with the replica's copies in the real processes' wake state (put there at 1, "
+                           "where both sides split into soon and late wakes that pair up), 0 of 1 in the wake state "
+                           "the replica's own processes drew")
     assert "weighted by the real late share): model" in text and ", within." in text
 
 
@@ -117,8 +119,8 @@ def test_a_wake_the_replica_never_drew_leaves_its_copies_as_drawn():
     assert m.note.startswith("as the replica drew them: replica copies make one group on their own side")
     text = real_means.means_explanation(pd.DataFrame([m]))
     assert "; not put in the real processes' wake state" in text
-    assert ("points with the replica's copies put in the real processes' wake state where its groups pair with "
-            "theirs (0 points; at 1 as it drew them, the line says why)") in text
+    assert ("0 of 1 points with the replica's copies in the real processes' wake state (put there at 0, where both "
+            "sides split into soon and late wakes that pair up; at 1 as the replica drew them, the line says why)") in text
     # two late copies of one process (a stall, not a wake group): as drawn too
     m = real_means.model_means(_run(_present([0.3] * 3)), _blocking([0.05, 0.0]), _regions()).iloc[0]
     assert not m.in_real_state and m.ratio_state == m.ratio
@@ -149,6 +151,7 @@ def test_no_interval_where_many_resamples_lack_a_group():
     m = real_means.model_means(_run(_present([0.3] * 3)), _blocking([0.6, 0.6, 0.0, 0.0, 0.0]), _regions()).iloc[0]
     assert m.in_real_state and np.isfinite(m.ratio_state) and np.isnan(m.ratio_state_lo) and np.isnan(m.ratio_state_hi)
     assert m.note.startswith("no interval in the real state: 7% of the resamples")
+    assert "(no interval), within" in real_means.means_explanation(pd.DataFrame([m]))
 
 
 def test_a_copy_without_a_time_counts_in_neither_group():
@@ -175,6 +178,7 @@ def test_what_was_not_measured_is_said():
     # one group of copies (the real side's includes the bookkeeping): no cut, no shares
     m = real_means.model_means(_run(_present([0.0] * 3, jitter_ns=500)), _blocking([0.0], jitter_ns=500), _regions()).iloc[0]
     assert np.isnan(m.cut_ns) and np.isnan(m.late_real) and "make one group" in real_means.means_explanation(pd.DataFrame([m]))
+    assert pd.isna(m.in_real_state) and m.ratio_state == m.ratio          # no wake state to match
     # where the real runtime could not run: its reason frame
     reason = pd.DataFrame([{"not_applicable": "no build"}])
     got = real_means.model_means(RealRun(reason, reason, reason, reason, present=reason), blocking)

@@ -461,5 +461,7 @@ def test_the_means_figure_shows_both_wake_states_per_point():
     assert _legend_words(fig) == ("all terms by trimmed means,", [real_means.AS_DRAWN, real_means.IN_REAL_STATE])
     bars = [c for c in fig.axes[0].collections if len(c.get_segments()) == 4]
     assert len(bars) == 2 and sorted(round(s[1][0] - s[0][0], 6) for c in bars for s in c.get_segments()[:1]) == [0.04, 0.2]
+    old = real_means.as_terms(means.drop(columns=["ratio_state", "ratio_state_lo", "ratio_state_hi"]))
+    assert old[old.term == real_means.IN_REAL_STATE].ratio.isna().all()     # a table from before the column
     reason = pd.DataFrame([{"not_applicable": "host: no real runtime"}])
     assert "host: no real runtime" in " ".join(_texts(terms_ratio(real_means.as_terms(reason))))

@@ -435,23 +435,38 @@ def test_a_claim_not_judged_here_shows_what_was_measured_anyway():
     assert "the operating system&#39;s share: register / query of pageable memory: 0.0144x" in body
 
 
-def test_a_claim_with_two_rows_has_an_anchor_and_a_label_for_each(tmp_path):
+def test_a_claim_judged_in_each_cache_state_has_an_anchor_a_label_and_its_reference_per_row(tmp_path):
+    """A claim whose cold and hot verdicts differ has a row for each (cold first, as judge_states
+    writes them): each its own anchor and label; a run with the hot row alone (most runs, the host)
+    finds the reference's hot row, not its cold one; the notebook's conclusion names both."""
     df = claims_frame()
-    second = df[df["id"] == "C4"].assign(metric="query_then_lock / lock_always on pinned memory [4 KiB d2h]",
-                                         verdict="not applicable", platform="host")
-    df = pd.concat([df.iloc[:4], second, df.iloc[4:]], ignore_index=True)
-    df.loc[3, "metric"] = "query / lock of pageable memory [4 KiB]"
-    df.loc[3, "verdict"] = "holds"
+    hot = df[df["id"] == "C4"].assign(metric="query_then_lock / lock_always on pinned memory [4 KiB d2h]",
+                                      verdict="inconclusive", state="cache hot; timing thread not pinned")
+    df["state"] = "cache hot; timing thread not pinned"
+    df.loc[3, ["metric", "verdict", "state"]] = ["query / lock of pageable memory [4 KiB]", "holds",
+                                                 "cache cold and hot; timing thread not pinned"]
+    df = pd.concat([df.iloc[:4], hot, df.iloc[4:]], ignore_index=True)
     glance, table = str(H.glance_section(df)), str(H.claims_section(df))
-    assert "href='#claim-C4'" in glance and "href='#claim-C4-2'" in glance
-    assert "id='claim-C4'" in table and "id='claim-C4-2'" in table
+    assert "href='#claim-C4-cold'" in glance and "href='#claim-C4'" in glance
+    assert "id='claim-C4-cold'" in table and "id='claim-C4'" in table
     assert len(re.findall(r"id='claim-[^']+'", table)) == len(set(re.findall(r"id='claim-[^']+'", table))) == len(df)
-    assert ": pageable memory</span>" in glance and ": pinned memory</span>" in glance
-    assert "this row: query / lock of pageable memory" in table
+    assert ": cache cold</span>" in glance and ": cache hot</span>" in glance
+    assert "this row: cache cold: query / lock of pageable memory" in table
     assert glance.count("claim 3 in a few words</span>") == 1             # a claim with one row gets no label
-    # a run that cannot judge the second row shows the reference's second row, not its first
-    ref = df.assign(verdict=["holds" if i != 4 else "does not hold" for i in range(len(df))])
-    label, by_key = "from the committed reference", dict(zip(H.row_keys(list(ref["id"])), ref.to_dict("records")))
-    cells = str(H.glance_section(df, (label, by_key)))
-    row = cells.split("href='#claim-C4-2'", 1)[1].split("</li>", 1)[0]
-    assert "does not hold" in row and "holds" not in row.replace("does not hold", "")
+    # the host run: C4 once, hot; the reference has both rows
+    run = claims_frame(platform="host").assign(verdict="not applicable", state="cache hot; timing thread not pinned")
+    reference = H.reference_verdicts(None, {"platform": "host"}, _reference_dir(tmp_path, df))
+    row = str(H.glance_section(run, reference)).split("href='#claim-C4'", 1)[1].split("</li>", 1)[0]
+    assert "reference: <span class='badge v-inconclusive'>inconclusive" in row, row
+    from pinpath.report.tables import conclusion
+    said = conclusion(df[df["id"] == "C4"], final=True)
+    assert "**C4 (cold) holds**" in said and "**C4 inconclusive**" in said and said.count("C4: ") == 1
+
+
+def _reference_dir(tmp_path: Path, claims: pd.DataFrame) -> Path:
+    """A committed reference's folder as reference_verdicts reads it: manifest and claims.csv."""
+    ref = tmp_path / "ref"
+    (ref / "report").mkdir(parents=True)
+    (ref / "manifest.json").write_text(json.dumps(manifest("ref", platform="cuda")))
+    claims.to_csv(ref / "report" / "claims.csv", index=False)
+    return ref

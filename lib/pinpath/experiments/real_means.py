@@ -85,12 +85,12 @@ def _in_real_state(real: list[np.ndarray], replica: list[np.ndarray], cut: float
     side whose own copies make one group (pooled, the cut may split the sides rather than the wakes),
     both sides split but at cuts apart by more than CUTS_AGREE of the gap, or a replica group the real
     share weighs with fewer than MIN_GROUP copies from MIN_GROUP_PROCESSES processes. Where the copies
-    make one group (``cut`` NaN) there is no wake state to match: the copies as drawn, ``matched`` True."""
+    make one group (``cut`` NaN) there is no wake state to match: the copies as drawn, ``matched`` None."""
     real = [u[np.isfinite(u)] for u in real]
     replica = [u[np.isfinite(u)] for u in replica]
     drawn = {"copies": trimmed_mean(np.concatenate(replica)), "draws": pooled_draws(replica, seed=42), "note": ""}
     if not np.isfinite(cut):
-        return {**drawn, "matched": True}
+        return {**drawn, "matched": None}
     none = lambda why, **kw: {**drawn, "matched": False, "note": f"as the replica drew them: {why}", **kw}  # noqa: E731
     (real_cut, real_apart), (rep_cut, rep_apart) = two_groups(np.concatenate(real)), two_groups(np.concatenate(replica))
     parts = {"soon": [u[u < cut] for u in replica], "late": [u[u >= cut] for u in replica]}
@@ -204,6 +204,8 @@ def as_terms(means: pd.DataFrame) -> pd.DataFrame:
     pair up; else as drawn, the same figure). The reason frame as it is."""
     if "not_applicable" in means.columns or not len(means):
         return means
+    if "ratio_state" not in means.columns:          # a table written before the column: as drawn only
+        means = means.assign(ratio_state=np.nan, ratio_state_lo=np.nan, ratio_state_hi=np.nan)
     cols = {AS_DRAWN: ("ratio", "ratio_lo", "ratio_hi"), IN_REAL_STATE: ("ratio_state", "ratio_state_lo", "ratio_state_hi")}
     return pd.DataFrame([{"variant": r["variant"], "nw": r["nw"], "term": term, "ratio": r[a], "ratio_lo": r[lo],
                           "ratio_hi": r[hi]} for term, (a, lo, hi) in cols.items() for r in means.to_dict("records")])
@@ -224,10 +226,12 @@ def means_explanation(means: pd.DataFrame, *, tolerance: float = TOLERANCE) -> s
     unpaired_in = int((abs(done.ratio_unpaired - 1) <= tolerance).sum())
     if "ratio_state" in done:
         state_in = int((abs(done.ratio_state.to_numpy(dtype=float) - 1) <= tolerance).sum())
-        drawn = int((done.in_real_state == False).sum())   # noqa: E712 - a nullable column
-        state = (f"{state_in} of {len(done)} points with the replica's copies put in the real processes' wake state"
-                 + (f" where its groups pair with theirs ({len(done) - drawn} points; at {drawn} as it drew them, the "
-                    f"line says why)" if drawn else "") + ", ")
+        put, drawn = (int((done.in_real_state == v).sum()) for v in (True, False))   # nullable: None, one group
+        state = (f"{state_in} of {len(done)} points with the replica's copies in the real processes' wake state "
+                 f"(put there at {put}, where both sides split into soon and late wakes that pair up"
+                 + (f"; at {drawn} as the replica drew them, the line says why" if drawn else "")
+                 + (f"; at {len(done) - put - drawn} the copies make one group" if len(done) - put - drawn else "")
+                 + "), ")
     else:
         state = ""
     lines = [f"**Within 1 ± {tolerance:g} by trimmed means, against the region of the same --paired processes: "
@@ -245,8 +249,9 @@ def means_explanation(means: pd.DataFrame, *, tolerance: float = TOLERANCE) -> s
         state_words = ("" if not np.isfinite(r.cut_ns) or matched is None or pd.isna(matched) else
                        f"; in the real processes' wake state (the replica's soon {fmt_ns(r.soon_replica_ns)} and late "
                        f"{fmt_ns(r.late_replica_ns)} copies, weighted by the real late share): model "
-                       f"{fmt_ns(r.model_state_ns)}, {r.ratio_state:.2f} (95 % CI {r.ratio_state_lo:.2f}-"
-                       f"{r.ratio_state_hi:.2f}), {'within' if r.within_state else 'outside'}" if matched else
+                       f"{fmt_ns(r.model_state_ns)}, {r.ratio_state:.2f} ("
+                       + (f"95 % CI {r.ratio_state_lo:.2f}-{r.ratio_state_hi:.2f}" if np.isfinite(r.ratio_state_lo)
+                          else "no interval") + f"), {'within' if r.within_state else 'outside'}" if matched else
                        "; not put in the real processes' wake state")
         lines.append(
             f"- **{r.variant}, nw={r.nw}**: model {fmt_ns(r.model_ns)} (present-only region {fmt_ns(r.present_ns)} "

@@ -55,7 +55,7 @@ class Interleaved:
     both sides of a comparison are taken over the same stretch of a run:
     ``real_runtime(between_rounds=...)`` calls it after each of its rounds, and each call starts the
     next process (``mode_of`` its number), if one is left; given the other measurement's ``rounds``,
-    each call starts as many as spread the processes evenly over them (2 per mode and 5 rounds:
+    each call starts as many as spread the processes evenly over them (5 per mode and 5 rounds:
     one of each mode after every round). ``frame()`` starts those not started yet and returns
     WAIT_MODEL, or a one-row frame whose ``not_applicable`` says why (not CUDA, no process asked for,
     a process that could not open in its mode or failed)."""

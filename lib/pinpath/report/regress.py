@@ -29,7 +29,7 @@ import pandas as pd
 from .. import layout
 from .fmt import READINGS, _isnum, format_measured, format_repeats
 
-__all__ = ["COLUMNS", "check", "check_frames", "read_claims", "regressions", "lines", "markdown", "row_key",
+__all__ = ["COLUMNS", "check", "check_frames", "read_claims", "regressions", "lines", "markdown", "row_key", "arm",
            "agreement_lines", "note_disagreements", "note_references", "DIFFERS"]
 
 COLUMNS = ("id", "arm", "metric", "base_run", "run", "base_verdict", "verdict", "base_figure", "figure",
@@ -66,7 +66,7 @@ def _figure(r: dict) -> str:
     return format_measured(r.get("measured"), r.get("low"), r.get("high"), "" if not isinstance(unit, str) else unit)
 
 
-def _arm(r: dict) -> str:
+def arm(r: dict) -> str:
     """"cold" for a row of a claim judged apart in a cold cache state, '' for its main row."""
     state = r.get("state")
     return "cold" if isinstance(state, str) and _COLD.match(state) else ""
@@ -74,8 +74,8 @@ def _arm(r: dict) -> str:
 
 def row_key(r: dict) -> str:
     """What matches a claims.csv row across runs: its id, and " (cold)" for a split cold row."""
-    arm = _arm(r)
-    return f"{r.get('id')}" + (f" ({arm})" if arm else "")
+    cold = arm(r)
+    return f"{r.get('id')}" + (f" ({cold})" if cold else "")
 
 
 def _text(v) -> str:
@@ -122,7 +122,7 @@ def check_frames(base: pd.DataFrame, other: pd.DataFrame, *, base_run: str = "A"
         overlap = None if ia is None or ib is None else bool(ia[0] <= ib[1] and ib[0] <= ia[1])
         va, vb = _verdict(ra) or "not in this run", _verdict(rb) or "not in this run"
         changed = va != vb
-        rows.append({"id": str(ra.get("id") or rb.get("id")), "arm": _arm(ra or rb),
+        rows.append({"id": str(ra.get("id") or rb.get("id")), "arm": arm(ra or rb),
                      "metric": str(ra.get("metric") or rb.get("metric") or ""),
                      "base_run": base_run, "run": run, "base_verdict": va, "verdict": vb,
                      "base_figure": _figure(ra), "figure": _figure(rb), "base_repeats": _repeats(ra),

@@ -33,7 +33,7 @@ from ..atomic import replacing, write_bytes_atomic, write_text_atomic
 from ..safeio import read_json
 from . import regress
 from .fmt import binary_size, cut_words, format_measured, verdict_sentence
-from .html import JUDGED, Scrubber, compare_rows, device_words, reference_verdicts, row_keys, verdict_word
+from .html import JUDGED, Scrubber, compare_rows, device_words, reference_verdicts, verdict_word
 from .rundata import RunData
 
 __all__ = ["share_run", "summary_markdown", "render_compare_markdown", "zip_run", "resize_figures",
@@ -111,17 +111,16 @@ def _claims_rows(claims: pd.DataFrame, scrub: Scrubber, reference: dict | None =
     """The table's rows: id, claim, measured (value and interval), verdict; a claim this run
     cannot judge gets the committed reference's verdict beside its own."""
     rows = []
-    recs = claims.to_dict("records")
-    for r, key in zip(recs, row_keys([_str(r, "id") for r in recs])):
+    for r in claims.to_dict("records"):
         measured = format_measured(r.get("measured"), r.get("low"), r.get("high"), _str(r, "unit")) or "\u2014"
         verdict = verdict_word(r.get("verdict"))
         vcell = f"**{verdict}**" if verdict == "does not hold" else md_cell(verdict)
         if _str(r, "reading") == "analogue":
             vcell += " (analogue)"
-        ref = (reference or {}).get(key) if verdict not in JUDGED else None
+        ref = (reference or {}).get(regress.row_key(r)) if verdict not in JUDGED else None
         if ref is not None and verdict_word(ref.get("verdict")) in JUDGED:
             vcell += f"; reference: {md_cell(verdict_word(ref.get('verdict')))}"
-        rows.append([f"**{md_cell(r.get('id'))}**", md_cell(scrub(_str(r, "short") or _str(r, "claim"))),
+        rows.append([f"**{md_cell(regress.row_key(r))}**", md_cell(scrub(_str(r, "short") or _str(r, "claim"))),
                      md_cell(scrub(measured.replace("(95 % CI ", "("))), vcell])     # the header says 95 % CI
     return rows
 

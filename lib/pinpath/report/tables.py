@@ -14,6 +14,7 @@ import pandas as pd
 from ..trace import null_call_ns
 from ..units import _decimals, binary_size, fmt_ns
 from .fmt import READINGS, format_measured, format_repeats
+from .regress import row_key
 
 __all__ = ["about", "value_words", "cell_words", "table_html", "times", "MAX_ROWS", "spread", "call_counts", "paths_by", "beside", "contention", "c12_table", "c2_table",
            "lock_table", "bandwidth_table", "harness_table", "fidelity", "conclusion", "CONCLUSION_OPEN", "CONCLUSION_CLOSE", "setup_display", "hazard_table",
@@ -279,17 +280,18 @@ def conclusion(judged: pd.DataFrame, *, final: bool = False) -> str:
         reading = READINGS.get(text("reading"), text("reading"))
         reading = f" ({reading})" if reading and not reading.startswith(verdict) else ""   # no "not applicable" twice
         why = text("why").rstrip(".")
+        name = escape(row_key(r))           # "C4 (cold)": a claim judged apart in each cache state
         if why.startswith(verdict):        # the why says the verdict itself: one sentence, the word once
-            lines.append(f"- **{escape(str(r['id']))}** {why}{figure}.")
+            lines.append(f"- **{name}** {why}{figure}.")
         else:
-            lines.append(f"- **{escape(str(r['id']))} {verdict}**{reading} on {text('platform')}{figure}."
-                         + (f" {why}." if why else ""))
-    claims = "; ".join(f"{escape(str(r['id']))}: {escape(str(r.get('thread')), quote=False)}" for r in judged.to_dict("records"))
+            lines.append(f"- **{name} {verdict}**{reading} on {text('platform')}{figure}." + (f" {why}." if why else ""))
+    threads = {str(r["id"]): r.get("thread") for r in judged.to_dict("records")}      # a claim once
+    claims = "; ".join(f"{escape(i)}: {escape(str(t), quote=False)}" for i, t in threads.items())
     head = ("**What the run found**, judged at the end on every data set of the run (the same verdicts as the "
             "report's claims table)" if final else
             "**What this notebook's data show** (the run's verdicts, judged at the end on every data set, "
             "replace this paragraph when the run is finalized)")
-    ids = " ".join(re.sub(r"[^A-Za-z0-9]", "", str(r["id"])) for r in judged.to_dict("records"))
+    ids = " ".join(re.sub(r"[^A-Za-z0-9]", "", i) for i in threads)
     return (CONCLUSION_OPEN.format(ids=ids) + "\n\n" + f"{head}. The thread's claim: {claims}.\n\n"
             + "\n".join(lines) + "\n\n" + CONCLUSION_CLOSE)
 

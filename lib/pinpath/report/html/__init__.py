@@ -17,7 +17,7 @@ rest of pinpath uses.
 """
 
 from ..fmt import binary_size, format_measured, format_threshold
-from .claims_table import claims_section, glance_section, reference_verdicts, row_keys
+from .claims_table import claims_section, glance_section, reference_verdicts
 from .compare_page import compare_rows, render_compare
 from .conclusions import restate_conclusions
 from .index import left_out, render_index
@@ -29,4 +29,4 @@ from .sections import THREAD_URL, fidelity_section, figures_section, glossary_se
 __all__ = ["render_notebook", "render_index", "restate_conclusions", "external_scripts", "claims_section", "figures_section",
            "fidelity_section", "render_compare", "format_measured", "format_threshold", "verdict_word",
            "binary_size", "Scrubber", "VERDICTS", "STATUSES", "compare_rows", "JUDGED", "device_words",
-           "reference_verdicts", "row_keys", "glance_section", "pays_section", "glossary_section", "left_out", "THREAD_URL"]
+           "reference_verdicts", "glance_section", "pays_section", "glossary_section", "left_out", "THREAD_URL"]

@@ -12,6 +12,7 @@ from markupsafe import Markup
 from ... import layout
 from ...paths import OUTPUTS_DIR
 from .. import strip
+from ..regress import arm, row_key
 from ..fmt import READINGS, _isnum, format_measured, format_repeats, format_threshold, verdict_groups
 from .page import _ENV, JUDGED, VERDICTS, _text, verdict_word
 from .scrub import Scrubber
@@ -46,35 +47,18 @@ def reference_verdicts(run_dir: Path | None, manifest: Mapping | None,
     device = (ref_man.get("runtime") or {}).get("device") or "an unnamed device"
     commit = str((ref_man.get("judged_by") or ref_man.get("git") or {}).get("commit") or "unknown")[:7]
     label = f"from the committed reference ({ref_man.get('platform', '?')}, {device}, commit {commit})"
-    recs = ref.to_dict("records")
-    return label, dict(zip(row_keys([str(r["id"]) for r in recs]), recs))
+    return label, {row_key(r): r for r in ref.to_dict("records")}     # a split claim's cold row apart
 
 
-def row_keys(ids: Iterable[str]) -> list[str]:
-    """One key per claims.csv row: the claim's id, and "C4-2", "C4-3" for its further rows (a claim
-    judged on two metrics, or in two states, has a row for each): the rows' anchors, and how a run's
-    row finds the reference's row of the same place."""
-    seen: dict[str, int] = {}
-    out = []
-    for i in ids:
-        seen[i] = seen.get(i, 0) + 1
-        out.append(i if seen[i] == 1 else f"{i}-{seen[i]}")
-    return out
+def anchor(rec: Mapping) -> str:
+    """A claims.csv row's anchor in the index: its id, "-cold" after it for the cold row of a claim
+    judged apart in each cache state (``regress.row_key``)."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", row_key(dict(rec))).strip("-")
 
 
 def _metric_head(metric: str) -> str:
     """A metric without its bracketed sizes: what tells a claim's rows apart in the table."""
     return metric.split(" [", 1)[0].strip()
-
-
-_SUBJECT = re.compile(r".* (?:of|on) (.+)$")
-
-
-def _metric_subject(head: str) -> str:
-    """What a metric is measured on ("query / lock of pageable memory": "pageable memory"): the
-    short label of a claim's row at a glance, where a line is all the room there is."""
-    m = _SUBJECT.match(head)
-    return m.group(1) if m else head
 
 
 def _ref_cell(rec: Mapping | None) -> dict | None:
@@ -104,8 +88,9 @@ def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None,
     rows = []
     recs = claims_df.to_dict("records")
     ids = [_text(r.get("id")) for r in recs]
-    keys = row_keys(ids)
-    for rec, key in zip(recs, keys):
+    for rec in recs:
+        split = ids.count(_text(rec.get("id"))) > 1      # judged apart in each cache state: a row per state
+        state = ("cache cold" if arm(rec) else "cache hot") if split else ""
         g = lambda k: rec.get(k)   # noqa: E731 - columns of older claims.csv may be missing
         verdict = verdict_word(g("verdict"))
         nb = _text(g("notebook"))
@@ -114,9 +99,8 @@ def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None,
             "reading": READINGS.get(_text(g("reading")), _text(g("reading"))), "subject": _text(g("subject")),
             "analogue": _text(g("analogue")),
             "interval": next((_text(g(k)) for k in _INTERVAL_COLUMNS if _text(g(k))), "") if new else "",
-            "id": _text(g("id")), "key": key, "who": _text(g("who")), "short": _text(g("short")),
-            "part": _metric_head(_text(g("metric"))) if ids.count(_text(g("id"))) > 1 else "",
-            "part_short": _metric_subject(_metric_head(_text(g("metric")))) if ids.count(_text(g("id"))) > 1 else "",
+            "id": _text(g("id")), "key": anchor(rec), "who": _text(g("who")), "short": _text(g("short")),
+            "part": f"{state}: {_metric_head(_text(g('metric')))}" if state else "", "part_short": state,
             "claim": _text(g("claim")), "thread": _text(g("thread")), "metric": _text(g("metric")),
             "measured": format_measured(g("measured"), g("low"), g("high"), _text(g("unit"))),
             "spread": format_repeats(g("n_repeats"), g("repeat_unit"), g("between_spread")),
@@ -126,7 +110,7 @@ def _claim_rows(claims_df, scrub: Scrubber, linkable: Iterable[str] | None,
             "why": _text(g("why")), "detail": _text(g("detail")), "rule": _text(g("rule")),
             "notebook": nb, "nb_href": f"{nb}.html" if _PLAIN.fullmatch(nb) and (link is None or nb in link) else "",
             "platform": _text(g("platform")),
-            "ref": _ref_cell((reference or {}).get(key)) if verdict not in JUDGED else None,
+            "ref": _ref_cell((reference or {}).get(row_key(rec))) if verdict not in JUDGED else None,
             "strip": strip.svg(rec) if verdict in JUDGED else "",
             "info": _for_information(_text(g("detail"))) if verdict not in JUDGED else "",
         })

@@ -19,11 +19,13 @@ def restate_conclusions(run_dir: Path, claims_df) -> list[str]:
     from nbconvert.filters.markdown_mistune import markdown2html_mistune
     from ..tables import conclusion
     run_dir = Path(run_dir)
-    by_id = {str(r): i for i, r in enumerate(claims_df["id"])} if "id" in claims_df.columns else {}
+    by_id: dict[str, list[int]] = {}          # a claim judged apart in each cache state has a row per state
+    for k, r in enumerate(claims_df["id"] if "id" in claims_df.columns else []):
+        by_id.setdefault(str(r), []).append(k)
 
     def final(m: re.Match) -> str | None:
-        ids = [i for i in m.group(1).split() if i in by_id]
-        return conclusion(claims_df.iloc[[by_id[i] for i in ids]], final=True) if ids else None
+        ids = [i for i in dict.fromkeys(m.group(1).split()) if i in by_id]
+        return conclusion(claims_df.iloc[[k for i in ids for k in by_id[i]]], final=True) if ids else None
     changed = []
     for nb in sorted(layout.path(run_dir, "notebooks_dir").glob("[0-9]*.ipynb")):
         if nb.is_symlink() or layout.path(run_dir, "page", nb.stem, check=False).is_symlink():

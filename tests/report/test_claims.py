@@ -617,6 +617,14 @@ def test_a_cold_arm_data_set_is_judged_in_its_own_state_beside_the_hot_one():
     assert rows.verdict.tolist() == [N, H] and rows.state.tolist() == [
         "cache cold and hot; timing thread not pinned", "cache hot; timing thread not pinned"]
     assert rows.measured.iloc[1] == judge(["C4"], hot, "cuda").measured.iloc[0]
+    # hot: query_cost holds, query_saving inconclusive; cold: query_saving holds. The cold row holds with
+    # both tests, and shows query_saving's cold figure, not query_cost's, which the two states share
+    mixed = {"query_cost": _c4(H)["query_cost"], "query_saving": _c4(I)["query_saving"],
+             "query_saving_cold": _c4(H)["query_saving"].assign(cache="cold")}
+    rows = judge(["C4"], mixed, "cuda")
+    assert rows.verdict.tolist() == [H, I]
+    assert rows.metric.str.startswith("query_then_lock / lock_always").tolist() == [True, True]
+    assert rows.measured.iloc[0] == pytest.approx(0.1, rel=0.2)
     lone = judge(["C4"], {**hot, "query_saving_cold": pd.DataFrame([{"not_available": "no engine"}])}, "cuda")
     assert len(lone) == 1 and lone.verdict.iloc[0] == H
     assert lone.state.iloc[0] == f"cache hot; timing thread not pinned (cold: {M})"

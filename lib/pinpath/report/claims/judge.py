@@ -111,8 +111,11 @@ def _sentence(t: Test, r: Result, word: str, pick: tuple[str, Estimate], capped:
     return f"{facts}{aside}; so {so}, {end}"
 
 
-def judge_claim(c: Claim, data: RunData, platform: str, status: dict | None = None) -> dict:
-    """One claims-table row for ``c`` on ``data``."""
+def judge_claim(c: Claim, data: RunData, platform: str, status: dict | None = None, *,
+                prefer: frozenset[str] = frozenset()) -> dict:
+    """One claims-table row for ``c`` on ``data``; the row shows the test that decided its verdict,
+    among several such the first whose metric is in ``prefer`` (``judge_states``: a test whose figure
+    moves with the cache state)."""
     notebook = _producer(data, c)
     reading, analogue, tests, datasets = _reading(c, platform, data)
     applicable = reading != Verdict.NOT_APPLICABLE
@@ -144,8 +147,9 @@ def judge_claim(c: Claim, data: RunData, platform: str, status: dict | None = No
                     _RULE_DETAIL[Verdict.NOT_APPLICABLE], None,
                     ("measured here for information: " + info) if info else "", notebook)
     word = _combine(words)
-    # the row shows the test that decided the verdict (the first with that word and a figure)
-    deciding = next((p for p in picks if p[0] == word and p[1]), next((p for p in picks if p[1]), None))
+    # the row shows the test that decided the verdict (the first with that word and a figure, preferred first)
+    deciding = next((p for p in picks if p[0] == word and p[1] and p[2].metric in prefer), None) or \
+        next((p for p in picks if p[0] == word and p[1]), next((p for p in picks if p[1]), None))
     if word == Verdict.NOT_MEASURED:
         why = "not measured: " + "; ".join(p[5] for p in picks if p[5])
         measured = [p[3].facts.get(p[1][0]) or p[3].facts.get("") for p in picks if p[1] and p[0] != word]
@@ -215,6 +219,19 @@ def _arms(data: RunData, datasets) -> dict[str, RunData]:
     return arms
 
 
+def _figures(c: Claim, data: RunData, platform: str) -> dict[str, str]:
+    """Each of ``c``'s tests' figure on ``data`` (its deciding group and estimate, as text; '' where
+    it has none): what tells whether a test read data of one cache state or data the states share."""
+    out = {}
+    for t in _reading(c, platform, data)[2]:
+        try:
+            _, pick, _ = _test_verdict(t, t.measure(data))
+        except (Missing, KeyError, ValueError, IndexError, ZeroDivisionError):
+            pick = None
+        out[t.metric] = f"{pick[0]} {_fmt_est(pick[1], t.unit)}" if pick else ""
+    return out
+
+
 def judge_states(c: Claim, data: RunData, platform: str, status: dict | None = None) -> list[dict]:
     """``c`` judged on its data, its row naming the state (``state``). Where its data were measured
     in more than one cache state (rows by ``cache``, or a cold arm ``<name>_cold``), it is judged in
@@ -226,8 +243,11 @@ def judge_states(c: Claim, data: RunData, platform: str, status: dict | None = N
         return list(rows.values())
     decided = {r["verdict"] for r in rows.values() if r["verdict"] in (Verdict.HOLDS, Verdict.DOES_NOT_HOLD,
                                                                          Verdict.INCONCLUSIVE)}
-    if len(decided) > 1:
-        return list(rows.values())
+    if len(decided) > 1:     # each state's row shows a test whose figure moved with the state, where one did
+        figures = [_figures(c, arm, platform) for arm in arms.values()]
+        moved = frozenset(m for m in figures[0] if len({f.get(m) for f in figures}) > 1)
+        return [{**judge_claim(c, arm, platform, status, prefer=moved), "state": rows[k]["state"]}
+                for k, arm in arms.items()]
     shown = rows.get("hot") or next(iter(rows.values()))
     others = "; ".join(f"{k}: {'the same verdict' if r['verdict'] == shown['verdict'] else r['verdict']}"
                        for k, r in rows.items() if r is not shown)

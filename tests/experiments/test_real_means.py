@@ -158,7 +158,8 @@ def test_a_copy_without_a_time_counts_in_neither_group():
     rng = np.random.default_rng(3)
     wakes = lambda n_late: np.r_[8e3 + rng.normal(0, 300, 60 - n_late), 35e3 + rng.normal(0, 300, n_late)]  # noqa: E731
     real = [np.r_[wakes(20), [np.nan]], wakes(20)]
-    got = real_means._in_real_state(real, [wakes(30), wakes(30)], 20e3)
+    replica = [wakes(30), wakes(30)]
+    got = real_means._in_real_state(real, replica, 20e3, (float(np.mean(np.concatenate(replica))), np.zeros(3)))
     assert got["matched"] and got["copies"] == pytest.approx(got["soon"] + (40 / 120) * (got["late"] - got["soon"]))
 
 

@@ -74,11 +74,12 @@ CUTS_AGREE = 0.25
 MAX_LOST_DRAWS = 0.025
 
 
-def _in_real_state(real: list[np.ndarray], replica: list[np.ndarray], cut: float) -> dict:
+def _in_real_state(real: list[np.ndarray], replica: list[np.ndarray], cut: float, drawn: tuple) -> dict:
     """The replica's copies in the real --paired processes' wake state: its soon and its late group
     (trimmed means over the blocking processes' invocations either side of ``cut``) weighted by the
     real processes' late share, and draws of it (the real processes resampled with the seed of their
-    regions, so a process's share and its region stay together; the blocking processes with theirs).
+    regions, so a process's share and its region stay together; the blocking processes with theirs);
+    ``drawn``: the replica's copies as its processes drew them and their draws (``model_means``'s).
     Conditional on the share the real processes were observed in, it tests the groups' times only;
     whether the replica draws that share is ``ratio``'s and the shares' matter. ``matched`` False, the
     replica's copies as its processes drew them and ``note`` why, where the groups do not pair up: a
@@ -88,7 +89,7 @@ def _in_real_state(real: list[np.ndarray], replica: list[np.ndarray], cut: float
     make one group (``cut`` NaN) there is no wake state to match: the copies as drawn, ``matched`` None."""
     real = [u[np.isfinite(u)] for u in real]
     replica = [u[np.isfinite(u)] for u in replica]
-    drawn = {"copies": trimmed_mean(np.concatenate(replica)), "draws": pooled_draws(replica, seed=42), "note": ""}
+    drawn = {"copies": drawn[0], "draws": drawn[1], "note": ""}       # the replica's copies as drawn, and their draws
     if not np.isfinite(cut):
         return {**drawn, "matched": None}
     none = lambda why, **kw: {**drawn, "matched": False, "note": f"as the replica drew them: {why}", **kw}  # noqa: E731
@@ -164,7 +165,8 @@ def model_means(real, wait: pd.DataFrame | None, regions: pd.DataFrame | None = 
             bk, bk_draws = 0.0, np.zeros(N_BOOT)
             row["note"] = "no traced --paired run: the bookkeeping is left out"
         pres_d, full_d = pooled_draws(pres_u, seed=41), pooled_draws(full_u, seed=41)   # one seed: the same processes
-        model_d = pres_d + bk_draws + pooled_draws(blk_u, seed=42)
+        blk_d = pooled_draws(blk_u, seed=42)
+        model_d = pres_d + bk_draws + blk_d
         unpaired_d = pooled_draws(unpaired, seed=43)
         pres_ns, copies_ns, real_ns = (trimmed_mean(np.concatenate(u)) for u in (pres_u, blk_u, full_u))
         model_ns = pres_ns + bk + copies_ns
@@ -176,7 +178,7 @@ def model_means(real, wait: pd.DataFrame | None, regions: pd.DataFrame | None = 
         row["ratio_lo"], row["ratio_hi"] = interval(model_d / full_d)
         row["ratio_unpaired_lo"], row["ratio_unpaired_hi"] = interval(model_d / unpaired_d)
         row["within"] = bool(abs(row["ratio"] - 1) <= tolerance)
-        state = _in_real_state(copies_u, blk_u, row["cut_ns"])
+        state = _in_real_state(copies_u, blk_u, row["cut_ns"], (copies_ns, blk_d))
         row.update(soon_replica_ns=state.get("soon", np.nan), late_replica_ns=state.get("late", np.nan),
                    copies_state_ns=state["copies"], model_state_ns=pres_ns + bk + state["copies"])
         row["ratio_state"] = row["model_state_ns"] / real_ns

@@ -7,7 +7,7 @@
 SHELL := /bin/bash
 # a value given on the command line or in the environment is text: a "$(shell ...)" in it is not
 # run by make (it reaches the commands as one argument, like any other value)
-USER_VARS := PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STRICT INLINE TRACE OUT WHEELHOUSE SKIP \
+USER_VARS := PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STOP_BY STRICT INLINE TRACE OUT WHEELHOUSE SKIP \
              EXECUTOR SLURM_PARTITION SLURM_ACCOUNT SLURM_GPUS SLURM_CPUS SLURM_TIME SLURM_MEM ARCH PYVER EXTRAS \
              ENV OFFLINE PYTHON VENV
 $(foreach v,$(USER_VARS),$(if $(filter command line environment,$(origin $(v))),$(eval override $(v) := $$(value $(v)))))
@@ -24,6 +24,7 @@ SET        ?=
 RUN        ?= latest
 RUNS       ?=
 CELL_TIMEOUT ?=
+STOP_BY    ?=
 STRICT     ?=
 INLINE     ?=
 TRACE      ?=
@@ -54,7 +55,7 @@ SLURM_CPUS      ?=
 SLURM_TIME      ?=
 SLURM_MEM       ?=
 ARCH       ?=
-export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STRICT INLINE TRACE OUT EXTRAS WHEELHOUSE SKIP PYVER ARCH EXECUTOR
+export PRESET PLATFORM NOTEBOOKS RESUME SET RUN RUNS CELL_TIMEOUT STOP_BY STRICT INLINE TRACE OUT EXTRAS WHEELHOUSE SKIP PYVER ARCH EXECUTOR
 export SLURM_PARTITION SLURM_ACCOUNT SLURM_GPUS SLURM_CPUS SLURM_TIME SLURM_MEM
 
 PIP_FROM := $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE),) $(if $(OFFLINE),--no-index,)
@@ -93,7 +94,7 @@ $(VENV)/.stamp: pyproject.toml
 test: setup  ## run the tests (host everywhere; cuda/AMD ones where they can run); fails if none ran
 	$(PY) -m pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "make test: no test ran" >&2; exit 1; fi; exit $$rc
 
-reproduce: setup  ## run the notebooks (PRESET=smoke|default|full PLATFORM=auto|cuda|hsa|hip|host NOTEBOOKS=a,b SET="NB.NAME=V;NB.OTHER=W" RESUME=<run-id> CELL_TIMEOUT=<s> EXECUTOR=local|snakemake|slurm SLURM_PARTITION= SLURM_ACCOUNT= SLURM_GPUS= SLURM_CPUS= SLURM_TIME= SLURM_MEM=)
+reproduce: setup  ## run the notebooks (PRESET=smoke|default|full PLATFORM=auto|cuda|hsa|hip|host NOTEBOOKS=a,b SET="NB.NAME=V;NB.OTHER=W" RESUME=<run-id> CELL_TIMEOUT=<s> STOP_BY=<s> EXECUTOR=local|snakemake|slurm SLURM_PARTITION= SLURM_ACCOUNT= SLURM_GPUS= SLURM_CPUS= SLURM_TIME= SLURM_MEM=)
 ifeq ($(origin CLUSTER),command line)
 	$(error CLUSTER is now EXECUTOR: EXECUTOR=snakemake for CLUSTER=local, EXECUTOR=slurm for CLUSTER=slurm)
 endif
@@ -102,7 +103,7 @@ ifneq ($(filter snakemake slurm,$(EXECUTOR)),)
 	  $(VENV)/bin/python -m pip install -q --disable-pip-version-check $(PIP_FROM) -e ".[$$EXTRAS]"; }
 endif
 	IFS=';' read -r -d '' -a sets < <(printf '%s' "$$SET"); $(PY) -m pinpath run --executor "$$EXECUTOR" --preset "$$PRESET" \
-	  --platform "$$PLATFORM" --notebooks "$$NOTEBOOKS" --resume "$$RESUME" --cell-timeout "$$CELL_TIMEOUT" \
+	  --platform "$$PLATFORM" --notebooks "$$NOTEBOOKS" --resume "$$RESUME" --cell-timeout "$$CELL_TIMEOUT" --stop-by "$$STOP_BY" \
 	  --partition "$$SLURM_PARTITION" --account "$$SLURM_ACCOUNT" --gpus "$$SLURM_GPUS" --cpus "$$SLURM_CPUS" \
 	  --time "$$SLURM_TIME" --mem "$$SLURM_MEM" "$${sets[@]/#/--set=}"
 

@@ -873,3 +873,47 @@ def test_a_reference_judged_again_says_where_the_reference_beside_it_gives_anoth
     assert got.why["C6"].endswith("; the verdict differs between the references: h200-b (NVIDIA H200, commit "
                                   "abcdef0) gives holds (56.4x (95 % CI 36.4–72.8))")
     assert "differs between the references" not in " ".join(got.drop(index="C6").why.astype(str))
+
+
+def test_stop_by_leaves_what_would_not_fit_pending_and_resume_runs_it(project, monkeypatch, capsys):
+    """``--stop-by``: a notebook whose longest earlier time (with the margin) exceeds what is left
+    is not started, nor any after it; the run ends incomplete and a resume runs the rest. A
+    notebook no run has timed is started; a committed reference's times count too."""
+    for stem in ("00_a", "01_b", "02_c"):
+        _notebook(project / "notebooks" / f"{stem}.ipynb", "pass")
+    _params(project, "00_a: {}\n01_b: {}\n02_c: {}\n")
+    took_s, ran = {"00_a": 10.0, "01_b": 100.0, "02_c": 10.0}, []
+
+    def timed(run_dir, stem, **kw):
+        ran.append(stem)
+        part = {"status": "ok", "duration_s": took_s[stem]}
+        rf.write_part(run_dir, stem, part)
+        return part
+    monkeypatch.setattr(local, "run_notebook", timed)
+    monkeypatch.setattr(local, "redo_notebook", lambda run_dir, stem, why="", **kw: timed(run_dir, stem))
+    said = []
+    first, man = local.run("smoke", "host", stop_by_s=1, progress=said.append)   # nothing timed yet: all start
+    assert man["status"] == "ok" and ran == ["00_a", "01_b", "02_c"], said
+    ref = project / "outputs" / rf.REFERENCE / "earlier"         # its times count as a reference's
+    ref.parent.mkdir()
+    first.rename(ref)
+    ran.clear()
+    run_dir, man = local.run("smoke", "host", stop_by_s=60, progress=said.append)
+    assert ran == ["00_a"], said
+    assert man["status"] == "incomplete"
+    assert [man["notebooks"][s]["status"] for s in ("00_a", "01_b", "02_c")] == ["ok", "pending", "pending"]
+    line = next(s for s in said if "01_b: not started" in s)
+    assert "took up to 100 s before (with the margin 140 s)" in line and f"RESUME={run_dir.name}" in line, line
+    ran.clear()
+    run_dir, man = local.resume(run_dir.name, stop_by_s=200, progress=said.append)
+    assert ran == ["01_b", "02_c"] and man["status"] == "ok", said
+
+
+def test_stop_by_is_checked_and_only_for_the_local_executor(project, capsys):
+    _one_notebook(project)
+    assert cli.main(["run", "--preset", "smoke", "--platform", "host", "--executor", "slurm", "--stop-by", "60"]) == 2
+    assert "--stop-by (STOP_BY) is for the local executor" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--stop-by", "0"])
+    assert "argument --stop-by: must be a positive number of seconds, got 0" in capsys.readouterr().err
+    assert not (project / "outputs").exists() or not list((project / "outputs").iterdir())

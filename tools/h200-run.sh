@@ -3,7 +3,8 @@
 # wheelhouse with the node's own Python (ENV=system), then the steps asked for, each one's output
 # packed under $OUT (at most a few files: a tar per run).
 #   tools/h200-run.sh reference NAME   make reproduce PRESET=full PLATFORM=cuda; share; -> $OUT/NAME.tar.xz
-#                                      (REFERENCE_LIMIT_S=N: stopped after N s, what ran kept)
+#                                      (REFERENCE_LIMIT_S=N: no notebook started that would end after N-30 s,
+#                                      STOP_BY; stopped after N s; what ran kept, `resume NAME` runs the rest)
 #   tools/h200-run.sh pack NAME        on the machine still held: the newest run finalized (where a stop cut
 #                                      its report), shared -> $OUT/NAME.tar.xz
 #   tools/h200-run.sh resume NAME      on the machine still held: the newest run's notebooks that a stop left
@@ -65,10 +66,13 @@ while [ $# -gt 0 ]; do
     reference)
       name=$1; shift
       start=$(date +%s)
-      # REFERENCE_LIMIT_S: stop the run (SIGTERM: the runner marks it interrupted and writes its report) so
+      # REFERENCE_LIMIT_S: no notebook is started that would not end 30 s before it (STOP_BY: by the longest
+      # the committed references took, with a margin; the run ends incomplete, `resume NAME` runs the rest),
+      # and at it the run is stopped (SIGTERM: the runner marks it interrupted and writes its report), so
       # that what ran still comes back when the device time left is short
-      timeout -s TERM -k 60 "${REFERENCE_LIMIT_S:-0}" make reproduce ENV=system PYTHON=python3 PRESET=full PLATFORM=cuda \
-        >"$OUT/$name.log" 2>&1
+      limit=${REFERENCE_LIMIT_S:-0} stop_by=""; [ "$limit" -gt 60 ] && stop_by=$((limit - 30))
+      timeout -s TERM -k 60 "$limit" make reproduce ENV=system PYTHON=python3 PRESET=full PLATFORM=cuda \
+        STOP_BY="$stop_by" >"$OUT/$name.log" 2>&1
       rc=$?
       grep -v '^      ' "$OUT/$name.log" | tail -25
       # stopped: the runner finishes its report after the signal

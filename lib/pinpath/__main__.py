@@ -35,7 +35,7 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _cell_timeout(text: str) -> int | None:
+def _seconds(text: str) -> int | None:
     from .run.plan import cell_timeout_s
     try:
         return cell_timeout_s(text)
@@ -69,8 +69,12 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--executor", default="local",
                            help="local (this process, the default), snakemake (the workflow on this machine) or "
                                 "slurm (one Slurm job per notebook)")
-            p.add_argument("--cell-timeout", type=_cell_timeout, default=None, help="seconds a cell may run (default: no limit)")
+            p.add_argument("--cell-timeout", type=_seconds, default=None, help="seconds a cell may run (default: no limit)")
             p.add_argument("--resume", default="", help="a run id (or folder) whose notebooks that are not ok run again")
+            p.add_argument("--stop-by", type=_seconds, default=None, metavar="SECONDS",
+                           help="start no notebook that would not end within SECONDS of the run (by the longest it "
+                                "took in earlier runs of the preset, references included, with a margin): the run "
+                                "ends incomplete and --resume runs the rest (local executor; default: no limit)")
             _slurm_options(p)
             p.add_argument("snakemake_args", nargs="*", help="after --: more Snakemake options (e.g. --dry-run)")
         if name == "init":
@@ -78,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run-notebook", help="execute one notebook into an existing run folder")
     p.add_argument("run_dir", type=Path)
     p.add_argument("stem")
-    p.add_argument("--cell-timeout", type=_cell_timeout, default=None, help="seconds a cell may run")
+    p.add_argument("--cell-timeout", type=_seconds, default=None, help="seconds a cell may run")
     p = sub.add_parser("finalize", help="fold the notebooks' statuses into the manifest, judge the claims, build the report")
     p.add_argument("run_dir", type=Path)
     p.add_argument("--reference", action="store_true",
@@ -163,6 +167,9 @@ def _run(args, out_dir: Path):
     exit status of the snakemake and slurm executors."""
     from .run import local, profile, snakemake
     if args.executor != "local":
+        if args.stop_by is not None:
+            raise BadParameter("--stop-by (STOP_BY) is for the local executor; a Slurm job has its own time limit "
+                               "(--time, SLURM_TIME)")
         opts = profile.options({k: getattr(args, k) for k in _SLURM_KEYS})
         return snakemake.run_workflow(executor=args.executor, preset=args.preset, platform=args.platform,
                                       only=_only(args.notebooks), outputs=args.outputs, resume=args.resume,
@@ -172,9 +179,10 @@ def _run(args, out_dir: Path):
         raise BadParameter(f"{' '.join(args.snakemake_args)!r}: Snakemake options need --executor snakemake or slurm")
     if args.resume:
         return local.resume(args.resume, out_dir=out_dir, cell_timeout_s=args.cell_timeout, preset=args.preset,
-                            platform=args.platform, only=_only(args.notebooks), overrides=args.set)
+                            platform=args.platform, only=_only(args.notebooks), overrides=args.set,
+                            stop_by_s=args.stop_by)
     return local.run(args.preset or "default", args.platform, only=_only(args.notebooks), out_dir=out_dir,
-                     cell_timeout_s=args.cell_timeout, overrides=args.set)
+                     cell_timeout_s=args.cell_timeout, overrides=args.set, stop_by_s=args.stop_by)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ down this list, never up:
   tools print about a job, what became of a notebook's job (asked once, kept in its part),
   Snakemake's log; the Snakemake profiles and the Slurm options they read;
 * ``finalize``, ``resume``: fold the parts, judge, report; what a resume needs;
+* ``stopby``: whether a notebook still fits a run's time limit (``--stop-by``), by its earlier runs;
 * ``local``, ``snakemake``: the executors of ``pinpath run --executor local|snakemake|slurm``;
   ``local`` also redoes one notebook (``pinpath run-notebook``), its old outputs aside.
 """

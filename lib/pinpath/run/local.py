@@ -18,6 +18,7 @@ from .notebook import run_notebook, say_stderr
 from .plan import init_run, plan
 from .resume import check_resume
 from .signals import Interrupted, on_signals, raise_pending
+from .stopby import StopBy
 
 __all__ = ["run", "resume", "run_one", "redo_notebook"]
 
@@ -100,16 +101,22 @@ def run_one(run_dir: Path, stem: str, *, cell_timeout_s=None, say=None) -> dict:
 
 
 def _execute(run_dir: Path, stems: list[str], man: dict, *, say, cell_timeout_s=None, out_dir=None,
-             todo: dict[str, str] | None = None) -> tuple[Path, dict]:
+             todo: dict[str, str] | None = None, stop_by_s: int | None = None) -> tuple[Path, dict]:
     """Run ``stems`` into ``run_dir`` one after the other, then finalize; a signal stops the run
     after recording the notebook that was running. ``man``: the manifest the caller read once,
     holding the run, passed down to each notebook. ``todo``: stems run again by a resume (their
-    old outputs are kept until they end ok) and why."""
+    old outputs are kept until they end ok) and why. ``stop_by_s``: no notebook is started that
+    would not end by then (``stopby``); the run ends incomplete, a resume runs the rest."""
     t_run, durations = time.monotonic(), []
+    stop_by = StopBy(stop_by_s, man["preset"], man["platform"], Path(out_dir or run_dir.parent), start=t_run)
     current = None
     try:
         with on_signals(signums=(signal.SIGTERM,)):     # SIGINT stays Python's KeyboardInterrupt here
             for i, stem in enumerate(stems, 1):
+                if why := stop_by.refuses(stem):
+                    say(f"[{i}/{len(stems)}] {stem}: {why}; it and the {len(stems) - i} after it are left "
+                        f"pending (RESUME={run_dir.name} runs them)")
+                    break
                 current = stem
                 say(f"[{i}/{len(stems)}] {stem}: running ({man['preset']}, {man['platform']}; "
                     f"{time.monotonic() - t_run:.0f} s elapsed{_eta(durations, len(stems) - i + 1)})")
@@ -152,8 +159,8 @@ def _finish(run_dir: Path, interrupted_at: str | None, out_dir) -> dict:
 
 def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: Path | None = None,
         nb_dir: Path | None = None, params_dir: Path | None = None, progress=None,
-        cell_timeout_s: int | None = None, overrides: list[str] = ()) -> tuple[Path, dict]:
-    """Validate, make the run folder, run every notebook, finalize."""
+        cell_timeout_s: int | None = None, overrides: list[str] = (), stop_by_s: int | None = None) -> tuple[Path, dict]:
+    """Validate, make the run folder, run every notebook (those that fit ``stop_by_s``), finalize."""
     say = progress or say_stderr
     p = plan(preset, platform, only=only, overrides=overrides, nb_dir=nb_dir, params_dir=params_dir)
     for notice in [p.fallback] * bool(p.fallback) + p.notices:
@@ -164,12 +171,12 @@ def run(preset: str, platform: str, *, only: list[str] | None = None, out_dir: P
         raise RunFailed(f"{e.filename or out_dir}: the run folder cannot be made ({e.strerror or e})") from None
     with rf.open_for_write(run_dir, "run") as (_, man, _):
         return _execute(run_dir, [nb.stem for nb in p.notebooks], man, say=say, cell_timeout_s=cell_timeout_s,
-                        out_dir=out_dir)
+                        out_dir=out_dir, stop_by_s=stop_by_s)
 
 
 def resume(run: str | Path, *, out_dir: Path | None = None, progress=None, cell_timeout_s: int | None = None,
            preset: str | None = None, platform: str | None = None, only: list[str] | None = None,
-           overrides: list[str] = ()) -> tuple[Path, dict]:
+           overrides: list[str] = (), stop_by_s: int | None = None) -> tuple[Path, dict]:
     """Run every notebook of an earlier run that is not ``ok`` (or whose data is missing) into
     the same run folder, after ``check_resume``; a notebook's old outputs stay until its redo
     ends ok."""
@@ -185,6 +192,7 @@ def resume(run: str | Path, *, out_dir: Path | None = None, progress=None, cell_
             man = rf.reopen(run_dir, resolve_part)
         except OSError as e:
             raise RunFailed(f"{e.filename or run_dir}: cannot be written ({e.strerror or e}); nothing was changed") from None
-        return _execute(run_dir, list(todo), man, say=say, cell_timeout_s=cell_timeout_s, out_dir=out_dir, todo=todo)
+        return _execute(run_dir, list(todo), man, say=say, cell_timeout_s=cell_timeout_s, out_dir=out_dir, todo=todo,
+                        stop_by_s=stop_by_s)
 
 

@@ -55,5 +55,9 @@ class StopBy:
         need_s = expected_s(stem, self.preset, self.platform, self.out_dir)
         if need_s is None or need_s <= left_s:
             return ""
-        return (f"not started: it took up to {need_s / MARGIN:.0f} s before (with the margin {need_s:.0f} s), "
-                f"{max(left_s, 0):.0f} s of the stop-by's {self.limit_s} s are left")
+        return (f"not started: it took up to {_s(need_s / MARGIN)} s before (with the margin {_s(need_s)} s), "
+                f"{_s(max(left_s, 0))} s of the stop-by's {self.limit_s} s are left")
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:.1f}" if seconds < 10 else f"{seconds:.0f}"

@@ -17,7 +17,7 @@ from .. import runfolder as rf
 
 __all__ = ["MARGIN", "expected_s", "StopBy"]
 
-MARGIN = 1.4    # two H100 machines of one day: a notebook of the full preset took up to 1.31x as long on one
+MARGIN = 1.4    # the full preset's notebooks took up to 1.37x as long on one H100 as on another (2026-12-06)
 
 
 def _runs(out_dir: Path):

@@ -3,7 +3,7 @@
 A machine lent for a fixed time (a batch job's wall time, a device call's limit) loses the
 notebook it is stopped in: a signal marks the run interrupted and that notebook's work is gone.
 With a stop-by, the runner instead leaves a notebook pending when the longest it took before
-(``expected_s``) does not fit in what is left; the run ends ``incomplete`` and ``RESUME=`` runs
+(``longest_s``, with a margin) does not fit in what is left; the run ends ``incomplete`` and ``RESUME=`` runs
 the rest. The runner's finalize (report) comes after the last notebook: leave it some seconds.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import runfolder as rf
 
-__all__ = ["MARGIN", "expected_s", "StopBy"]
+__all__ = ["MARGIN", "longest_s", "StopBy"]
 
 MARGIN = 1.4    # the full preset's notebooks took up to 1.37x as long on one H100 as on another (2026-12-06)
 
@@ -27,35 +27,42 @@ def _runs(out_dir: Path):
             yield from (man for _, man, _ in rf.list_runs(folder) if man)
 
 
-def expected_s(stem: str, preset: str, platform: str, out_dir: Path) -> float | None:
-    """The longest time ``stem`` ran ok in a run of the same preset and platform (the runs under
-    ``out_dir`` and its committed references), times ``MARGIN``; None where none ran it."""
-    seen = [float(part["duration_s"]) for man in _runs(Path(out_dir))
-            if man.get("preset") == preset and man.get("platform") == platform
-            for s, part in (man.get("notebooks") or {}).items()
-            if s == stem and isinstance(part, dict) and part.get("status") == "ok"
-            and isinstance(part.get("duration_s"), (int, float))]
-    return max(seen) * MARGIN if seen else None
+def longest_s(preset: str, platform: str, out_dir: Path) -> dict[str, float]:
+    """Each notebook's longest ok time in the runs of ``preset`` on ``platform`` (those under
+    ``out_dir`` and its committed references)."""
+    longest: dict[str, float] = {}
+    for man in _runs(Path(out_dir)):
+        if man.get("preset") != preset or man.get("platform") != platform:
+            continue
+        for stem, part in (man.get("notebooks") or {}).items():
+            if isinstance(part, dict) and part.get("status") == "ok" and isinstance(part.get("duration_s"), (int, float)):
+                longest[stem] = max(longest.get(stem, 0.0), float(part["duration_s"]))
+    return longest
 
 
 @dataclass
 class StopBy:
-    """What is left of ``limit_s`` seconds from when the runner began (``None``: no limit)."""
+    """What is left of ``limit_s`` seconds from when the runner began (``None``: no limit); the
+    earlier runs are read once, at the first notebook."""
     limit_s: int | None
     preset: str
     platform: str
     out_dir: Path
     start: float = field(default_factory=time.monotonic)
+    _longest_s: dict[str, float] | None = field(default=None, repr=False)
 
     def refuses(self, stem: str) -> str:
-        """Why ``stem`` is not started (``""``: it is): its expected time exceeds what is left."""
+        """Why ``stem`` is not started (``""``: it is): its longest earlier time times ``MARGIN``
+        exceeds what is left; a notebook no run has timed is started."""
         if self.limit_s is None:
             return ""
+        if self._longest_s is None:
+            self._longest_s = longest_s(self.preset, self.platform, self.out_dir)
         left_s = self.limit_s - (time.monotonic() - self.start)
-        need_s = expected_s(stem, self.preset, self.platform, self.out_dir)
-        if need_s is None or need_s <= left_s:
+        took_s = self._longest_s.get(stem)
+        if took_s is None or took_s * MARGIN <= left_s:
             return ""
-        return (f"not started: it took up to {_s(need_s / MARGIN)} s before (with the margin {_s(need_s)} s), "
+        return (f"not started: it took up to {_s(took_s)} s before (with the margin {_s(took_s * MARGIN)} s), "
                 f"{_s(max(left_s, 0))} s of the stop-by's {self.limit_s} s are left")
 
 

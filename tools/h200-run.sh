@@ -32,6 +32,8 @@
 # manifest's git.sources digest names the tree as it was, whatever git said.
 # Needs: wheelhouse/ (make wheelhouse PYVER=3.12 SKIP="what the node has") and, for notebook 13,
 # build/offload/ (make offload-bundle), both carried to the node.
+# The references do not fit beside them in one call's carry: tools/refs-aside.sh out HOLD first (their
+# manifests stay: STOP_BY reads the notebooks' earlier times from them), back HOLD after.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1

@@ -57,3 +57,8 @@ def test_bad_use_is_refused(tmp_path):
     top = _tree(tmp_path)
     assert _aside(top, "sideways", tmp_path / "hold").returncode == 2
     assert subprocess.run(["bash", str(top / "tools" / "refs-aside.sh")], capture_output=True).returncode == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = _aside(top, "back", empty)      # nothing held: said, and the references left as they are
+    assert r.returncode == 1 and "holds no reference" in r.stderr
+    assert (top / "outputs/reference/cuda/data/t.csv").is_file()

@@ -10,6 +10,7 @@
 # `back` leaves a held reference in HOLD where outputs/reference/<name> holds more than the manifest
 # (a new reference kept there since, tools/keep-reference.sh): the new one is not overwritten.
 set -euo pipefail
+shopt -s nullglob
 cd "$(dirname "$0")/.."
 [ $# = 2 ] || { echo "usage: tools/refs-aside.sh out|back HOLD" >&2; exit 2; }
 how=$1 hold=$2
@@ -26,8 +27,10 @@ case $how in
     done
     ;;
   back)
-    for held in "$hold"/*/; do
-      name=$(basename "$held") ref=outputs/reference/$(basename "$held")
+    held_refs=("$hold"/*/)
+    [ ${#held_refs[@]} -gt 0 ] || { echo "refs-aside: $hold holds no reference: nothing put back" >&2; exit 1; }
+    for held in "${held_refs[@]}"; do
+      name=$(basename "$held"); ref=outputs/reference/$name
       if [ -d "$ref" ] && { [ "$(ls -A "$ref")" != manifest.json ] || ! cmp -s "$ref/manifest.json" "$held/manifest.json"; }; then
         echo "refs-aside: $ref holds more than the held manifest: $held left where it is"
         continue

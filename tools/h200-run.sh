@@ -16,6 +16,8 @@
 #   tools/h200-run.sh wait             tools/wait_diag.py (notebook 13's blocking-wait processes at nw=16, each one's
 #                                      threads' CPUs sampled: which state makes its two modes) -> $OUT/wait.tar.xz
 #   tools/h200-run.sh placement        tools/placement-diag.sh (the region's and species' processes by CPU placement)
+#   tools/h200-run.sh stencil          tools/stencil-diag.sh (the stencil's halo updates in the application against
+#                                      advise's runtime probe under three layouts) -> $OUT/stencil.tar.xz
 #   tools/h200-run.sh notebooks PRESET a,b   some notebooks -> $OUT/notebooks.tar
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
 #   tools/h200-run.sh profile PRESET a,b   some notebooks' cells timed and profiled in one process each
@@ -147,6 +149,10 @@ while [ $# -gt 0 ]; do
       timeout 300 env PYTHONPATH=$PWD/.site:$PWD/lib python3 tools/wait_diag.py $d 6 16 2>&1 | tee $d.log | tail -70 \
         || status=1
       mv $d.log $d/ 2>/dev/null; tar -C build -I "xz -T0" -cf "$OUT/wait.tar.xz" wait-diag
+      ;;
+    stencil)     # the stencil's halo updates in the application against advise's probe (tools/stencil-diag.sh)
+      STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
+      OUT=$OUT timeout 300 tools/stencil-diag.sh 2>&1 | tail -40 || status=1
       ;;
     placement)   # the real region and species unpinned, off and on the GPU's interrupt CPU -> $OUT/placement.tar.xz
       OUT=$OUT timeout 300 tools/placement-diag.sh 2>&1 | tail -8 || status=1

@@ -19,7 +19,7 @@ def test_layouts_drop_the_one_off_copies_then_the_checkpoint(tmp_path):
     a, b, c = ((tmp_path / f"layout-{n}.txt").read_text().splitlines() for n in "ABC")
     copies = lambda lines: [l for l in lines if l.startswith("copy ")]   # noqa: E731
     halos = [l for l in copies(a) if l.split()[5] == "1"]
-    assert len(halos) == 4 and all(l.split()[3] == str(SD.HALO_NBYTES) for l in halos)
+    assert len(halos) == 4 and all(l.split()[3] == "32768" for l in halos)
     assert copies(c) == halos
     assert copies(b) == halos + ["copy 1 0 16777216 d2h 40"]      # the checkpoint stays, the one-off H2D goes
     assert len(copies(a)) == 7 and [l for l in a if l.startswith("array")] == [l for l in c if l.startswith("array")]
@@ -38,8 +38,8 @@ def test_table_sets_the_application_beside_the_probe(tmp_path):
     upd_head = "variant,direction,nbytes,round,ns,copy,at"
     rows = []
     for rnd, ns in ((0, 20000), (1, 30000)):
-        rows += [f"plain,d2h,32768,{rnd},{ns},2,update", f"plain,h2d,32768,{rnd},{ns},4,update",
-                 f"plain,d2h,16777216,{rnd},5000000,6,update"]       # the checkpoint is not a halo
+        rows += [f"plain,d2h,32768,{rnd},{ns},2,update", f"plain,h2d,32768,{rnd},{ns},4,update"]
+    rows.append("plain,d2h,16777216,1,5000000,6,update")          # the checkpoint, one round of two: not a halo
     _write(tmp_path / "upd-A-plain-1.csv", upd_head, rows)
     t = SD.table(tmp_path).set_index("what")
     assert t.loc["app-ck50", "us"] == pytest.approx(95.0)

@@ -19,7 +19,7 @@ on() { if [ -n "$other" ]; then taskset -c "$other" "$@"; else "$@"; fi; }
 { grep nvidia /proc/interrupts; echo "other_cpu=${other:-unpinned}"; } >$d/cpus.txt
 args=(--nx 4096 --ny 512 --steps 200)
 on env LIBOMPTARGET_INFO=40 "$st" --variant plain "${args[@]}" --checkpoint 50 --markers 2>$d/stencil.info >/dev/null
-py tools/stencil_diag.py layouts $d/stencil.info $d || exit 1
+py tools/stencil_diag.py layouts $d/stencil.info $d || { tail -5 $d/stencil.info; exit 1; }   # the trace failed
 status=0
 for r in $(seq "${REPS:-5}"); do
   for v in plain app_pinned; do

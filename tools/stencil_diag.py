@@ -8,8 +8,8 @@ probe's layouts from the application's trace and prints the comparison.
                       -B: without the copies made once in the application (the one-off map copies,
                       each probed MIN_SAMPLES times in A); -C: the halo updates alone
   analyse DIR         per process: the application's four halo updates per step (median transfer_ns of
-                      the steps without a checkpoint) and the probe's per round (the sum of the same
-                      four copies, median over rounds), per layout and variant, and each copy's median
+                      the steps without a checkpoint) and the probe's per round (the sum of the copies
+                      made every round, the halos, median over rounds), per layout and variant, and each copy's median
 
 Usage: PYTHONPATH=lib python3 tools/stencil_diag.py layouts TRACE DIR | analyse DIR
 """
@@ -28,7 +28,6 @@ from pinpath.advise.pattern import pattern
 from pinpath.advise.runtime_term import layout_of
 
 ROUNDS = 200
-HALO_NBYTES = 4096 * 8   # a row of the stencil as advise's step runs it (--nx 4096)
 
 
 def layouts(trace: Path, out: Path) -> None:
@@ -62,7 +61,9 @@ def table(d: Path) -> pd.DataFrame:
     for p in sorted(d.glob("upd-*-*-*.csv")):
         lay, v, r = re.fullmatch(r"upd-(\w)-(\w+)-(\d+)\.csv", p.name).groups()
         t = _csv(p)
-        t = t[(t.nbytes == HALO_NBYTES) & (t["at"] == "update")]
+        t = t[t["at"] == "update"]
+        every = t.groupby("copy")["round"].nunique()    # the halos: the copies made in every round
+        t = t[t["copy"].isin(every.index[every == t["round"].nunique()])]
         rows.append({"what": f"upd-{lay}", "variant": v, "rep": int(r), "us": t.groupby("round").ns.sum().median() / 1e3})
         for (c, di), g in t.groupby(["copy", "direction"]):
             rows.append({"what": f"upd-{lay}-copy{c}-{di}", "variant": v, "rep": int(r), "us": g.ns.median() / 1e3})

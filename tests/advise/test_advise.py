@@ -12,7 +12,8 @@ import pytest
 
 from pinpath.advise import pattern, read_trace, replay, write_dataset
 from pinpath.advise.advice import advice
-from pinpath.advise.main import _real_rows, policies_for
+from pinpath.advise.main import policies_for
+from pinpath.advise.validate import real_rows
 from pinpath.advise.predict import predict
 from pinpath.advise.report import write_prediction
 from pinpath.__main__ import main
@@ -138,14 +139,14 @@ def test_prediction_sums_and_break_even(write, tr):
     assert typ.loc[("plain", "region"), "predicted_ns"] == 2 * 1000
     # region.cpp's stdout is per invocation: prediction.csv then compares the median invocation
     real = pd.DataFrame({"variant": "plain", "nw": 16, "step": [0, 0, 1], "invocation": [0, 1, 0], "ns": [4000.0] * 3})
-    rows = {r["variant"]: r for r in _real_rows("region", pred, real)}
+    rows = {r["variant"]: r for r in real_rows("region", pred, real)}
     assert rows["plain"]["predicted_ns"] == 2000 and rows["plain"]["real_ns"] == 4000 and rows["app_pinned"]["real_ns"] is None
-    assert {r["predicted_ns"] for r in _real_rows("region", pred, None) if r["kind"] == "variant"} == \
+    assert {r["predicted_ns"] for r in real_rows("region", pred, None) if r["kind"] == "variant"} == \
         {6200, 6 * 400 + 2 * (100 + 500)}
     # with a process column the real figure is the median of the processes' medians, its interval over them
     per_process = pd.DataFrame({"variant": "plain", "invocation": 0, "process": np.repeat([1, 2, 3], 4),
                                 "ns": [1000.0, 1000, 1000, 9000, 3000, 3000, 3000, 9000, 2000, 2000, 2000, 9000]})
-    row = {r["variant"]: r for r in _real_rows("region", pred, per_process)}["plain"]
+    row = {r["variant"]: r for r in real_rows("region", pred, per_process)}["plain"]
     assert row["real_ns"] == 2000 and row["low"] <= 2000 / 2000 <= row["high"]
 
 
@@ -182,7 +183,7 @@ def test_prediction_csv(tmp_path):
     df = pd.read_csv(path)
     assert list(df.columns) == ["application", "kind", "variant", "placement", "predicted_placement", "predicted_ns",
                                 "predicted_low", "predicted_high", "real_ns", "real_low", "real_high", "ratio", "low",
-                                "high", "verdict"]
+                                "high", "verdict", "state", "probe_late_share", "real_late_share"]
     assert df.ratio.iat[0] == pytest.approx(0.9) and math.isnan(df.ratio.iat[1])
     assert list(df.kind) == ["variant", "variant"]
 

@@ -170,7 +170,7 @@ def test_designs_on_host_are_labelled_runtime_designs(write, tr, tmp_path, capsy
 def test_real_rows_per_placement_and_differences(write, tr):
     """prediction.csv: one set of rows per placement (where the timed processes ran against the GPU's
     interrupt CPU), the difference from plain predicted against the real one, and a verdict."""
-    from pinpath.advise.main import _real_rows
+    from pinpath.advise.validate import real_rows
     h = _helpers()
     p = pattern(read_trace(write("run.err", tr.info_trace(steps=4, invocations=1))))
     pols = {"plain": ("driver_pageable", False, None), "app_pinned": ("prepinned", True, None)}
@@ -182,7 +182,7 @@ def test_real_rows_per_placement_and_differences(write, tr):
                           "ns": {"plain": 2000.0, "app_pinned": 800.0}[v] * (3 if pl == "irq_cpu" else 1) + k}
                          for v in pols for s in range(4) for k in range(1, 6)
                          for pl, c in (("irq_cpu", "14"), ("other_cpu", "0 1 2"))])
-    rows = pd.DataFrame(_real_rows("app", pred, real))
+    rows = pd.DataFrame(real_rows("app", pred, real))
     assert set(rows.placement) == {"irq_cpu", "other_cpu"} and len(rows) == 2 * 3
     other = rows[rows.placement == "other_cpu"].set_index("variant")
     assert other.real_ns["plain"] == 2003 and other.kind["app_pinned - plain"] == "difference"
@@ -195,7 +195,7 @@ def test_real_rows_per_placement_and_differences(write, tr):
 
 
 def test_a_twin_of_plain_measured_apart_is_said(write, tr):
-    from pinpath.advise.main import _measured_apart, _real_rows
+    from pinpath.advise.validate import measured_apart, real_rows
     h = _helpers()
     p = pattern(read_trace(write("run.err", tr.info_trace(steps=4, invocations=1))))
     pols = {"plain": ("driver_pageable", False, None), "lock_mapped": ("driver_pageable", False, None)}
@@ -204,6 +204,6 @@ def test_a_twin_of_plain_measured_apart_is_said(write, tr):
     def real(gap):
         return pd.DataFrame([{"variant": v, "step": s, "process": k, "ns": 2000.0 + k + (gap if v == "lock_mapped" else 0)}
                              for v in pols for s in range(4) for k in range(1, 6)])
-    said = _measured_apart(_real_rows("app", pred, real(5000)), pred)
+    said = measured_apart(real_rows("app", pred, real(5000)), pred)
     assert len(said) == 1 and said[0].startswith("`lock_mapped` is predicted as plain") and "measured it apart" in said[0]
-    assert _measured_apart(_real_rows("app", pred, real(0)), pred) == []
+    assert measured_apart(real_rows("app", pred, real(0)), pred) == []

@@ -8,7 +8,6 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from .. import runfolder as rf
@@ -29,6 +28,8 @@ from .predict import predict, same_as
 from .replay import ENGINES, replay
 from .runtime_term import check_construct, probe_runtime, runtime_rows
 from .report import write_pages, write_prediction
+from .validate import measured_apart, real_rows, state_rows
+from .wake_state import one_late, split_probe, state_lines, write_states
 
 __all__ = ["advise", "policies_for", "VENDORS"]
 
@@ -85,94 +86,6 @@ def _durations(copies: pd.DataFrame) -> list[str]:
             out.append(f"{d.upper()}: {len(g)} copies on the traced node, median "
                        f"{format_measured(e.value, e.low, e.high, 'ns')}, {format_measured(g.duration_ns.sum(), unit='ns')} "
                        "in all (the engines' time, from the trace).")
-    return out
-
-
-TOLERANCE = 0.2   #: a prediction is good within 20 % of the real figure or inside its interval
-
-
-def _verdict(predicted: float, real, low, high) -> str:
-    if real is None or not np.isfinite(real):
-        return ""
-    if real != 0 and abs(predicted / real - 1) <= TOLERANCE:
-        return "within 20 %"
-    if np.isfinite(low) and np.isfinite(high) and low <= predicted <= high:
-        return "inside the real interval"
-    return "outside"
-
-
-def _real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
-    """prediction.csv rows: per variant the predicted transfer time of the median step (region
-    where the trace has no steps, or where the real figures are per invocation: region.cpp's
-    stdout) beside the real median where ``real`` (variant, ns) has one; low and high bound the
-    ratio (the predicted interval over the real median's interval), real_low and real_high the
-    real median. Where ``real`` has a ``process`` column, the real figure is the median of the
-    processes' medians and its interval is over processes (the independent repeats), not over the
-    steps of one process. Then per variant other than plain the *difference* from plain, predicted
-    (with its interval) against real (kind "difference"). Where ``real`` has a ``placement``
-    column (where the timed processes ran relative to the GPU's interrupt CPU), one set of rows per
-    placement; ``verdict`` says whether the prediction is within 20 % or inside the real interval."""
-    from ..stats import diff_ci, interval, median_ci
-    typ = pred.typical
-    if not len(typ):
-        return []
-    per_invocation = real is not None and "invocation" in real.columns
-    by = "region" if per_invocation or "step" not in set(typ.by) else "step"
-    typ = typ[typ.by == by].set_index("variant")
-    placements = sorted(set(real.placement.astype(str))) if real is not None and "placement" in real.columns else [""]
-    rows = []
-
-    def of(variant, place):
-        if real is None:
-            return np.array([]), None
-        got = real[real.variant == variant]
-        if place:
-            got = got[got.placement.astype(str) == place]
-        return got.ns.to_numpy(dtype=float), (got.process.to_numpy() if "process" in got.columns else None)
-
-    for place in placements:
-        for variant, r in typ.iterrows():
-            x, proc = of(variant, place)
-            e = median_ci(x, proc) if len(x) else None
-            rows.append({"application": application, "kind": "variant", "variant": variant, "placement": place,
-                         "predicted_ns": r.predicted_ns, "predicted_low": r.low, "predicted_high": r.high,
-                         "real_ns": e.value if e else None, "real_low": e.low if e else None,
-                         "real_high": e.high if e else None,
-                         "low": r.low / e.high if e and e.high > 0 else None,
-                         "high": r.high / e.low if e and e.low > 0 else None,
-                         "verdict": _verdict(r.predicted_ns, e.value, e.low, e.high) if e else ""})
-        if "plain" not in typ.index:
-            continue
-        xb, pb = of("plain", place)
-        for variant, r in typ.drop(index="plain").iterrows():
-            d = r.predicted_ns - typ.loc["plain", "predicted_ns"]
-            draws = (pred.typical_draws or {}).get((variant, by))
-            base = (pred.typical_draws or {}).get(("plain", by))
-            lo, hi = interval(draws - base) if draws is not None and base is not None else (np.nan, np.nan)
-            x, proc = of(variant, place)
-            e = diff_ci(x, xb, proc, pb) if len(x) and len(xb) else None
-            rows.append({"application": application, "kind": "difference", "variant": f"{variant} - plain",
-                         "placement": place, "predicted_ns": d, "predicted_low": lo, "predicted_high": hi,
-                         "real_ns": e.value if e else None, "real_low": e.low if e else None,
-                         "real_high": e.high if e else None, "low": None, "high": None,
-                         "verdict": _verdict(d, e.value, e.low, e.high) if e else ""})
-    return rows
-
-
-def _measured_apart(rows: list[dict], pred) -> list[str]:
-    """A variant predicted as plain (its model is plain's here) that the real runtime measured apart
-    from plain: the real difference's interval excludes zero. Said, not ranked: the ranking is the
-    prediction's."""
-    twins = {r.variant for r in pred.totals.itertuples() if r.same_as != r.variant}
-    out = []
-    for r in rows:
-        v = r["variant"].removesuffix(" - plain")
-        lo, hi = r.get("real_low"), r.get("real_high")
-        if r["kind"] == "difference" and v in twins and lo is not None and np.isfinite(lo) and (lo > 0 or hi < 0):
-            where = f" ({r['placement']})" if r.get("placement") else ""
-            out.append(f"`{v}` is predicted as plain (its model is plain's on this runtime), but the real runtime "
-                       f"measured it apart{where}: {format_measured(r['real_ns'], lo, hi, 'ns')} per step against "
-                       "plain. The prediction cannot tell them apart; the measurement can.")
     return out
 
 
@@ -310,7 +223,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     p = pattern(trace)
     parse_s = time.perf_counter() - t0
     meta = {"format": trace.format, "parse+pattern": f"{parse_s:.2f} s"}
-    pred = rep = rep_designs = design_tab = rep_once = None
+    pred = rep = rep_designs = design_tab = rep_once = split = None
     probe = pd.DataFrame()
     if trace.has_sizes:   # the replay first: a runtime that cannot start leaves nothing written
         if vendor != "auto" and not policies_for(vendor):
@@ -343,6 +256,9 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             meta["mapped once"] = f"runtime term {why}"
             if len(once):
                 rep_once = pd.concat([rep, runtime_rows(once, rep)], ignore_index=True)
+        split = split_probe(probe)   # the probe's waits in two states: each state's replay apart
+        if split is not None:
+            rep_states = {s: pd.concat([rep, runtime_rows(f, rep)], ignore_index=True) for s, f in split[0].items()}
         if len(probe):
             rep = pd.concat([rep, runtime_rows(probe, rep)], ignore_index=True)
     final = out or _new_out()
@@ -362,9 +278,14 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
                 at = next((i + 1 for i, line in enumerate(lines) if line.startswith("**")), len(lines))
                 lines[at:at] = map_once_lines(p, pred, once)
             name = application or Path(trace_path).stem
-            rows = _real_rows(name, pred, real_df)
-            lines += _measured_apart(rows, pred)
+            rows = real_rows(name, pred, real_df)
+            lines += measured_apart(rows, pred)
             real_places = set(real_df.placement.astype(str)) if real_df is not None and "placement" in real_df else ()
+            if split is not None:   # each state predicted and checked apart, where the prediction was measured
+                preds = one_late({s: predict(p, r, pols) for s, r in rep_states.items()}, p, split[1])
+                write_states(out, preds, split[1])
+                lines += state_lines(preds, split[1])
+                rows += state_rows(name, preds, split[1], real_df, placed.where if real_places else "")
             at = next((i for i, line in enumerate(lines) if line.startswith("Caveat")), len(lines))
             lines[at:at] = placement_lines(placed, traced, real_places) + waits   # before the caveats
             if rep_designs is not None:

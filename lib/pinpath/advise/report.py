@@ -20,7 +20,7 @@ __all__ = ["figure", "write_pages", "write_prediction", "PREDICTION_COLUMNS"]
 
 PREDICTION_COLUMNS = ["application", "kind", "variant", "placement", "predicted_placement", "predicted_ns",
                       "predicted_low", "predicted_high", "real_ns", "real_low", "real_high", "ratio", "low", "high",
-                      "verdict"]
+                      "verdict", "state", "probe_late_share", "real_late_share"]
 KINDS = {"variant": "a setting the user can make", "difference": "a variant less plain",
          "runtime design": "a design a runtime could adopt, not a setting a user can set"}
 
@@ -216,12 +216,15 @@ def write_prediction(path: Path, rows: list[dict]) -> Path:
     """``prediction.csv``: per application and ``kind`` (KINDS) the predicted and the real time
     per step (or invocation) with the ratio's interval; the real columns, ``ratio``, ``low`` and
     ``high`` stay empty where no real figure was given. ``placement``: where the real figures were
-    taken; ``predicted_placement``: where the prediction was measured (``advise.placement.WHERE``)."""
-    df = pd.DataFrame([{"kind": "variant", "placement": "", "predicted_placement": "", "verdict": "", **r} for r in rows],
+    taken; ``predicted_placement``: where the prediction was measured (``advise.placement.WHERE``);
+    ``state``: empty, or the wait state (``wake_state.STATES``) of a row predicted and checked in one
+    state, with the share of late copies the probe saw and the real steps' late share."""
+    df = pd.DataFrame([{"kind": "variant", "placement": "", "predicted_placement": "", "verdict": "", "state": "", **r}
+                       for r in rows],
                       columns=PREDICTION_COLUMNS)
     real = pd.to_numeric(df.real_ns, errors="coerce")
     df["ratio"] = pd.to_numeric(df.predicted_ns, errors="coerce") / real.where(real != 0)
-    for c in ("low", "high", "predicted_low", "predicted_high", "real_low", "real_high"):
+    for c in ("low", "high", "predicted_low", "predicted_high", "real_low", "real_high", "probe_late_share", "real_late_share"):
         df[c] = pd.to_numeric(df[c], errors="coerce")
     df.to_csv(path, index=False, float_format="%.6g", na_rep="")
     return path

@@ -1,0 +1,185 @@
+"""prediction.csv's rows against the real figures (``advise --real``): per variant the predicted
+transfer time of the median step (or region) beside the real one, each variant's difference from
+plain, and, where the runtime probe's waits split into states (``wake_state``), the same per state
+against the application's steps in that state.
+
+- ``real_rows(application, pred, real) -> rows``; ``state_rows(application, preds, split, real,
+  place) -> rows``; ``measured_apart(rows, pred) -> lines``; ``verdict(predicted, real, low, high)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..report.fmt import format_measured
+from ..stats import diff_ci, interval, median_ci
+from .predict import BASELINE
+from .wake_state import MIN_SHARE, STATES
+
+__all__ = ["real_rows", "state_rows", "measured_apart", "verdict", "TOLERANCE"]
+
+TOLERANCE = 0.2   #: a prediction is good within 20 % of the real figure or inside its interval
+
+
+def verdict(predicted: float, real, low, high) -> str:
+    if real is None or not np.isfinite(real):
+        return ""
+    if real != 0 and abs(predicted / real - 1) <= TOLERANCE:
+        return "within 20 %"
+    if np.isfinite(low) and np.isfinite(high) and low <= predicted <= high:
+        return "inside the real interval"
+    return "outside"
+
+
+def _by(pred, real: pd.DataFrame | None) -> str:
+    """What a real row is: a step, or a region where the trace has no steps or the real figures are
+    per invocation (region.cpp's stdout)."""
+    per_invocation = real is not None and "invocation" in real.columns
+    return "region" if per_invocation or "step" not in set(pred.typical.by) else "step"
+
+
+def _placements(real: pd.DataFrame | None) -> list[str]:
+    return sorted(set(real.placement.astype(str))) if real is not None and "placement" in real.columns else [""]
+
+
+def _of(real: pd.DataFrame | None, variant: str, place: str):
+    """The real figures of ``variant`` at ``place`` and their processes (None without a column)."""
+    if real is None:
+        return np.array([]), None
+    got = real[real.variant == variant]
+    if place:
+        got = got[got.placement.astype(str) == place]
+    return got.ns.to_numpy(dtype=float), (got.process.to_numpy() if "process" in got.columns else None)
+
+
+def _variant_row(application, variant, place, point, low, high, x, proc, **extra) -> dict:
+    e = median_ci(x, proc) if len(x) else None
+    return {"application": application, "kind": "variant", "variant": variant, "placement": place,
+            "predicted_ns": point, "predicted_low": low, "predicted_high": high,
+            "real_ns": e.value if e else None, "real_low": e.low if e else None, "real_high": e.high if e else None,
+            "low": low / e.high if e and e.high > 0 else None, "high": high / e.low if e and e.low > 0 else None,
+            "verdict": verdict(point, e.value, e.low, e.high) if e else "", **extra}
+
+
+def _difference_row(application, variant, place, d, lo, hi, x, proc, xb, pb, **extra) -> dict:
+    e = diff_ci(x, xb, proc, pb) if len(x) and len(xb) else None
+    return {"application": application, "kind": "difference", "variant": f"{variant} - {BASELINE}",
+            "placement": place, "predicted_ns": d, "predicted_low": lo, "predicted_high": hi,
+            "real_ns": e.value if e else None, "real_low": e.low if e else None, "real_high": e.high if e else None,
+            "low": None, "high": None, "verdict": verdict(d, e.value, e.low, e.high) if e else "", **extra}
+
+
+def _draws_interval(pred, variant: str, by: str) -> tuple[float, float]:
+    draws = (pred.typical_draws or {}).get((variant, by))
+    base = (pred.typical_draws or {}).get((BASELINE, by))
+    return interval(draws - base) if draws is not None and base is not None else (math.nan, math.nan)
+
+
+def real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
+    """prediction.csv rows: per variant the predicted transfer time of the median step (region
+    where the trace has no steps, or where the real figures are per invocation: region.cpp's
+    stdout) beside the real median where ``real`` (variant, ns) has one; low and high bound the
+    ratio (the predicted interval over the real median's interval), real_low and real_high the
+    real median. Where ``real`` has a ``process`` column, the real figure is the median of the
+    processes' medians and its interval is over processes (the independent repeats), not over the
+    steps of one process. Then per variant other than plain the *difference* from plain, predicted
+    (with its interval) against real (kind "difference"). Where ``real`` has a ``placement``
+    column (where the timed processes ran relative to the GPU's interrupt CPU), one set of rows per
+    placement; ``verdict`` says whether the prediction is within 20 % or inside the real interval."""
+    typ = pred.typical
+    if not len(typ):
+        return []
+    by = _by(pred, real)
+    typ = typ[typ.by == by].set_index("variant")
+    rows = []
+    for place in _placements(real):
+        for variant, r in typ.iterrows():
+            rows.append(_variant_row(application, variant, place, r.predicted_ns, r.low, r.high, *_of(real, variant, place)))
+        if BASELINE not in typ.index:
+            continue
+        xb, pb = _of(real, BASELINE, place)
+        for variant, r in typ.drop(index=BASELINE).iterrows():
+            lo, hi = _draws_interval(pred, variant, by)
+            rows.append(_difference_row(application, variant, place, r.predicted_ns - typ.loc[BASELINE, "predicted_ns"],
+                                        lo, hi, *_of(real, variant, place), xb, pb))
+    return rows
+
+
+def _cut(soon: float, late: float) -> float:
+    """Where a real figure stops being the soon state's: between the two predictions (their
+    geometric mean where both are above zero)."""
+    return math.sqrt(soon * late) if soon > 0 and late > 0 else (soon + late) / 2
+
+
+def state_rows(application: str, preds: dict, split: pd.DataFrame, real: pd.DataFrame | None,
+               place: str) -> list[dict]:
+    """prediction.csv rows per wake state (column ``state``) for each variant whose median step
+    (or region) differs between the states' predictions ``preds`` (state -> Prediction): the
+    prediction in each state against the real steps in that state at ``place`` (those above the cut
+    between the two predictions are late; none where under MIN_SHARE of them are in it; a stencil's
+    checkpoint steps left out), and each one's difference from plain in the same state (both arms'
+    real steps in that state);
+    ``probe_late_share``: the share of the variant's split classes (``split``) that the probe saw
+    late, ``real_late_share``: the median over processes of the real steps' late share."""
+    by = _by(preds[STATES[0]], real)
+    typ = {s: p.typical[p.typical.by == by].set_index("variant") for s, p in preds.items()}
+    if any(not len(t) for t in typ.values()):
+        return []
+
+    if real is not None and "checkpoint" in real.columns:   # steps of another kind than the median step
+        real = real[~real.checkpoint.astype(str).str.lower().eq("true")]
+
+    def in_state(variant, s):
+        x, proc = _of(real, variant, place)
+        soon, late = (float(typ[t].loc[variant, "predicted_ns"]) for t in STATES)
+        if soon == late or not len(x):
+            return x, proc, math.nan
+        is_late = x > _cut(soon, late)
+        share = pd.Series(is_late).groupby(proc if proc is not None else np.zeros(len(x))).mean().median()
+        keep = is_late if s == "late" else ~is_late
+        if keep.mean() < MIN_SHARE:   # the real steps hardly reach this state: no real figure for it
+            return x[:0], (proc[:0] if proc is not None else None), float(share)
+        return x[keep], (proc[keep] if proc is not None else None), float(share)
+
+    rows = []
+    for variant in typ[STATES[0]].index:
+        if typ["soon"].loc[variant, "predicted_ns"] == typ["late"].loc[variant, "predicted_ns"]:
+            continue
+        tot = preds[STATES[0]].totals
+        via = tot.set_index("variant").same_as.get(variant, variant) if "same_as" in tot.columns else variant
+        mine = split[split.variant == via]
+        probe_share = float(np.average(mine.late_share, weights=mine.n)) if len(mine) else math.nan
+        for s in STATES:
+            t = typ[s]
+            x, proc, share = in_state(variant, s)
+            extra = {"state": s, "probe_late_share": probe_share, "real_late_share": share}
+            r = t.loc[variant]
+            rows.append(_variant_row(application, variant, place, r.predicted_ns, r.low, r.high, x, proc, **extra))
+            if variant != BASELINE and BASELINE in t.index:
+                xb, pb, _ = in_state(BASELINE, s)
+                lo, hi = _draws_interval(preds[s], variant, by)
+                rows.append(_difference_row(application, variant, place, r.predicted_ns - t.loc[BASELINE, "predicted_ns"],
+                                            lo, hi, x, proc, xb, pb, **extra))
+    return rows
+
+
+def measured_apart(rows: list[dict], pred) -> list[str]:
+    """A variant predicted as plain (its model is plain's here) that the real runtime measured apart
+    from plain: the real difference's interval excludes zero. Said, not ranked: the ranking is the
+    prediction's."""
+    twins = {r.variant for r in pred.totals.itertuples() if r.same_as != r.variant}
+    out = []
+    for r in rows:
+        v = r["variant"].removesuffix(f" - {BASELINE}")
+        lo, hi = r.get("real_low"), r.get("real_high")
+        if r.get("state"):   # a state's rows repeat the variant's own
+            continue
+        if r["kind"] == "difference" and v in twins and lo is not None and np.isfinite(lo) and (lo > 0 or hi < 0):
+            where = f" ({r['placement']})" if r.get("placement") else ""
+            out.append(f"`{v}` is predicted as plain (its model is plain's on this runtime), but the real runtime "
+                       f"measured it apart{where}: {format_measured(r['real_ns'], lo, hi, 'ns')} per step against "
+                       "plain. The prediction cannot tell them apart; the measurement can.")
+    return out

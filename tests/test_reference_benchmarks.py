@@ -106,3 +106,19 @@ def test_a_real_figure_taken_elsewhere_than_the_prediction_says_so(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "stencil plain [irq_cpu] (predicted at other_cpu): predicted 110.9 us" in r.stdout
     assert "stencil plain [other_cpu]: predicted" in r.stdout
+
+
+def test_a_row_of_one_wait_state_says_which_and_both_late_shares(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "advise").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({"preset": "smoke", "duration_s": 1.0, "notebooks": {}}))
+    (tmp_path / "advise" / "prediction.csv").write_text(
+        "application,kind,variant,placement,predicted_placement,predicted_ns,predicted_low,predicted_high,real_ns,"
+        "real_low,real_high,ratio,low,high,verdict,state,probe_late_share,real_late_share\n"
+        "region,variant,app_pinned,other_cpu,other_cpu,11655,10531,19341,17905,14392,34889,0.65,0.3,1.34,outside,,,\n"
+        "region,variant,app_pinned,other_cpu,other_cpu,40467,39000,42000,36934,36658,37555,1.10,1.0,1.2,within 20 %,"
+        "late,0.18,0.48\n")
+    r = _run(tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "region app_pinned [other_cpu]: predicted 11.7 us" in r.stdout
+    assert "region app_pinned [other_cpu] (waits late: 48% of the real late, 18% of the probe's): predicted 40.5 us" in r.stdout

@@ -107,6 +107,10 @@ def advise(run: Path) -> str:
     rows = []
     for x in d.itertuples():
         place = f" [{x.placement}]" if isinstance(getattr(x, "placement", None), str) and x.placement else ""
+        state = getattr(x, "state", None)   # a row of one wait state (advise.wake_state, since 1f6e869)
+        if isinstance(state, str) and state:
+            share = f"{x.real_late_share:.0%} of the real late" if pd.notna(x.real_late_share) else "no real share"
+            place += f" (waits {state}: {share}, {x.probe_late_share:.0%} of the probe's)"
         predicted_at = getattr(x, "predicted_placement", None)   # where the prediction was measured (since 2b81848)
         if place and isinstance(predicted_at, str) and predicted_at and predicted_at != x.placement:
             place += f" (predicted at {predicted_at})"

@@ -28,7 +28,7 @@ from .predict import predict, same_as
 from .replay import ENGINES, replay
 from .runtime_term import check_construct, probe_runtime, runtime_rows
 from .report import write_pages, write_prediction
-from .validate import measured_apart, real_rows, state_rows
+from .validate import measured_apart, read_real, real_rows, state_rows
 from .wake_state import one_late, split_probe, state_lines, write_states
 
 __all__ = ["advise", "policies_for", "VENDORS"]
@@ -204,20 +204,7 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
     if not 5 <= repeats <= MAX_REPEATS:
         raise BadParameter(f"--repeats must be at least 5 (intervals need them) and at most {MAX_REPEATS}, got {repeats}")
     out = _check_out(out) if out is not None else None
-    real_df = None
-    if real is not None:
-        try:   # a CSV of variant, ns per step, or the offload binaries' stdout ('#' lines are facts)
-            real_df = pd.read_csv(real, comment="#")
-        except (OSError, ValueError) as e:
-            raise BadParameter(f"{real}: the real figures cannot be read ({str(e).splitlines()[0]})") from None
-        if "variant" in real_df.columns:   # header lines repeated where several runs' outputs were joined
-            real_df = real_df[real_df.variant != "variant"]
-            real_df = real_df.assign(**{c: pd.to_numeric(real_df[c], errors="coerce")
-                                        for c in ("ns", "transfer_ns") if c in real_df.columns})
-        if "transfer_ns" in real_df.columns:   # stencil.cpp's target updates, region.cpp --paired's copies
-            real_df = real_df.assign(ns=real_df.transfer_ns)
-        if not {"variant", "ns"} <= set(real_df.columns):
-            raise BadParameter(f"{real}: the real figures need the columns variant and ns (one row per step)")
+    real_df = read_real(real) if real is not None else None
     t0 = time.perf_counter()
     trace = read_trace(trace_path)
     p = pattern(trace)

@@ -3,6 +3,7 @@ transfer time of the median step (or region) beside the real one, each variant's
 plain, and, where the runtime probe's waits split into states (``wake_state``), the same per state
 against the application's steps in that state.
 
+- ``read_real(path) -> frame``: ``--real``'s file, its ``ns`` per step (or invocation);
 - ``real_rows(application, pred, real) -> rows``; ``state_rows(application, preds, split, real,
   place) -> rows``; ``measured_apart(rows, pred) -> lines``; ``verdict(predicted, real, low, high)``.
 """
@@ -14,14 +15,34 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..errors import BadParameter
 from ..report.fmt import format_measured
 from ..stats import diff_ci, interval, median_ci
 from .predict import BASELINE
 from .wake_state import MIN_SHARE, STATES
 
-__all__ = ["real_rows", "state_rows", "measured_apart", "verdict", "TOLERANCE"]
+__all__ = ["read_real", "real_rows", "state_rows", "measured_apart", "verdict", "TOLERANCE"]
 
 TOLERANCE = 0.2   #: a prediction is good within 20 % of the real figure or inside its interval
+
+
+def read_real(path) -> pd.DataFrame:
+    """The real figures: a CSV of variant, ns per step, or the offload binaries' stdout ('#' lines are
+    facts; stencil's and region --paired's ``transfer_ns`` become ``ns``), several runs' outputs
+    joined with their header lines repeated. BadParameter in one sentence where it cannot be read."""
+    try:
+        real = pd.read_csv(path, comment="#")
+    except (OSError, ValueError) as e:
+        raise BadParameter(f"{path}: the real figures cannot be read ({str(e).splitlines()[0]})") from None
+    if "variant" in real.columns:   # header lines repeated where several runs' outputs were joined
+        real = real[real.variant != "variant"]
+        real = real.assign(**{c: pd.to_numeric(real[c], errors="coerce") for c in ("ns", "transfer_ns")
+                              if c in real.columns})
+    if "transfer_ns" in real.columns:   # stencil.cpp's target updates, region.cpp --paired's copies
+        real = real.assign(ns=real.transfer_ns)
+    if not {"variant", "ns"} <= set(real.columns):
+        raise BadParameter(f"{path}: the real figures need the columns variant and ns (one row per step)")
+    return real
 
 
 def verdict(predicted: float, real, low, high) -> str:

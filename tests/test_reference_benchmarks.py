@@ -93,32 +93,35 @@ def test_two_runs_give_the_claims_table_of_both_with_their_agreement(tmp_path):
     assert r.returncode == 0 and "claims table: not in both runs (claims.csv)" in r.stdout
 
 
-def test_a_real_figure_taken_elsewhere_than_the_prediction_says_so(tmp_path):
+PREDICTION_HEADER = ("application,kind,variant,placement,predicted_placement,predicted_ns,predicted_low,predicted_high,"
+                     "real_ns,real_low,real_high,ratio,low,high,verdict")
+
+
+def _advise_run(tmp_path, prediction_csv: str):
+    """A run folder with nothing but a manifest and advise/prediction.csv; the tool's output."""
     (tmp_path / "data").mkdir()
     (tmp_path / "advise").mkdir()
     (tmp_path / "manifest.json").write_text(json.dumps({"preset": "smoke", "duration_s": 1.0, "notebooks": {}}))
-    (tmp_path / "advise" / "prediction.csv").write_text(
-        "application,kind,variant,placement,predicted_placement,predicted_ns,predicted_low,predicted_high,real_ns,"
-        "real_low,real_high,ratio,low,high,verdict\n"
+    (tmp_path / "advise" / "prediction.csv").write_text(prediction_csv)
+    return _run(tmp_path)
+
+
+def test_a_real_figure_taken_elsewhere_than_the_prediction_says_so(tmp_path):
+    r = _advise_run(tmp_path,
+        PREDICTION_HEADER + "\n"
         "stencil,variant,plain,irq_cpu,other_cpu,110892,108615,112255,188366,187877,198794,0.59,0.55,0.60,outside\n"
         "stencil,variant,plain,other_cpu,other_cpu,110892,108615,112255,103438,83094,107700,1.07,1.01,1.35,within 20 %\n")
-    r = _run(tmp_path)
     assert r.returncode == 0, r.stderr
     assert "stencil plain [irq_cpu] (predicted at other_cpu): predicted 110.9 us" in r.stdout
     assert "stencil plain [other_cpu]: predicted" in r.stdout
 
 
 def test_a_row_of_one_wait_state_says_which_and_both_late_shares(tmp_path):
-    (tmp_path / "data").mkdir()
-    (tmp_path / "advise").mkdir()
-    (tmp_path / "manifest.json").write_text(json.dumps({"preset": "smoke", "duration_s": 1.0, "notebooks": {}}))
-    (tmp_path / "advise" / "prediction.csv").write_text(
-        "application,kind,variant,placement,predicted_placement,predicted_ns,predicted_low,predicted_high,real_ns,"
-        "real_low,real_high,ratio,low,high,verdict,state,probe_late_share,real_late_share\n"
+    r = _advise_run(tmp_path,
+        PREDICTION_HEADER + ",state,probe_late_share,real_late_share\n"
         "region,variant,app_pinned,other_cpu,other_cpu,11655,10531,19341,17905,14392,34889,0.65,0.3,1.34,outside,,,\n"
         "region,variant,app_pinned,other_cpu,other_cpu,40467,39000,42000,36934,36658,37555,1.10,1.0,1.2,within 20 %,"
         "late,0.18,0.48\n")
-    r = _run(tmp_path)
     assert r.returncode == 0, r.stderr
     assert "region app_pinned [other_cpu]: predicted 11.7 us" in r.stdout
     assert "region app_pinned [other_cpu] (waits late: 48% of the real late, 18% of the probe's): predicted 40.5 us" in r.stdout

@@ -22,8 +22,8 @@ from pinpath.advise.parse import read_trace
 from pinpath.advise.pattern import pattern
 from pinpath.advise.predict import predict
 from pinpath.advise.runtime_term import RUNTIME_EVENTS, runtime_rows
-from pinpath.advise.validate import real_rows, state_rows
-from pinpath.advise.wake_state import one_late, split_probe
+from pinpath.advise.validate import grain, real_rows, state_rows
+from pinpath.advise.wake_state import single_wait, split_probe
 
 COLUMNS = ["application", "kind", "variant", "state", "predicted_ns", "real_ns", "real_low", "real_high", "verdict",
            "probe_late_share", "real_late_share"]
@@ -36,14 +36,17 @@ def rows_of(folder: Path, app: str, place: str) -> pd.DataFrame:
     probe = pd.read_csv(folder / app / "runtime_probe.csv")
     real = read_real(folder / f"{app}-real.csv")
     pols = policies_for("nvidia")
-    rows = real_rows(app, predict(p, pd.concat([base, runtime_rows(probe, base)], ignore_index=True), pols), real)
+    pred = predict(p, pd.concat([base, runtime_rows(probe, base)], ignore_index=True), pols)
+    rows = real_rows(app, pred, real)
+    place = place if "placement" in real.columns else ""
     split = split_probe(probe)
     if split is not None:
         preds = {s: predict(p, pd.concat([base, runtime_rows(f, base)], ignore_index=True), pols)
                  for s, f in split[0].items()}
-        rows += state_rows(app, one_late(preds, p, split[1]), split[1], real, place)
+        single = single_wait(preds, p, pols, split[1], grain(pred, real))
+        rows += state_rows(app, preds, split[1], real, place, single)
     got = pd.DataFrame(rows).reindex(columns=COLUMNS + ["placement"])
-    return got[got.placement == place][COLUMNS]
+    return got[got.placement.fillna("") == place][COLUMNS]
 
 
 def main(argv: list[str]) -> int:

@@ -28,8 +28,8 @@ from .predict import predict, same_as
 from .replay import ENGINES, replay
 from .runtime_term import check_construct, probe_runtime, runtime_rows
 from .report import write_pages, write_prediction
-from .validate import measured_apart, read_real, real_rows, state_rows
-from .wake_state import one_late, split_probe, state_lines, write_states
+from .validate import grain, measured_apart, read_real, real_rows, state_rows
+from .wake_state import single_wait, split_probe, state_lines, write_states
 
 __all__ = ["advise", "policies_for", "VENDORS"]
 
@@ -268,13 +268,16 @@ def advise(trace_path, *, out: Path | None = None, platform: str = "auto", vendo
             rows = real_rows(name, pred, real_df)
             lines += measured_apart(rows, pred)
             real_places = set(real_df.placement.astype(str)) if real_df is not None and "placement" in real_df else ()
+            states = []
             if split is not None:   # each state predicted and checked apart, where the prediction was measured
-                preds = one_late({s: predict(p, r, pols) for s, r in rep_states.items()}, p, split[1])
+                preds = {s: predict(p, r, pols) for s, r in rep_states.items()}
+                by = grain(pred, real_df)
+                single = single_wait(preds, p, pols, split[1], by)
                 write_states(out, preds, split[1])
-                lines += state_lines(preds, split[1])
-                rows += state_rows(name, preds, split[1], real_df, placed.where if real_places else "")
+                states = state_lines(preds, split[1], by, single)
+                rows += state_rows(name, preds, split[1], real_df, placed.where if real_places else "", single)
             at = next((i for i, line in enumerate(lines) if line.startswith("Caveat")), len(lines))
-            lines[at:at] = placement_lines(placed, traced, real_places) + waits   # before the caveats
+            lines[at:at] = placement_lines(placed, traced, real_places) + waits + states   # before the caveats
             if rep_designs is not None:
                 rep_designs.to_csv(out / "designs_replay.csv", index=False)
                 design_tab = design_table(predict(p, rep_designs, DESIGNS), pred)

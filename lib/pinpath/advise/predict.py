@@ -35,7 +35,7 @@ from ..stats import interval, median_draws
 from .pattern import Pattern, pow2_floor
 from .runtime_term import NO_COPY, RUNTIME_EVENT, RUNTIME_EVENTS
 
-__all__ = ["Prediction", "predict", "ranked", "same_as", "runtime_keys", "BUFFER_EVENTS", "BASELINE"]
+__all__ = ["Prediction", "predict", "ranked", "same_as", "charged_as", "runtime_keys", "BUFFER_EVENTS", "BASELINE"]
 
 BUFFER_EVENTS = ("register", "map", "unmap", "unregister")
 BASELINE = "plain"
@@ -120,6 +120,11 @@ class _Keys:
 
 def _owner(t: pd.DataFrame) -> pd.Series:
     return t.owner if "owner" in t.columns else pd.Series("application", index=t.index)
+
+
+def charged_as(policies: dict, variant: str, transfers: pd.DataFrame) -> np.ndarray:
+    """Per transfer of ``transfers``, the variant whose events charge it under ``variant``."""
+    return _via(policies, variant, _owner(transfers))
 
 
 _TERMS = frozenset(RUNTIME_EVENTS.values())

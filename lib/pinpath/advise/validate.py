@@ -4,8 +4,9 @@ plain, and, where the runtime probe's waits split into states (``wake_state``), 
 against the application's steps in that state.
 
 - ``read_real(path) -> frame``: ``--real``'s file, its ``ns`` per step (or invocation);
+- ``grain(pred, real) -> "step" | "region"``: what one real figure is;
 - ``real_rows(application, pred, real) -> rows``; ``state_rows(application, preds, split, real,
-  place) -> rows``; ``measured_apart(rows, pred) -> lines``; ``verdict(predicted, real, low, high)``.
+  place, variants) -> rows``; ``measured_apart(rows, pred) -> lines``; ``verdict(predicted, real, low, high)``.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from ..errors import BadParameter
 from ..report.fmt import format_measured
 from ..stats import diff_ci, interval, median_ci
 from .predict import BASELINE
-from .wake_state import MIN_SHARE, STATES
+from .wake_state import STATES, late_cut
 
-__all__ = ["read_real", "real_rows", "state_rows", "measured_apart", "verdict", "TOLERANCE"]
+__all__ = ["read_real", "grain", "real_rows", "state_rows", "measured_apart", "verdict", "TOLERANCE"]
 
 TOLERANCE = 0.2   #: a prediction is good within 20 % of the real figure or inside its interval
 
@@ -55,7 +56,7 @@ def verdict(predicted: float, real, low, high) -> str:
     return "outside"
 
 
-def _by(pred, real: pd.DataFrame | None) -> str:
+def grain(pred, real: pd.DataFrame | None) -> str:
     """What a real row is: a step, or a region where the trace has no steps or the real figures are
     per invocation (region.cpp's stdout)."""
     per_invocation = real is not None and "invocation" in real.columns
@@ -113,7 +114,7 @@ def real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
     typ = pred.typical
     if not len(typ):
         return []
-    by = _by(pred, real)
+    by = grain(pred, real)
     typ = typ[typ.by == by].set_index("variant")
     rows = []
     for place in _placements(real):
@@ -129,49 +130,43 @@ def real_rows(application: str, pred, real: pd.DataFrame | None) -> list[dict]:
     return rows
 
 
-def _cut(soon: float, late: float) -> float:
-    """Where a real figure stops being the soon state's: between the two predictions (their
-    geometric mean where both are above zero)."""
-    return math.sqrt(soon * late) if soon > 0 and late > 0 else (soon + late) / 2
-
-
 def state_rows(application: str, preds: dict, split: pd.DataFrame, real: pd.DataFrame | None,
-               place: str) -> list[dict]:
-    """prediction.csv rows per wake state (column ``state``) for each variant whose median step
-    (or region) differs between the states' predictions ``preds`` (state -> Prediction): the
-    prediction in each state against the real steps in that state at ``place`` (those above the cut
-    between the two predictions are late; none where under MIN_SHARE of them are in it; a stencil's
-    checkpoint steps left out), and each one's difference from plain in the same state (both arms'
-    real steps in that state);
-    ``probe_late_share``: the share of the variant's split classes (``split``) that the probe saw
-    late, ``real_late_share``: the median over processes of the real steps' late share."""
-    by = _by(preds[STATES[0]], real)
+               place: str, variants: list[str]) -> list[dict]:
+    """prediction.csv rows per wait state (column ``state``) for ``variants`` (``wake_state.single_wait``:
+    their median step or region holds one wait of a split class): each state's prediction (``preds``:
+    state -> Prediction) against the real steps in that state at ``place``, and each one's difference
+    from plain in the same state. The real steps are split by the probe's rule (``wake_state.late_cut``
+    on their own times, pooled over processes), never by the predictions, so a state's verdict cannot
+    follow from how its steps were chosen; where they do not split, that variant has no real figure in
+    either state (a variant the probe did not split keeps all its steps in both). A stencil's checkpoint
+    steps are left out. ``probe_late_share``: the share of the variant's split classes (``split``) the
+    probe saw late; ``real_late_share``: the median over processes of the real steps' late share."""
+    by = grain(preds[STATES[0]], real)
     typ = {s: p.typical[p.typical.by == by].set_index("variant") for s, p in preds.items()}
     if any(not len(t) for t in typ.values()):
         return []
-
     if real is not None and "checkpoint" in real.columns:   # steps of another kind than the median step
         real = real[~real.checkpoint.astype(str).str.lower().eq("true")]
 
     def in_state(variant, s):
         x, proc = _of(real, variant, place)
-        soon, late = (float(typ[t].loc[variant, "predicted_ns"]) for t in STATES)
-        if soon == late or not len(x):
+        if variant not in variants or not len(x):
             return x, proc, math.nan
-        is_late = x > _cut(soon, late)
+        cut = late_cut(x)
+        if cut is None:   # the real steps show no two states: none of them can be placed in one
+            return x[:0], (proc[:0] if proc is not None else None), math.nan
+        is_late = x > cut
         share = pd.Series(is_late).groupby(proc if proc is not None else np.zeros(len(x))).mean().median()
         keep = is_late if s == "late" else ~is_late
-        if keep.mean() < MIN_SHARE:   # the real steps hardly reach this state: no real figure for it
-            return x[:0], (proc[:0] if proc is not None else None), float(share)
         return x[keep], (proc[keep] if proc is not None else None), float(share)
 
+    tot = preds[STATES[0]].totals
+    same = tot.set_index("variant").same_as if "same_as" in tot.columns else pd.Series(dtype=object)
     rows = []
-    for variant in typ[STATES[0]].index:
-        if typ["soon"].loc[variant, "predicted_ns"] == typ["late"].loc[variant, "predicted_ns"]:
+    for variant in variants:
+        if variant not in typ[STATES[0]].index:
             continue
-        tot = preds[STATES[0]].totals
-        via = tot.set_index("variant").same_as.get(variant, variant) if "same_as" in tot.columns else variant
-        mine = split[split.variant == via]
+        mine = split[split.variant == same.get(variant, variant)]
         probe_share = float(np.average(mine.late_share, weights=mine.n)) if len(mine) else math.nan
         for s in STATES:
             t = typ[s]

@@ -1,8 +1,7 @@
 """The runtime probe's waits in two states (issue 33 item 3). A blocking wait through the offload
-runtime either returns soon or sleeps and is woken late: on the H100s of 2026-12-07, a 240 KiB pinned
-D2H made by a region's map took about 8-14 us when its wait ended soon and 37-41 us when late, and the
-share of late ones differed between machine starts (in the probe 14-27 %; in the region application
-13-61 %). A median over a mixture falls on whichever state holds more than half, so advise predicts
+runtime either returns soon or sleeps and is woken late: on three H100 starts of 2026-12-07 the probe's
+240 KiB pinned D2H took 7.7-9.5 us when its wait ended soon and 33.8-40.7 us when late, and the share
+of late ones differed between starts (the probe's 14-27 %, the region application's 13-60 %). A median over a mixture falls on whichever state holds more than half, so advise predicts
 each state apart where the probe's copies of a class split, and says the share it saw;
 ``validate.state_rows`` compares each with the application's steps in the same state.
 

@@ -1,5 +1,5 @@
 """tools/advise_states.py: prediction.csv's rows, with the wait states', made again from a stored advise
-folder (the committed CUDA reference's advise, measured before the states were in advise)."""
+folder (the committed CUDA reference's advise)."""
 
 import importlib.util
 import subprocess
@@ -22,11 +22,14 @@ def test_a_folder_without_the_files_says_which(tmp_path):
 
 
 @pytest.mark.skipif(not (ADVISE / "region" / "replay.csv").is_file(), reason="no committed advise with its replay")
-def test_the_references_region_splits_its_pinned_d2h_and_checks_each_state():
+def test_the_references_region_has_a_variant_checked_in_each_state():
     t = AS.rows_of(ADVISE, "region", "other_cpu")
-    states = t[(t.state != "") & t.state.notna() & (t.kind == "variant") & (t.variant == "app_pinned")].set_index("state")
-    assert set(states.index) == {"soon", "late"}
-    # the late state's copies wait about 25 us longer, in the probe and in the application
+    rows = t[(t.state != "") & t.state.notna() & (t.kind == "variant")]
+    checked = rows.dropna(subset=["real_ns"]).groupby("variant").state.agg(set)
+    split = [v for v, got in checked.items() if got == {"soon", "late"}]
+    assert split, f"no variant with real figures in both states: {checked.to_dict()}"
+    states = rows[rows.variant == split[0]].set_index("state")
+    # a late copy waits about 25 us longer, in the probe and in the application
     assert states.loc["late", "predicted_ns"] > states.loc["soon", "predicted_ns"] + 15000
     assert states.loc["late", "real_ns"] > states.loc["soon", "real_ns"] + 15000
     assert 0 < states.real_late_share.iat[0] < 1 and 0 < states.probe_late_share.iat[0] < 1

@@ -18,6 +18,9 @@
 #   tools/h200-run.sh placement        tools/placement-diag.sh (the region's and species' processes by CPU placement)
 #   tools/h200-run.sh stencil          tools/stencil-diag.sh (the stencil's halo updates in the application against
 #                                      advise's runtime probe under three layouts) -> $OUT/stencil.tar.xz
+#   tools/h200-run.sh halo             tools/halo-diag.sh (the stencil's four halo updates under the application's
+#                                      host use and the probe's, with and without its kernels; needs
+#                                      build/halo-cross/ from tools/halo_cross.py build, carried) -> $OUT/halo.tar.xz
 #   tools/h200-run.sh notebooks PRESET a,b   some notebooks -> $OUT/notebooks.tar
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
 #   tools/h200-run.sh profile PRESET a,b   some notebooks' cells timed and profiled in one process each
@@ -153,6 +156,10 @@ while [ $# -gt 0 ]; do
     stencil)     # the stencil's halo updates in the application against advise's probe (tools/stencil-diag.sh)
       STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
       OUT=$OUT timeout 300 tools/stencil-diag.sh 2>&1 | tail -40 || status=1
+      ;;
+    halo)        # the stencil's halo updates under three host uses, with and without its kernels
+      STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
+      OUT=$OUT timeout 300 tools/halo-diag.sh 2>&1 | tail -30 || status=1
       ;;
     placement)   # the real region and species unpinned, off and on the GPU's interrupt CPU -> $OUT/placement.tar.xz
       OUT=$OUT timeout 300 tools/placement-diag.sh 2>&1 | tail -8 || status=1

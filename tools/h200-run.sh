@@ -195,12 +195,14 @@ print("" if why else ms.cpuspan(cpus))' "$1"; }   # "": the placement cannot be 
         [ $app = species ] && args=(--species 16 --steps 200) real=() construct=()
         # 40: the copies (bit 32) and the map entries made and removed (bit 8): species maps every step
         on $away env LIBOMPTARGET_INFO=40 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
-        # each variant in 5 processes per placement, the variants interleaved: prediction.csv's real interval is
-        # over processes; the columns placement and cpus say where each ran
+        # each variant in 5 processes per placement, the variants interleaved, their order rotated from one
+        # round to the next (a variant is not always the one after app_pinned's unregister, nor always first):
+        # prediction.csv's real interval is over processes; the columns placement and cpus say where each ran
         for pl in "${places[@]}"; do
           cpus=$(cpus_of $pl)
           for p in 1 2 3 4 5; do
-            for v in plain app_pinned lock_mapped; do
+            vs=(plain app_pinned lock_mapped); k=$(( (p - 1) % 3 )); vs=("${vs[@]:k}" "${vs[@]:0:k}")
+            for v in "${vs[@]}"; do
               mode=$v envs=(); [ $v = lock_mapped ] && mode=plain envs=(LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1)
               out=$d/$app-$v-$pl-$p
               on $pl env "${envs[@]}" "$bin" --variant $mode "${args[@]}" "${real[@]}" >$out.out 2>$out.err || status=1

@@ -338,12 +338,12 @@ def test_advise_predicts_mapping_once_through_the_host_libomptarget(write, tr, t
 def test_the_probes_variants_take_turns_process_by_process(host_offload, tmp_path):
     """The runtime probe runs process 0 of every variant, then process 1 ...: a node whose state drifts
     during the probe gives each variant the same share of it (the variants are not timed one after
-    the other)."""
+    the other), and the order rotates from one process to the next."""
     from pinpath.advise.runtime_term import probe_runtime
     host_offload("updates")
     classes = pd.DataFrame({"nbytes": [4096], "direction": ["h2d"]})
     probe, why = probe_runtime(classes, ["plain", "app_pinned"], vendor="host", offload_dir=tmp_path, rounds=3,
-                               processes=2)
+                               processes=3)
     assert why == "", why
     order = probe[["process", "variant"]].drop_duplicates().apply(tuple, axis=1).tolist()
-    assert order == [(0, "plain"), (0, "app_pinned"), (1, "plain"), (1, "app_pinned")]
+    assert order == [(0, "plain"), (0, "app_pinned"), (1, "app_pinned"), (1, "plain"), (2, "plain"), (2, "app_pinned")]

@@ -10,6 +10,7 @@ import resource
 import shutil
 import stat
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -145,6 +146,29 @@ def _fake_binary(d, script: str):
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     (d / "manifest.json").write_text(json.dumps({"vendor": "host", "arch": "x86_64", "binary": exe.name,
                                                  "bundle": None, "ld_library_path": []}))
+
+
+def test_an_app_built_from_other_sources_is_refused(tmp_path):
+    """A bundle carried from before a change to an application's source would run the old program:
+    app_binary compares the manifest's source_sha256 with this checkout's {app}.cpp."""
+    src = Path(offload_build.__file__).resolve().parents[1] / "native" / "offload" / "updates.cpp"
+    (tmp_path / "region-sm_90").write_text("")
+    (tmp_path / "updates-sm_90").write_text("")
+    man = {"vendor": "nvidia", "arch": "sm_90", "binary": "region-sm_90", "bundle": None, "ld_library_path": [],
+           "apps": {"updates": {"binary": "updates-sm_90", "source_sha256": offload_build._sha256(src)}}}
+    (tmp_path / "manifest.json").write_text(json.dumps(man))
+    assert offload_build.app_binary(offload_build.find_build(tmp_path), "updates") == tmp_path / "updates-sm_90"
+    man["apps"]["updates"]["source_sha256"] = "0" * 64
+    (tmp_path / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(NotAvailable, match="built from another updates.cpp than this checkout's: make offload-bundle"):
+        offload_build.app_binary(offload_build.find_build(tmp_path), "updates")
+    man["source_sha256"] = "1" * 64   # the region, the build's own binary
+    (tmp_path / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(NotAvailable, match="another region.cpp"):
+        offload_build.app_binary(offload_build.find_build(tmp_path), "region")
+    del man["apps"]["updates"]["source_sha256"]   # a host build records none: nothing to compare
+    (tmp_path / "manifest.json").write_text(json.dumps(man))
+    assert offload_build.app_binary(offload_build.find_build(tmp_path), "updates") == tmp_path / "updates-sm_90"
 
 
 def test_a_refused_offload_says_why(tmp_path):

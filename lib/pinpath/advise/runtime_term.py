@@ -166,11 +166,14 @@ def probe_runtime(classes: pd.DataFrame, variants, *, vendor: str, construct: st
 
 def _probe(exe, env, vendor, variants, where, rounds, construct, processes, timeout_s) -> tuple[pd.DataFrame, str]:
     """``processes`` runs of updates per variant, the variants interleaved (process 0 of each, then 1
-    ...): a node whose state drifts over the probe gives every variant the same share of each state."""
+    ...): a node whose state drifts over the probe gives every variant the same share of each state;
+    their order rotated from one process to the next, so no variant is always first or always the one
+    after another's."""
     frames = []
     mine = [v for v in variants if vendor in VARIANTS[v][2]]
     for proc in range(processes):
-        for variant in mine:
+        k = proc % max(len(mine), 1)
+        for variant in mine[k:] + mine[:k]:
             mode = VARIANTS[variant][0]
             cmd = [str(exe), "--variant", mode, *where, "--rounds", str(rounds), "--seed", str(proc + 1),
                    "--construct", construct]

@@ -196,12 +196,21 @@ def variant_env(env: dict[str, str], variant: str) -> dict[str, str]:
 
 def app_binary(build: Build, app: str) -> Path:
     """The binary of one of the build's applications (region, stencil, updates); NotAvailable if
-    the build has none."""
+    the build has none, or if the manifest records the source it was built from and this checkout's
+    ``{app}.cpp`` differs (a bundle carried to a node from before a change runs the old program)."""
     if build.binary.name.startswith(f"{app}-"):
-        return build.binary
-    entry = build.manifest.get("apps", {}).get(app)
-    path = build.binary.parent / entry["binary"] if entry else None
-    if path is None or not path.is_file():
-        raise NotAvailable(f"the offload build in {_rel(build.binary.parent)} has no {app} binary "
-                           "(tools/offload-bundle builds it)")
+        path, recorded = build.binary, build.manifest.get("source_sha256")
+    else:
+        entry = build.manifest.get("apps", {}).get(app)
+        path = build.binary.parent / entry["binary"] if entry else None
+        if path is None or not path.is_file():
+            raise NotAvailable(f"the offload build in {_rel(build.binary.parent)} has no {app} binary "
+                               "(tools/offload-bundle builds it)")
+        recorded = entry.get("source_sha256")
+    source = resources.files("pinpath").joinpath(f"native/offload/{app}.cpp")
+    if recorded and source.is_file():
+        with resources.as_file(source) as src:
+            if _sha256(src) != recorded:
+                raise NotAvailable(f"the offload build's {app} binary ({_rel(path)}) was built from another "
+                                   f"{app}.cpp than this checkout's: make offload-bundle again")
     return path

@@ -13,9 +13,12 @@
 // nothing moves), in turns; the row's ns is the first less the second, the copy's share of a region
 // (it can be below the copy's own time: the region waits once for its copies and its kernel).
 // Between copies the host uses the array as an application does, outside the timing: it writes the
-// bytes that go to the device before each copy and reads what came back after a copy from it, so a
+// bytes that go to the device before a copy to it and reads what came back after a copy from it, so a
 // copy meets the array's lines in the host's caches as an application's copy does (the region and
-// the stencil write their arrays before and read them after every step).
+// the stencil write what they send and read what they receive). It never writes a D2H's destination
+// just before the copy: no application overwrites what it is about to receive (the stencil's host
+// only reads its halo rows). Under --construct region both regions of a pair are written before and
+// read after (region_share).
 //
 // --layout FILE: the traced application's own buffers and copies instead of slices of one array
 // (pinpath advise writes it from the trace). Lines:
@@ -180,7 +183,7 @@ int64_t map_or_unmap(const Copy &c, unsigned char *p, long m) {
 }
 
 // the host's use of the array between copies (untimed): it writes what goes to the device (never
-// zeros), and reads what came back
+// zeros) before the copy, and reads what came back after it
 void host_writes(unsigned char *a, long m, int round) {
   std::memset(a, 1 + (round & 127), static_cast<size_t>(m));
 }
@@ -266,7 +269,7 @@ bool run_layout(const Options &o, bool initial, std::vector<Row> &rows) {
       const long m = c.nbytes;
       int64_t ns;
       if (c.at != At::update) {   // the host writes what a map sends and reads what an unmap brought
-        if (!c.none) host_writes(p, m, c.h2d ? r : r + 1);
+        if (!c.none && c.h2d) host_writes(p, m, r);
         ns = map_or_unmap(c, p, m);
         if (!c.none && !c.h2d) host_reads(p, m);
       } else if (o.construct == "region") {
@@ -277,7 +280,6 @@ bool run_layout(const Options &o, bool initial, std::vector<Row> &rows) {
 #pragma omp target update to(p[0:m])
         ns = now_ns() - t0;
       } else {
-        host_writes(p, m, r + 1);
         const int64_t t0 = now_ns();
 #pragma omp target update from(p[0:m])
         ns = now_ns() - t0;
@@ -356,7 +358,6 @@ int main(int argc, char **argv) {
         int64_t t0 = now_ns();
 #pragma omp target update to(a[0:m])
         h2d = now_ns() - t0;
-        host_writes(a, m, r + 1);
         t0 = now_ns();
 #pragma omp target update from(a[0:m])
         d2h = now_ns() - t0;

@@ -1,13 +1,15 @@
 // A diagnostic of advise's runtime term (issue 33 item 3), no verdict. advise's probe (updates
-// --layout) times the stencil's pageable 32 KiB halo updates 1.05-1.19x slower than the stencil does
-// while its pinned ones match; the probe surrounds every copy with the host's use of it (a write
-// before each copy, the D2H destination included, and a read after each D2H), the stencil copies its
-// two D2H back to back, then uses the rows, then copies its two H2D, then runs two kernels. Here the
+// --layout, until 37103bc) timed the stencil's pageable 32 KiB halo updates 1.05-1.19x slower than
+// the stencil does while its pinned ones matched; that probe surrounded every copy with the host's
+// use of it (a write before each copy, the D2H destination included, and a read after each D2H);
+// the stencil copies its two D2H back to back, then uses the rows, then copies its two H2D, then
+// runs two kernels. Here the
 // same four updates of one grid are timed one by one under three host uses, each with and without the
 // step's two kernels after them, all six cases in every round in a rotated order:
 //   app    D2H top, D2H bottom; the rows copied to the ghost rows; H2D ghost top, H2D ghost bottom
-//   probe  per D2H: write its destination, copy, read it; per H2D: write its source, copy (updates)
-//   nopre  as probe without the write before each D2H
+//   probe  per D2H: write its destination, copy, read it; per H2D: write its source, copy (updates
+//          --layout until 37103bc)
+//   nopre  as probe without the write before each D2H (updates --layout from 37103bc)
 // Usage: halo_cross [--variant plain|app_pinned] [--nx 4096] [--ny 512] [--rounds 200]
 // stdout: '#'-lines of facts, then CSV: variant,host_use,kernels,round,copy,direction,ns.
 // Afterwards, outside the timing, a round trip of the grid checks that both directions move its bytes.

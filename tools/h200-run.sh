@@ -166,6 +166,12 @@ while [ $# -gt 0 ]; do
       ;;
     advise)      # the three offload applications traced (plain) and timed (every variant), then pinpath advise
       STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
+      # a bundle built from other sources than the tree's would time the old programs: no advise from it
+      py -c 'import sys; from pinpath.errors import NotAvailable; from pinpath.experiments import offload_build as ob
+try:
+    [ob.app_binary(ob.find_build(), a) for a in ("region", "stencil", "species", "updates")]
+except NotAvailable as e:
+    sys.exit(f"h200-run: {e}")' || { status=1; continue; }
       export LD_LIBRARY_PATH=$PWD/build/offload-runtime/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} OMP_TARGET_OFFLOAD=MANDATORY
       d=build/advise-run; rm -rf $d; mkdir -p $d
       # the CPU(s) that receive the GPU's interrupts: a process timed there is in the stencil's slow mode (NEXT.md).
@@ -195,13 +201,15 @@ print("" if why else ms.cpuspan(cpus))' "$1"; }   # "": the placement cannot be 
         [ $app = species ] && args=(--species 16 --steps 200) real=() construct=()
         # 40: the copies (bit 32) and the map entries made and removed (bit 8): species maps every step
         on $away env LIBOMPTARGET_INFO=40 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
-        # each variant in 5 processes per placement, the variants interleaved, their order rotated from one
-        # round to the next (a variant is not always the one after app_pinned's unregister, nor always first):
-        # prediction.csv's real interval is over processes; the columns placement and cpus say where each ran
+        # each variant in 5 processes per placement, the variants interleaved in runtime_term.turn_order's
+        # order (a rotation, reversed every other round: no variant always first, nor always the one after
+        # app_pinned's unregister): prediction.csv's real interval is over processes; the columns placement
+        # and cpus say where each ran
         for pl in "${places[@]}"; do
           cpus=$(cpus_of $pl)
           for p in 1 2 3 4 5; do
-            vs=(plain app_pinned lock_mapped); k=$(( (p - 1) % 3 )); vs=("${vs[@]:k}" "${vs[@]:0:k}")
+            vs=(plain app_pinned lock_mapped); t=$((p - 1)); k=$((t / 2 % 3)); vs=("${vs[@]:k}" "${vs[@]:0:k}")
+            [ $((t % 2)) = 1 ] && vs=("${vs[2]}" "${vs[1]}" "${vs[0]}")
             for v in "${vs[@]}"; do
               mode=$v envs=(); [ $v = lock_mapped ] && mode=plain envs=(LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1)
               out=$d/$app-$v-$pl-$p

@@ -4,7 +4,8 @@ a diagnostic of advise's runtime term, no verdict (tools/halo_cross.cpp says wha
 
   build      tools/halo_cross.cpp -> build/halo-cross/halo_cross-<arch>, with the compiler and flags
              build/offload/manifest.json records for the bundle's applications (make offload-bundle
-             first): the node has no LLVM, so it is built here and carried with build/offload
+             first): the node has no LLVM, so it is built here and carried with build/offload;
+             build/halo-cross/sources.sha256 names what it was built from
   analyse DIR   per process (variant, repeat) and case (host use, kernels): each copy's median over
              rounds and the four halos' sum; then, per case, the median over processes with their
              range, plain against app_pinned and their difference (what advise predicts for the
@@ -15,6 +16,7 @@ Usage: python3 tools/halo_cross.py build | analyse DIR
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import subprocess
@@ -39,6 +41,11 @@ def build() -> Path:
     cmd = command(m, out)
     print(" ".join(cmd))
     subprocess.run(cmd, check=True, cwd=ROOT)
+    # what it was built from, for `sha256sum -c` on the node (tools/halo-diag.sh): a stale carried binary
+    # is refused there
+    sources = [SOURCE, ROOT / "lib/pinpath/native/offload/common.h"]
+    (out.parent / "sources.sha256").write_text("".join(
+        f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.relative_to(ROOT)}\n" for f in sources))
     return out
 
 

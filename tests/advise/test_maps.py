@@ -338,12 +338,21 @@ def test_advise_predicts_mapping_once_through_the_host_libomptarget(write, tr, t
 def test_the_probes_variants_take_turns_process_by_process(host_offload, tmp_path):
     """The runtime probe runs process 0 of every variant, then process 1 ...: a node whose state drifts
     during the probe gives each variant the same share of it (the variants are not timed one after
-    the other), and the order rotates from one process to the next."""
+    the other), in turn_order's order."""
     from pinpath.advise.runtime_term import probe_runtime
     host_offload("updates")
     classes = pd.DataFrame({"nbytes": [4096], "direction": ["h2d"]})
-    probe, why = probe_runtime(classes, ["plain", "app_pinned"], vendor="host", offload_dir=tmp_path, rounds=3,
-                               processes=3)
+    probe, why = probe_runtime(classes, ["plain", "app_pinned", "lock_mapped"], vendor="host", offload_dir=tmp_path,
+                               rounds=3, processes=3)
     assert why == "", why
     order = probe[["process", "variant"]].drop_duplicates().apply(tuple, axis=1).tolist()
-    assert order == [(0, "plain"), (0, "app_pinned"), (1, "app_pinned"), (1, "plain"), (2, "plain"), (2, "app_pinned")]
+    p, a, lm = "plain", "app_pinned", "lock_mapped"
+    assert order == [(0, p), (0, a), (0, lm), (1, lm), (1, a), (1, p), (2, a), (2, lm), (2, p)]
+
+
+def test_turn_order_gives_every_order_and_every_neighbour():
+    from pinpath.advise.runtime_term import turn_order
+    turns = [tuple(turn_order(["p", "a", "l"], t)) for t in range(6)]
+    assert len(set(turns)) == 6   # each of the six orders once
+    assert sum("al" in "".join(t) for t in turns) == 2   # l right after a in two of six, as over all orders
+    assert turn_order([], 3) == [] and turn_order(["x"], 5) == ["x"]

@@ -169,6 +169,10 @@ def test_an_app_built_from_other_sources_is_refused(tmp_path):
     del man["apps"]["updates"]["source_sha256"]   # a host build records none: nothing to compare
     (tmp_path / "manifest.json").write_text(json.dumps(man))
     assert offload_build.app_binary(offload_build.find_build(tmp_path), "updates") == tmp_path / "updates-sm_90"
+    man["common_sha256"] = "2" * 64   # every application includes common.h
+    (tmp_path / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(NotAvailable, match="another common.h"):
+        offload_build.app_binary(offload_build.find_build(tmp_path), "updates")
 
 
 def test_a_refused_offload_says_why(tmp_path):

@@ -164,16 +164,25 @@ def probe_runtime(classes: pd.DataFrame, variants, *, vendor: str, construct: st
     return probe, why
 
 
+def turn_order(items: list, turn: int) -> list:
+    """The order of ``items`` in turn ``turn`` (0, 1, ...): a rotation on even turns, the same rotation
+    reversed on odd ones (a, b, c; c, b, a; b, c, a; a, c, b; ...): each item takes every place, and
+    follows each other item, over the turns, where a rotation alone keeps every item's neighbours."""
+    if not items:
+        return []
+    k = (turn // 2) % len(items)
+    order = items[k:] + items[:k]
+    return order if turn % 2 == 0 else order[::-1]
+
+
 def _probe(exe, env, vendor, variants, where, rounds, construct, processes, timeout_s) -> tuple[pd.DataFrame, str]:
     """``processes`` runs of updates per variant, the variants interleaved (process 0 of each, then 1
     ...): a node whose state drifts over the probe gives every variant the same share of each state;
-    their order rotated from one process to the next, so no variant is always first or always the one
-    after another's."""
+    in ``turn_order``, so that no variant is always first nor always the one after the same other."""
     frames = []
     mine = [v for v in variants if vendor in VARIANTS[v][2]]
     for proc in range(processes):
-        k = proc % max(len(mine), 1)
-        for variant in mine[k:] + mine[:k]:
+        for variant in turn_order(mine, proc):
             mode = VARIANTS[variant][0]
             cmd = [str(exe), "--variant", mode, *where, "--rounds", str(rounds), "--seed", str(proc + 1),
                    "--construct", construct]

@@ -196,8 +196,9 @@ def variant_env(env: dict[str, str], variant: str) -> dict[str, str]:
 
 def app_binary(build: Build, app: str) -> Path:
     """The binary of one of the build's applications (region, stencil, updates); NotAvailable if
-    the build has none, or if the manifest records the source it was built from and this checkout's
-    ``{app}.cpp`` differs (a bundle carried to a node from before a change runs the old program)."""
+    the build has none, or if the manifest records the sources it was built from and this checkout's
+    ``{app}.cpp`` or ``common.h`` differs (a bundle carried to a node from before a change runs the
+    old program)."""
     if build.binary.name.startswith(f"{app}-"):
         path, recorded = build.binary, build.manifest.get("source_sha256")
     else:
@@ -207,10 +208,12 @@ def app_binary(build: Build, app: str) -> Path:
             raise NotAvailable(f"the offload build in {_rel(build.binary.parent)} has no {app} binary "
                                "(tools/offload-bundle builds it)")
         recorded = entry.get("source_sha256")
-    source = resources.files("pinpath").joinpath(f"native/offload/{app}.cpp")
-    if recorded and source.is_file():
-        with resources.as_file(source) as src:
-            if _sha256(src) != recorded:
-                raise NotAvailable(f"the offload build's {app} binary ({_rel(path)}) was built from another "
-                                   f"{app}.cpp than this checkout's: make offload-bundle again")
+    offload = resources.files("pinpath").joinpath("native/offload")
+    for name, digest in ((f"{app}.cpp", recorded), ("common.h", build.manifest.get("common_sha256"))):
+        source = offload.joinpath(name)
+        if digest and source.is_file():
+            with resources.as_file(source) as src:
+                if _sha256(src) != digest:
+                    raise NotAvailable(f"the offload build's {app} binary ({_rel(path)}) was built from another "
+                                       f"{name} than this checkout's: make offload-bundle again")
     return path

@@ -17,8 +17,9 @@
 // copy meets the array's lines in the host's caches as an application's copy does (the region and
 // the stencil write what they send and read what they receive). It never writes a D2H's destination
 // just before the copy: no application overwrites what it is about to receive (the stencil's host
-// only reads its halo rows). Under --construct region both regions of a pair are written before and
-// read after (region_share).
+// only reads its halo rows). Without --layout a round's D2H brings back the bytes its H2D has just
+// sent, so their lines were written one copy before. Under --construct region both regions of a
+// pair are written before and read after (region_share).
 //
 // --layout FILE: the traced application's own buffers and copies instead of slices of one array
 // (pinpath advise writes it from the trace). Lines:
@@ -213,7 +214,6 @@ PINPATH_REGION_TIMER(region_to, to)
 PINPATH_REGION_TIMER(region_from, from)
 
 // the copy's share of a region: the region with the copy less the same region without, the order
-// of the two alternating with the round
 // of the two alternating with the round; the host uses the array before and after each
 int64_t region_share(int64_t (*timer)(unsigned char *, long, bool), unsigned char *a, long m, int round) {
   int64_t ns[2];

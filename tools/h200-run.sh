@@ -30,7 +30,8 @@
 #   tools/h200-run.sh advise           the region, the stencil and species traced and timed (the region --paired),
 #                                      each process pinned on and off the GPU's interrupt CPU, pinpath advise
 #                                      --designs (with the runtime term: build/offload's updates) -> $OUT/advise.tar.xz
-#                                      (a reference after it carries it as advise/)
+#                                      (a reference after it carries it as advise/: in the same call, or in a later
+#                                      call on the machine still held where the sources are the same)
 # Steps may follow one another: tools/h200-run.sh test reference h200
 # The node's copy of the tree may carry stale git metadata: set PINPATH_GIT_COMMIT (and
 # PINPATH_GIT_DIRTY=1 where the tree differs from it) so that manifests name the commit sent; each
@@ -46,8 +47,17 @@ OUT=${OUT:-$PWD/build/h200-out}
 mkdir -p "$OUT"
 py() { PYTHONPATH=$PWD/.site:$PWD/lib python3 "$@"; }   # pinpath and the wheels with the node's Python
 make setup ENV=system PYTHON=python3 >"$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 2; }
-# a machine still held from an earlier call keeps build/: an advise folder left there is not this call's
-rm -rf build/advise-run
+# a machine still held from an earlier call keeps build/: an advise folder left there by an advise step of
+# the same sources (its sources.txt, manifest.source_digest) stays for a reference step to pack; of other
+# sources it goes
+digest=$(py -c 'from pathlib import Path; from pinpath.manifest import source_digest; print(source_digest(Path.cwd()))')
+if [ -d build/advise-run ]; then
+  if [ "$(cat build/advise-run/sources.txt 2>/dev/null)" = "$digest" ]; then
+    echo "h200-run: build/advise-run of an earlier call, same sources: a reference packs it"
+  else
+    rm -rf build/advise-run; echo "h200-run: build/advise-run of other sources removed"
+  fi
+fi
 nvidia-smi --query-gpu=name,driver_version,pci.bus_id,clocks.sm,clocks.mem,persistence_mode --format=csv
 status=0
 # pack NAME: this node's newest run, its report written by `pinpath finalize` where a stop cut it (a run
@@ -173,7 +183,7 @@ try:
 except NotAvailable as e:
     sys.exit(f"h200-run: {e}")' || { status=1; continue; }
       export LD_LIBRARY_PATH=$PWD/build/offload-runtime/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} OMP_TARGET_OFFLOAD=MANDATORY
-      d=build/advise-run; rm -rf $d; mkdir -p $d
+      d=build/advise-run; rm -rf $d; mkdir -p $d; echo "$digest" >$d/sources.txt
       # the CPU(s) that receive the GPU's interrupts: a process timed there is in the stencil's slow mode (NEXT.md).
       # Every timed process runs once pinned to the first of them (placement irq_cpu) and once pinned to the
       # others (other_cpu); unpinned where the interrupt CPU is not found

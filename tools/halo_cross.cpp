@@ -17,6 +17,7 @@
 // (where it fails: exit 4 and no rows).
 // Exit status: 0 ok, 2 usage, 3 not on the device, 4 the round trip failed, 5 registration failed.
 #include "../lib/pinpath/native/offload/common.h"
+#include "../lib/pinpath/native/offload/stencil_step.h"
 #include <algorithm>
 #include <cstring>
 #include <random>
@@ -51,15 +52,7 @@ struct Row { int use, kernels, round, copy; bool h2d; int64_t ns; };
 void step(double *g, double *gn, long nx, long ny, Use use, bool kernels, int round, std::vector<Row> &rows) {
   const long top = nx, bottom = (ny - 2) * nx, ghost_top = 0, ghost_bottom = (ny - 1) * nx;
   const long d2h_at[2] = {top, bottom}, h2d_at[2] = {ghost_top, ghost_bottom};
-  if (kernels) {   // each a target region: it returns when the kernel is done
-#pragma omp target teams distribute parallel for collapse(2)
-    for (long y = 1; y < ny - 1; ++y)
-      for (long x = 1; x < nx - 1; ++x)
-        gn[y * nx + x] = 0.25 * (((g[(y - 1) * nx + x] + g[(y + 1) * nx + x]) + g[y * nx + x - 1]) + g[y * nx + x + 1]);
-#pragma omp target teams distribute parallel for collapse(2)
-    for (long y = 1; y < ny - 1; ++y)
-      for (long x = 1; x < nx - 1; ++x) g[y * nx + x] = gn[y * nx + x];
-  }
+  if (kernels) jacobi_step(g, gn, nx, ny);
   int64_t ns[4];
   for (int k = 0; k < 2; ++k) {
     double *p = g + d2h_at[k];

@@ -43,7 +43,7 @@ def build() -> Path:
     subprocess.run(cmd, check=True, cwd=ROOT)
     # what it was built from, for `sha256sum -c` on the node (tools/halo-diag.sh): a stale carried binary
     # is refused there
-    sources = [SOURCE, ROOT / "lib/pinpath/native/offload/common.h"]
+    sources = [SOURCE, *sorted((ROOT / "lib/pinpath/native/offload").glob("*.h"))]
     (out.parent / "sources.sha256").write_text("".join(
         f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.relative_to(ROOT)}\n" for f in sources))
     return out

@@ -169,9 +169,17 @@ def test_an_app_built_from_other_sources_is_refused(tmp_path):
     del man["apps"]["updates"]["source_sha256"]   # a host build records none: nothing to compare
     (tmp_path / "manifest.json").write_text(json.dumps(man))
     assert offload_build.app_binary(offload_build.find_build(tmp_path), "updates") == tmp_path / "updates-sm_90"
-    man["common_sha256"] = "2" * 64   # every application includes common.h
+    man["common_sha256"] = "2" * 64   # an older bundle records common.h alone
     (tmp_path / "manifest.json").write_text(json.dumps(man))
     with pytest.raises(NotAvailable, match="another common.h"):
+        offload_build.app_binary(offload_build.find_build(tmp_path), "updates")
+    headers = src.parent
+    man["headers_sha256"] = {h.name: offload_build._sha256(h) for h in headers.glob("*.h")}   # a newer, every header
+    (tmp_path / "manifest.json").write_text(json.dumps(man))
+    assert offload_build.app_binary(offload_build.find_build(tmp_path), "updates") == tmp_path / "updates-sm_90"
+    man["headers_sha256"]["stencil_step.h"] = "3" * 64
+    (tmp_path / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(NotAvailable, match="another stencil_step.h"):
         offload_build.app_binary(offload_build.find_build(tmp_path), "updates")
 
 

@@ -197,8 +197,8 @@ def variant_env(env: dict[str, str], variant: str) -> dict[str, str]:
 def app_binary(build: Build, app: str) -> Path:
     """The binary of one of the build's applications (region, stencil, updates); NotAvailable if
     the build has none, or if the manifest records the sources it was built from and this checkout's
-    ``{app}.cpp`` or ``common.h`` differs (a bundle carried to a node from before a change runs the
-    old program)."""
+    ``{app}.cpp`` or a header differs (``headers_sha256``; older bundles record ``common.h`` alone):
+    a bundle carried to a node from before a change would run the old program."""
     if build.binary.name.startswith(f"{app}-"):
         path, recorded = build.binary, build.manifest.get("source_sha256")
     else:
@@ -209,7 +209,8 @@ def app_binary(build: Build, app: str) -> Path:
                                "(tools/offload-bundle builds it)")
         recorded = entry.get("source_sha256")
     offload = resources.files("pinpath").joinpath("native/offload")
-    for name, digest in ((f"{app}.cpp", recorded), ("common.h", build.manifest.get("common_sha256"))):
+    headers = build.manifest.get("headers_sha256") or {"common.h": build.manifest.get("common_sha256")}
+    for name, digest in ((f"{app}.cpp", recorded), *sorted(headers.items())):
         source = offload.joinpath(name)
         if digest and source.is_file():
             with resources.as_file(source) as src:

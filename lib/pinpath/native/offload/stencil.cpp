@@ -22,6 +22,7 @@
 // Exit status: 0 ok, 2 usage, 3 not on the device, 4 wrong grid, 5 registration failed.
 
 #include "common.h"
+#include "stencil_step.h"
 
 #include <cstring>
 #include <string>
@@ -120,13 +121,7 @@ int main(int argc, char **argv) {
 #pragma omp target update to(g[ghost_top:nx])
 #pragma omp target update to(g[ghost_bottom:nx])
     moved += now_ns() - u;
-#pragma omp target teams distribute parallel for collapse(2)
-    for (long y = 1; y < ny - 1; ++y)
-      for (long x = 1; x < nx - 1; ++x)
-        gn[y * nx + x] = 0.25 * (((g[(y - 1) * nx + x] + g[(y + 1) * nx + x]) + g[y * nx + x - 1]) + g[y * nx + x + 1]);
-#pragma omp target teams distribute parallel for collapse(2)
-    for (long y = 1; y < ny - 1; ++y)
-      for (long x = 1; x < nx - 1; ++x) g[y * nx + x] = gn[y * nx + x];
+    jacobi_step(g, gn, nx, ny);
     const bool ckpt = (step + 1) % o.checkpoint == 0;
     double sum = 0.0;
     if (ckpt) {

@@ -19,7 +19,7 @@
 #   tools/h200-run.sh stencil          tools/stencil-diag.sh (the stencil's halo updates in the application against
 #                                      advise's runtime probe under three layouts) -> $OUT/stencil.tar.xz
 #   tools/h200-run.sh halo             tools/halo-diag.sh (the stencil's four halo updates under the application's
-#                                      host use and the probe's, with and without its kernels; needs
+#                                      host use and the probe's, after its kernels or after the case before; needs
 #                                      build/halo-cross/ from tools/halo_cross.py build, carried) -> $OUT/halo.tar.xz
 #   tools/h200-run.sh notebooks PRESET a,b   some notebooks -> $OUT/notebooks.tar
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
@@ -167,7 +167,7 @@ while [ $# -gt 0 ]; do
       STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
       OUT=$OUT timeout 300 tools/stencil-diag.sh 2>&1 | tail -40 || status=1
       ;;
-    halo)        # the stencil's halo updates under three host uses, with and without its kernels
+    halo)        # the stencil's halo updates under three host uses, after its kernels or not
       STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
       OUT=$OUT timeout 300 tools/halo-diag.sh 2>&1 | tail -30 || status=1
       ;;
@@ -218,8 +218,9 @@ print("" if why else ms.cpuspan(cpus))' "$1"; }   # "": the placement cannot be 
         for pl in "${places[@]}"; do
           cpus=$(cpus_of $pl)
           for p in 1 2 3 4 5; do
-            vs=(plain app_pinned lock_mapped); t=$((p - 1)); k=$((t / 2 % 3)); vs=("${vs[@]:k}" "${vs[@]:0:k}")
-            [ $((t % 2)) = 1 ] && vs=("${vs[2]}" "${vs[1]}" "${vs[0]}")
+            read -ra vs < <(py -c 'import sys; from pinpath.advise.runtime_term import turn_order
+print(*turn_order(["plain", "app_pinned", "lock_mapped"], int(sys.argv[1])))' $((p - 1)))
+            [ ${#vs[@]} = 3 ] || { echo "h200-run: no order of the variants (runtime_term.turn_order)" >&2; status=1; }
             for v in "${vs[@]}"; do
               mode=$v envs=(); [ $v = lock_mapped ] && mode=plain envs=(LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1)
               out=$d/$app-$v-$pl-$p

@@ -2,6 +2,7 @@
 folder (the committed CUDA reference's advise)."""
 
 import importlib.util
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -33,3 +34,40 @@ def test_the_references_region_has_a_variant_checked_in_each_state():
     assert states.loc["late", "predicted_ns"] > states.loc["soon", "predicted_ns"] + 15000
     assert states.loc["late", "real_ns"] > states.loc["soon", "real_ns"] + 15000
     assert 0 < states.real_late_share.iat[0] < 1 and 0 < states.probe_late_share.iat[0] < 1
+
+
+@pytest.mark.skipif(not (ADVISE / "region" / "replay.csv").is_file(), reason="no committed advise with its replay")
+def test_per_process_table_beside_the_pooled_prediction():
+    spec = importlib.util.spec_from_file_location("advise_per_process", ROOT / "tools" / "advise_per_process.py")
+    PP = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(PP)
+    t = PP.table(ADVISE, "stencil", "other_cpu")
+    mix = AS.rows_of(ADVISE, "stencil", "other_cpu")
+    mix = mix[(mix.kind == "variant") & (mix.state.isna() | (mix.state == ""))].set_index("variant")
+    assert set(t.index) == set(mix.index) == {"plain", "app_pinned", "lock_mapped"}
+    assert (t.pooled - mix.predicted_ns.reindex(t.index)).abs().max() < 1e-6   # the same prediction as advise's
+    n = AS.inputs(ADVISE, "stencil")[2].process.nunique()
+    for v, r in t.iterrows():
+        each = [float(x) * 1e3 for x in r.processes.split()]
+        assert len(each) == n and n >= 2
+        assert abs(statistics.median(each) - r.per_process) < 100   # printed to 0.1 us
+    assert t.loc["lock_mapped", "per_process"] == t.loc["plain", "per_process"]   # a no-op: plain's charges
+
+
+@pytest.mark.skipif(not (ADVISE / "region-real.csv").is_file(), reason="no committed advise with its real figures")
+def test_real_late_shares_split_on_the_real_steps_alone():
+    spec = importlib.util.spec_from_file_location("advise_per_process", ROOT / "tools" / "advise_per_process.py")
+    PP = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(PP)
+    real = AS.inputs(ADVISE, "region")[3]
+    real = real[real.placement == "other_cpu"]
+    shares = PP.late_shares(ADVISE, "region", "other_cpu")
+    for variant, rows in shares.groupby(level="variant"):
+        cut_ns = rows.index.get_level_values("cut_us")[0] * 1e3   # printed to 0.1 us
+        share = rows.droplevel(["variant", "cut_us"]).stack()     # (process, step) -> late share
+        assert ((share >= 0) & (share <= 1)).all()
+        steps = real[real.variant == variant]
+        n_steps = steps.groupby(["process", "step"]).size().reindex(share.index)
+        late_steps = round(float((share * n_steps).sum()))
+        # the same steps counted late by the real times alone, on either side of the rounded cut
+        assert (steps.ns > cut_ns + 50).sum() <= late_steps <= (steps.ns > cut_ns - 50).sum()

@@ -29,13 +29,18 @@ COLUMNS = ["application", "kind", "variant", "state", "predicted_ns", "real_ns",
            "probe_late_share", "real_late_share"]
 
 
-def rows_of(folder: Path, app: str, place: str) -> pd.DataFrame:
+def inputs(folder: Path, app: str):
+    """An advise folder's pattern, replay without its runtime-term rows, runtime probe, real figures
+    and NVIDIA's variants (the stored files a prediction is made from)."""
     p = pattern(read_trace(folder / f"{app}.info"))
     rep = pd.read_csv(folder / app / "replay.csv")
     base = rep[~rep.event.isin(list(RUNTIME_EVENTS.values()))]
     probe = pd.read_csv(folder / app / "runtime_probe.csv")
-    real = read_real(folder / f"{app}-real.csv")
-    pols = policies_for("nvidia")
+    return p, base, probe, read_real(folder / f"{app}-real.csv"), policies_for("nvidia")
+
+
+def rows_of(folder: Path, app: str, place: str) -> pd.DataFrame:
+    p, base, probe, real, pols = inputs(folder, app)
     pred = predict(p, pd.concat([base, runtime_rows(probe, base)], ignore_index=True), pols)
     rows = real_rows(app, pred, real)
     place = place if "placement" in real.columns else ""

@@ -1,5 +1,5 @@
 """tools/advise_states.py: prediction.csv's rows, with the wait states', made again from a stored advise
-folder (the committed CUDA reference's advise)."""
+folder (the committed CUDA reference's advise); tools/advise_per_process.py on the same folder."""
 
 import importlib.util
 import statistics
@@ -9,11 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from pinpath.advise.wake_state import late_cut
+
 ROOT = Path(__file__).resolve().parents[1]
 ADVISE = ROOT / "outputs" / "reference" / "cuda" / "advise"
-spec = importlib.util.spec_from_file_location("advise_states", ROOT / "tools" / "advise_states.py")
-AS = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(AS)
+
+
+def _tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+AS, PP = _tool("advise_states"), _tool("advise_per_process")
 
 
 def test_a_folder_without_the_files_says_which(tmp_path):
@@ -38,9 +47,6 @@ def test_the_references_region_has_a_variant_checked_in_each_state():
 
 @pytest.mark.skipif(not (ADVISE / "region" / "replay.csv").is_file(), reason="no committed advise with its replay")
 def test_per_process_table_beside_the_pooled_prediction():
-    spec = importlib.util.spec_from_file_location("advise_per_process", ROOT / "tools" / "advise_per_process.py")
-    PP = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(PP)
     t = PP.table(ADVISE, "stencil", "other_cpu")
     mix = AS.rows_of(ADVISE, "stencil", "other_cpu")
     mix = mix[(mix.kind == "variant") & (mix.state.isna() | (mix.state == ""))].set_index("variant")
@@ -56,17 +62,17 @@ def test_per_process_table_beside_the_pooled_prediction():
 
 @pytest.mark.skipif(not (ADVISE / "region-real.csv").is_file(), reason="no committed advise with its real figures")
 def test_real_late_shares_split_on_the_real_steps_alone():
-    spec = importlib.util.spec_from_file_location("advise_per_process", ROOT / "tools" / "advise_per_process.py")
-    PP = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(PP)
     real = AS.inputs(ADVISE, "region")[3]
     real = real[real.placement == "other_cpu"]
     shares = PP.late_shares(ADVISE, "region", "other_cpu")
-    for variant, rows in shares.groupby(level="variant"):
+    for variant, steps in real.groupby("variant"):
+        if late_cut(steps.ns.to_numpy(dtype=float)) is None:
+            assert variant not in set(shares.index.get_level_values("variant") if len(shares) else [])
+            continue
+        rows = shares.xs(variant, level="variant")
         cut_ns = rows.index.get_level_values("cut_us")[0] * 1e3   # printed to 0.1 us
-        share = rows.droplevel(["variant", "cut_us"]).stack()     # (process, step) -> late share
+        share = rows.droplevel("cut_us").stack()                  # (process, step) -> late share
         assert ((share >= 0) & (share <= 1)).all()
-        steps = real[real.variant == variant]
         n_steps = steps.groupby(["process", "step"]).size().reindex(share.index)
         late_steps = round(float((share * n_steps).sum()))
         # the same steps counted late by the real times alone, on either side of the rounded cut

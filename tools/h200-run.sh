@@ -21,6 +21,9 @@
 #   tools/h200-run.sh halo             tools/halo-diag.sh (the stencil's four halo updates under the application's
 #                                      host use and the probe's, after its kernels or after the case before; needs
 #                                      build/halo-cross/ from tools/halo_cross.py build, carried) -> $OUT/halo.tar.xz
+#   tools/h200-run.sh state            tools/state-diag.sh (the region's wait state with every process, the application's
+#                                      and advise's runtime probe's, on the CPUs off the GPU's interrupt CPU or on a
+#                                      single one of them) -> $OUT/state.tar.xz
 #   tools/h200-run.sh notebooks PRESET a,b   some notebooks -> $OUT/notebooks.tar
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
 #   tools/h200-run.sh profile PRESET a,b   some notebooks' cells timed and profiled in one process each
@@ -46,6 +49,7 @@ export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/build/h200-out}
 mkdir -p "$OUT"
 py() { PYTHONPATH=$PWD/.site:$PWD/lib python3 "$@"; }   # pinpath and the wheels with the node's Python
+. tools/real-runs.sh   # real_runs: an application's variants timed in interleaved processes (advise's real figures)
 make setup ENV=system PYTHON=python3 >"$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 2; }
 # a machine still held from an earlier call keeps build/: an advise folder left there by an advise step of
 # the same sources (its sources.txt, manifest.source_digest) stays for a reference step to pack; of other
@@ -60,6 +64,15 @@ if [ -d build/advise-run ]; then
 fi
 nvidia-smi --query-gpu=name,driver_version,pci.bus_id,clocks.sm,clocks.mem,persistence_mode --format=csv
 status=0
+# whether build/offload's applications were built from the tree's sources (a bundle carried from before a
+# change would time the old programs)
+bundle_current() {
+  py -c 'import sys; from pinpath.errors import NotAvailable; from pinpath.experiments import offload_build as ob
+try:
+    [ob.app_binary(ob.find_build(), a) for a in ("region", "stencil", "species", "updates")]
+except NotAvailable as e:
+    sys.exit(f"h200-run: {e}")'
+}
 # pack NAME: this node's newest run, its report written by `pinpath finalize` where a stop cut it (a run
 # stopped while its report was written has none, and outputs/latest still names the run before it: no
 # notebook runs again), shared and packed with the advise step's folder (if it ran first) -> $OUT/NAME.tar.xz
@@ -171,17 +184,18 @@ while [ $# -gt 0 ]; do
       STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
       OUT=$OUT timeout 300 tools/halo-diag.sh 2>&1 | tail -30 || status=1
       ;;
+    state)       # the region and advise's probe with every process on the CPUs off the interrupt CPU, or on one of them
+      STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
+      bundle_current || { status=1; continue; }
+      OUT=$OUT timeout 400 tools/state-diag.sh 2>&1 | tail -60 || status=1
+      ;;
     placement)   # the real region and species unpinned, off and on the GPU's interrupt CPU -> $OUT/placement.tar.xz
       OUT=$OUT timeout 300 tools/placement-diag.sh 2>&1 | tail -8 || status=1
       ;;
     advise)      # the three offload applications traced (plain) and timed (every variant), then pinpath advise
       STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
       # a bundle built from other sources than the tree's would time the old programs: no advise from it
-      py -c 'import sys; from pinpath.errors import NotAvailable; from pinpath.experiments import offload_build as ob
-try:
-    [ob.app_binary(ob.find_build(), a) for a in ("region", "stencil", "species", "updates")]
-except NotAvailable as e:
-    sys.exit(f"h200-run: {e}")' || { status=1; continue; }
+      bundle_current || { status=1; continue; }
       export LD_LIBRARY_PATH=$PWD/build/offload-runtime/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} OMP_TARGET_OFFLOAD=MANDATORY
       d=build/advise-run; rm -rf $d; mkdir -p $d; echo "$digest" >$d/sources.txt
       # the CPU(s) that receive the GPU's interrupts: a process timed there is in the stencil's slow mode (NEXT.md).
@@ -211,26 +225,12 @@ print("" if why else ms.cpuspan(cpus))' "$1"; }   # "": the placement cannot be 
         [ $app = species ] && args=(--species 16 --steps 200) real=() construct=()
         # 40: the copies (bit 32) and the map entries made and removed (bit 8): species maps every step
         on $away env LIBOMPTARGET_INFO=40 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
-        # each variant in 5 processes per placement, the variants interleaved in runtime_term.turn_order's
-        # order (a rotation, reversed every other round: no variant always first, nor always the one after
-        # app_pinned's unregister): prediction.csv's real interval is over processes; the columns placement
-        # and cpus say where each ran
+        # each variant in 5 processes per placement, interleaved (tools/real-runs.sh): prediction.csv's real
+        # interval is over processes; the columns placement and cpus say where each ran
+        REAL_RUNS_HEADER=1
         for pl in "${places[@]}"; do
-          cpus=$(cpus_of $pl)
-          for p in 1 2 3 4 5; do
-            read -ra vs < <(py -c 'import sys; from pinpath.advise.runtime_term import turn_order
-print(*turn_order(["plain", "app_pinned", "lock_mapped"], int(sys.argv[1])))' $((p - 1)))
-            [ ${#vs[@]} = 3 ] || { echo "h200-run: no order of the variants (runtime_term.turn_order)" >&2; status=1; }
-            for v in "${vs[@]}"; do
-              mode=$v envs=(); [ $v = lock_mapped ] && mode=plain envs=(LIBOMPTARGET_LOCK_MAPPED_HOST_BUFFERS=1)
-              out=$d/$app-$v-$pl-$p
-              on $pl env "${envs[@]}" "$bin" --variant $mode "${args[@]}" "${real[@]}" >$out.out 2>$out.err || status=1
-              seen=1; [ $v$p$pl = plain1${places[0]} ] && seen=0   # one header line, the first run's
-              awk -F, -v v=$v -v p=$p -v h=$seen -v pl=$pl -v c="${cpus//,/ }" '/^#/ {next}
-                  /^variant,/ {if (!h++) print $0, "process", "placement", "cpus"; next}
-                  {$1 = v; print $0, p, pl, c}' OFS=, $out.out
-            done
-          done
+          c=$(cpus_of $pl); c=${c:--}
+          real_runs "$bin" $pl $d/$app "$c $c $c $c $c" "${args[@]}" "${real[@]}" || status=1
         done >$d/$app-real.csv
         # (taskset runs programs, not shell functions: py written out)
         # --trace-cpus: where the trace was taken (advise says it beside where it measured, and warns where they differ)

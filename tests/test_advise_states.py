@@ -52,7 +52,14 @@ def test_per_process_table_beside_the_pooled_prediction():
     mix = mix[(mix.kind == "variant") & (mix.state.isna() | (mix.state == ""))].set_index("variant")
     assert set(t.index) == set(mix.index) == {"plain", "app_pinned", "lock_mapped"}
     assert (t.pooled - mix.predicted_ns.reindex(t.index)).abs().max() < 1e-6   # the same prediction as advise's
-    n = AS.inputs(ADVISE, "stencil")[2].process.nunique()
+    assert (t.real - mix.real_ns.reindex(t.index)).abs().max() < 1e-6          # beside the same real figure
+    p, base, probe, _, pols = AS.inputs(ADVISE, "stencil")
+    n = probe.process.nunique()
+    # one process's own prediction: the replay with that process's probed copies only
+    proc = sorted(probe.process.unique())[0]
+    one = AS.predict(p, AS.pd.concat([base, AS.runtime_rows(probe[probe.process == proc], base)], ignore_index=True), pols)
+    one = one.typical[one.typical.by == "step"].set_index("variant").predicted_ns
+    assert abs(float(t.loc["plain", "processes"].split()[0]) * 1e3 - one["plain"]) < 100   # printed to 0.1 us
     for v, r in t.iterrows():
         each = [float(x) * 1e3 for x in r.processes.split()]
         assert len(each) == n and n >= 2

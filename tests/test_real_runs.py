@@ -39,11 +39,12 @@ py() {{ PYTHONPATH={ROOT / 'lib'} {sys.executable} "$@"; }}
                           env={**os.environ, "APP": str(stand_in)})
 
 
-@pytest.mark.skipif(shutil.which("taskset") is None, reason="no taskset here")
+@pytest.mark.skipif(shutil.which("taskset") is None or len(os.sched_getaffinity(0)) < 2,
+                    reason="no taskset here, or one CPU only (a pinned process could not be told from an unpinned one)")
 def test_processes_interleaved_pinned_and_joined_under_one_header(tmp_path):
-    cpu = min(os.sched_getaffinity(0))
+    first, cpu = min(os.sched_getaffinity(0)), max(os.sched_getaffinity(0))   # unpinned, the stand-in prints first
     r = _run(tmp_path, f"""REAL_RUNS_HEADER=1
-{{ real_runs "$APP" here "$PWD/x" "{cpu} -" --steps 2 --paired && real_runs "$APP" there "$PWD/x" "{cpu}" --steps 2; }} >real.csv""")
+{{ real_runs "$APP" here "$PWD/x" "{cpu} -" --steps 2 --paired && real_runs "$APP" there "$PWD/x" "{cpu},{first}" --steps 2; }} >real.csv""")
     assert r.returncode == 0, r.stderr
     text = (tmp_path / "real.csv").read_text()
     assert text.count("variant,") == 1 and "#" not in text   # one header, the facts left out
@@ -58,10 +59,13 @@ def test_processes_interleaved_pinned_and_joined_under_one_header(tmp_path):
     # lock_mapped is the plain program with the runtime's variable set, and named lock_mapped
     assert (real.lock == real.variant.eq("lock_mapped").astype(int)).all()
     assert (real.args == "--steps 2 --paired").sum() == 12 and (real.args == "--steps 2").sum() == 6
-    # pinned where a CPU set is given (the stand-in's first allowed CPU), unpinned at "-"
-    pinned = real[real.cpus.notna()]
-    assert set(pinned.cpus.astype(int)) == {cpu} and (pinned.ns == cpu).all()
-    assert real[real.cpus.isna()].process.unique().tolist() == [2]
+    # pinned where a CPU set is given (ns: the stand-in's first allowed CPU), unpinned at "-"; cpus
+    # space-separated (the CSV's own separator is the comma)
+    here_pinned = here[here.process == 1]
+    assert (here_pinned.cpus.astype(str) == str(cpu)).all() and (here_pinned.ns == cpu).all()
+    assert here[here.process == 2].cpus.isna().all() and (here[here.process == 2].ns == first).all()
+    there = real[real.placement == "there"]
+    assert (there.cpus == f"{cpu} {first}").all() and (there.ns == first).all()
     assert sorted(p.name for p in tmp_path.glob("x-*-here-*.out")) == sorted(
         f"x-{v}-here-{p}.out" for v in ("plain", "app_pinned", "lock_mapped") for p in (1, 2))
     # pinpath advise reads it as it reads h200-run.sh's (the columns process and placement)

@@ -44,7 +44,7 @@
 # The references do not fit beside them in one call's carry: tools/refs-aside.sh out HOLD first (their
 # manifests stay: STOP_BY reads the notebooks' earlier times from them), back HOLD after.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/build/h200-out}
 mkdir -p "$OUT"
@@ -227,6 +227,7 @@ print("" if why else ms.cpuspan(cpus))' "$1"; }   # "": the placement cannot be 
         on $away env LIBOMPTARGET_INFO=40 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
         # each variant in 5 processes per placement, interleaved (tools/real-runs.sh): prediction.csv's real
         # interval is over processes; the columns placement and cpus say where each ran
+        # shellcheck disable=SC2034  # REAL_RUNS_HEADER is read by real_runs
         REAL_RUNS_HEADER=1
         for pl in "${places[@]}"; do
           c=$(cpus_of $pl); c=${c:--}

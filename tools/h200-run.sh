@@ -85,7 +85,8 @@ pack() {
     py -m pinpath finalize "outputs/$run" 2>&1 | tail -2
   fi
   make share ENV=system PYTHON=python3 RUN="outputs/$run" >/dev/null 2>&1 || { echo "pack: make share failed"; return 1; }
-  [ -d build/advise-run ] && cp -r build/advise-run "outputs/$run/advise"
+  # a second pack of one run (pack after reference, resume) replaces the folder, never nests it
+  [ -d build/advise-run ] && rm -rf "outputs/$run/advise" && cp -r build/advise-run "outputs/$run/advise"
   echo "pack $1: run $run"
   # xz: a full run as a plain tar (about 37 MB) is too large to come back from the node
   tar -C outputs --exclude="*.zip" -I "xz -T0" -cf "$OUT/$1.tar.xz" "$run"   # xz on every core

@@ -24,6 +24,9 @@
 #   tools/h200-run.sh state            tools/state-diag.sh (the region's wait state with every process, the application's
 #                                      and advise's runtime probe's, on the CPUs off the GPU's interrupt CPU or on a
 #                                      single one of them) -> $OUT/state.tar.xz
+#   tools/h200-run.sh idle             tools/idle-diag.sh (the region's wait state with CPUs kept from halting or
+#                                      not), then tools/state-diag.sh with every CPU kept awake
+#                                      -> $OUT/idle.tar.xz, $OUT/state-awake.tar.xz
 #   tools/h200-run.sh notebooks PRESET a,b   some notebooks -> $OUT/notebooks.tar
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
 #   tools/h200-run.sh profile PRESET a,b   some notebooks' cells timed and profiled in one process each
@@ -189,6 +192,12 @@ while [ $# -gt 0 ]; do
       STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
       bundle_current || { status=1; continue; }
       OUT=$OUT timeout 400 tools/state-diag.sh 2>&1 | tail -60 || status=1
+      ;;
+    idle)        # the region's wait state with CPUs kept from halting (SCHED_IDLE spinners) or not; advise so
+      STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
+      bundle_current || { status=1; continue; }
+      OUT=$OUT timeout 250 tools/idle-diag.sh 2>&1 | tail -40 || status=1
+      OUT=$OUT AWAKE=1 timeout 300 tools/state-diag.sh 2>&1 | tail -30 || status=1
       ;;
     placement)   # the real region and species unpinned, off and on the GPU's interrupt CPU -> $OUT/placement.tar.xz
       OUT=$OUT timeout 300 tools/placement-diag.sh 2>&1 | tail -8 || status=1

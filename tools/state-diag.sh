@@ -11,14 +11,20 @@
 # placement, tools/advise_per_process.py prints the prediction per probe process and the real steps'
 # late shares. Each placement's folder is an advise folder (its region-real.csv names the placement
 # other_cpu, where advise's prediction is, so that its per-state rows find their real steps; real.csv
-# keeps range and one).
-#   OUT=DIR tools/state-diag.sh   -> DIR/state.tar.xz
+# keeps range and one). AWAKE=1: every CPU kept from halting throughout, the probe's processes too
+# (tools/awake.sh; SCHED_IDLE spinners), for a sample in that named state.
+#   OUT=DIR [AWAKE=1] tools/state-diag.sh   -> DIR/state.tar.xz (AWAKE=1: DIR/state-awake.tar.xz)
 set -uo pipefail
 : "${OUT:?state-diag: set OUT=DIR, the folder for state.tar.xz}"
 cd "$(dirname "$0")/.." || exit 2
 d=build/state-diag; rm -rf $d; mkdir -p $d/range $d/one
 py() { PYTHONPATH=$PWD/.site:$PWD/lib python3 "$@"; }
 . tools/real-runs.sh
+if [ -n "${AWAKE:-}" ]; then
+  . tools/awake.sh
+  trap awake_off EXIT
+  awake_on "$(py -c 'import os; print(*sorted(os.sched_getaffinity(0)))')"
+fi
 export LD_LIBRARY_PATH=$PWD/build/offload-runtime/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} OMP_TARGET_OFFLOAD=MANDATORY
 bin=$(ls build/offload/region-sm_* 2>/dev/null | head -1)
 [ -n "$bin" ] || { echo "state-diag: no build/offload/region-sm_*: carry build/offload"; exit 2; }
@@ -27,7 +33,7 @@ read -r range others < <(py -c 'from pinpath import machine_state as ms
 cpus, why = ms.placement_cpus("other_cpu", ms.gpu_irq_cpus()); print(*([] if why else [ms.cpuspan(cpus), *cpus]))')
 [ -n "${others:-}" ] || { echo "state-diag: no GPU interrupt CPU found: nothing to place off it"; exit 2; }
 read -ra single <<<"$others"
-{ grep nvidia /proc/interrupts; echo "range=$range"; } >$d/irq.txt
+{ grep nvidia /proc/interrupts; echo "range=$range"; echo "awake=${AWAKE:-}"; } >$d/irq.txt
 args=(--nw 16 --steps 5 --paired)   # as h200-run.sh's advise step times the region
 taskset -c "$range" env LIBOMPTARGET_INFO=40 "$bin" --variant plain --nw 16 --steps 5 --markers 2>$d/range/region.info \
   >/dev/null || exit 1
@@ -55,5 +61,5 @@ for pl in range one; do
   fi
   py tools/advise_per_process.py $d/$pl region 2>&1 | tee $d/$pl/per_process.txt || status=1
 done
-tar -C build -I "xz -T0" -cf "$OUT/state.tar.xz" state-diag
+tar -C build -I "xz -T0" -cf "$OUT/state${AWAKE:+-awake}.tar.xz" state-diag
 exit $status

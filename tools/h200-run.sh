@@ -21,9 +21,10 @@
 #   tools/h200-run.sh halo             tools/halo-diag.sh (the stencil's four halo updates under the application's
 #                                      host use and the probe's, after its kernels or after the case before; needs
 #                                      build/halo-cross/ from tools/halo_cross.py build, carried) -> $OUT/halo.tar.xz
-#   tools/h200-run.sh state            tools/state-diag.sh (the region's wait state with every process, the application's
-#                                      and advise's runtime probe's, on the CPUs off the GPU's interrupt CPU or on a
-#                                      single one of them) -> $OUT/state.tar.xz
+#   tools/h200-run.sh state            tools/state-diag.sh (an application's wait state with every process, the
+#                                      application's and advise's runtime probe's, on the CPUs off the GPU's interrupt
+#                                      CPU or on a single one of them; APPS, PLACEMENTS, TAR as it takes them,
+#                                      STATE_LIMIT_S: its time limit, default 400) -> $OUT/state.tar.xz
 #   tools/h200-run.sh idle             tools/idle-diag.sh (the region's wait state with CPUs kept from halting or
 #                                      not), then tools/state-diag.sh with every CPU kept awake
 #                                      -> $OUT/idle.tar.xz, $OUT/state-awake.tar.xz
@@ -191,7 +192,7 @@ while [ $# -gt 0 ]; do
     state)       # the region and advise's probe with every process on the CPUs off the interrupt CPU, or on one of them
       STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
       bundle_current || { status=1; continue; }
-      OUT=$OUT timeout 400 tools/state-diag.sh 2>&1 | tail -60 || status=1
+      OUT=$OUT timeout "${STATE_LIMIT_S:-400}" tools/state-diag.sh 2>&1 | tail -60 || status=1   # APPS, PLACEMENTS, TAR pass on
       ;;
     idle)        # the region's wait state with CPUs kept from halting (SCHED_IDLE spinners) or not; advise so
       STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
@@ -230,9 +231,7 @@ print("" if why else ms.cpuspan(cpus))' "$1"; }   # "": the placement cannot be 
         bin=$(ls build/offload/$app-sm_* | head -1)
         # --paired: the region's copies apart from its kernel (transfer_ns); its copies are map clauses of a
         # target region (--construct region), the stencil's target updates, species' enter/exit data maps
-        args=(--nw 16 --steps 5) real=(--paired) construct=(--construct region)
-        [ $app = stencil ] && args=(--nx 4096 --ny 512 --steps 200 --checkpoint 50) real=() construct=()
-        [ $app = species ] && args=(--species 16 --steps 200) real=() construct=()
+        args=() real=() construct=(); app_args $app
         # 40: the copies (bit 32) and the map entries made and removed (bit 8): species maps every step
         on $away env LIBOMPTARGET_INFO=40 "$bin" --variant plain "${args[@]}" --markers 2>$d/$app.info >/dev/null || status=1
         # each variant in 5 processes per placement, interleaved (tools/real-runs.sh): prediction.csv's real

@@ -1,6 +1,6 @@
 """Analysis of tools/idle-diag.sh (issue 33 item 3): the region's invocations per condition (which
 CPUs were kept from halting), placement and variant, each process's median region and its copies'
-late share, the cut between soon and late copies taken per variant over all conditions together
+late share (copies: the invocation's transfer part with --paired, else the whole invocation), the cut between soon and late copies taken per variant over all conditions together
 (``wake_state.late_cut``: two well-apart groups, or none).
 
 Usage: PYTHONPATH=lib python3 tools/idle_diag.py analyse DIR   (DIR holds real.csv and facts.txt)
@@ -20,6 +20,8 @@ def per_process(real: pd.DataFrame) -> pd.DataFrame:
     """One row per process: condition, placement, variant, process, region_us (median invocation),
     copies_us (median transfer part), late (share of copies past the variant's cut)."""
     real = real.copy()
+    if "transfer_ns" not in real:   # a run without --paired: the whole invocation (its kernel is steady)
+        real["transfer_ns"] = real.ns
     real[["condition", "place"]] = real.placement.str.split(":", n=1, expand=True)
     cuts = {v: late_cut(g.transfer_ns) for v, g in real.groupby("variant")}
     rows = []

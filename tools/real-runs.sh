@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Sourced (bash) by tools/h200-run.sh's advise step and tools/state-diag.sh: an offload application's
-# variants timed in processes, interleaved, as the real figures for `pinpath advise --real`.
+# Sourced (bash) by tools/h200-run.sh's advise step, tools/state-diag.sh and tools/idle-diag.sh: an
+# offload application's variants timed in processes, interleaved, as the real figures for
+# `pinpath advise --real` (real_runs), and each application's arguments as advise times it (app_args).
 #
 #   real_runs BIN PLACE PREFIX "CPUS_1 CPUS_2 ..." [ARG ...]
 #     For each process p = F..F+N-1 (N CPU sets, F = REAL_RUNS_FIRST or 1; "-" leaves that process
@@ -37,4 +38,17 @@ print(*turn_order(["plain", "app_pinned", "lock_mapped"], int(sys.argv[1])))' $(
     done
   done
   return $status
+}
+
+# app_args APP: sets the arrays args (the run's size, as advise times it), real (what only the timed runs
+# add: the region's copies apart from its kernel) and construct (pinpath advise's --construct) for one
+# of the offload applications region, stencil, species. Returns 1 for another name.
+# shellcheck disable=SC2034  # the arrays are read by the caller
+app_args() {
+  case $1 in
+    region)  args=(--nw 16 --steps 5) real=(--paired) construct=(--construct region) ;;
+    stencil) args=(--nx 4096 --ny 512 --steps 200 --checkpoint 50) real=() construct=() ;;
+    species) args=(--species 16 --steps 200) real=() construct=() ;;
+    *) echo "app_args: no application $1" >&2; return 1 ;;
+  esac
 }

@@ -57,6 +57,18 @@ class _Page:
         except asyncio.TimeoutError:
             return
 
+    async def until(self, method: str, seconds: float = 10.0) -> None:
+        """Collect events until one named ``method`` has come (it may have come already), at most ``seconds``."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + seconds
+        while not any(e["method"] == method for e in self.events) and (left := end - loop.time()) > 0:
+            try:
+                msg = json.loads(await asyncio.wait_for(self.ws.read_message(), left))
+            except asyncio.TimeoutError:
+                return
+            if "method" in msg:
+                self.events.append(msg)
+
     def errors(self) -> list[str]:
         out = []
         for e in self.events:
@@ -99,7 +111,8 @@ async def _look(url: str, shot: Path, profile: Path, width: int = WIDTH_PX, heig
         await page.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
                         mobile=False)
         await page.call("Page.navigate", url=url)
-        await page.settle(2.0)
+        await page.until("Page.loadEventFired")   # the page and its images loaded
+        await page.settle(0.5)                     # what its scripts log just after
         res = await page.call("Runtime.evaluate", returnByValue=True, expression="""({
             text: document.body.innerText,
             overflow: document.documentElement.scrollWidth - window.innerWidth,

@@ -88,3 +88,13 @@ def test_processes_numbered_from_real_runs_first(tmp_path):
     for p in (4, 5):   # the order of turn p - 1, as if the processes before had run in this call
         assert real[real.process == p].drop_duplicates("variant").variant.tolist() == \
             turn_order(["plain", "app_pinned", "lock_mapped"], p - 1)
+
+
+def test_app_args_gives_each_application_as_advise_times_it(tmp_path):
+    r = _run(tmp_path, """for a in region stencil species; do app_args $a; echo "$a|${args[*]}|${real[*]}|${construct[*]}"; done
+app_args nothing; echo "rc=$?" """)
+    lines = r.stdout.splitlines()
+    assert lines[:3] == ["region|--nw 16 --steps 5|--paired|--construct region",
+                         "stencil|--nx 4096 --ny 512 --steps 200 --checkpoint 50||",
+                         "species|--species 16 --steps 200||"]
+    assert lines[3] == "rc=1" and "no application nothing" in r.stderr

@@ -120,10 +120,10 @@ def _stress(threads: int, ops: int, seed: int, budget_s: float, env=None) -> dic
 
 
 def test_stress_16_threads(report):
-    """16 threads x 10,000 random operations, bounded to 8 s in `make test` (the line says how many
+    """16 threads x 10,000 random operations, bounded to 5 s in `make test` (the line says how many
     ran; PINPATH_STRESS_S raises the bound)."""
     import os
-    res = _stress(16, 10_000, 20261202, float(os.environ.get("PINPATH_STRESS_S", "8")))
+    res = _stress(16, 10_000, 20261202, float(os.environ.get("PINPATH_STRESS_S", "5")))
     report(f"map stress: {res['ops']} of {res['asked']} operations by {res['threads']} threads, seed {res['seed']}, "
            f"{res['seconds']} s, {res['checks']} quiescent checks, violations: {len(res['violations'])}")
     assert res["checks"] >= 1 and not res["violations"], res    # the map is verified at the quiescent checks

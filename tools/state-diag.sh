@@ -11,8 +11,8 @@
 # (one: a single CPU for the probe's processes too). No verdict: per placement,
 # tools/advise_per_process.py prints the prediction per probe process and the real steps' late shares.
 # Each placement's folder is an advise folder (its APP-real.csv names the placement other_cpu, where
-# advise's prediction is, so that its per-state rows find their real steps; real.csv keeps range and
-# one). AWAKE=1: every CPU kept from halting throughout, the probe's processes too (tools/awake.sh;
+# advise's prediction is, so that its per-state rows find their real steps; build/state-diag/APP-real.csv keeps every
+# placement). AWAKE=1: every CPU kept from halting throughout, the probe's processes too (tools/awake.sh;
 # SCHED_IDLE spinners), for a sample in that named state.
 #   OUT=DIR [APPS="region stencil species"] [PLACEMENTS="range one"] [AWAKE=1] [TAR=state] tools/state-diag.sh
 #     -> DIR/TAR.tar.xz (TAR default: state, with AWAKE=1 state-awake)

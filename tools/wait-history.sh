@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Diagnostic (issue 33 item 3), on a GPU node from the repository root (nvcc on PATH): does a blocking
+# wait's soon or late wake (README "Wait states") follow what the process waited on just before?
+# tools/wait_history.cu in fresh processes, each timing short copies after six histories (nothing,
+# a 20 us / 200 us / 2 ms kernel waited on, 2 ms asleep, 2 ms busy). Six rounds of processes; in each
+# the blocking-sync mode (as LLVM's CUDA plugin sets it) on the CPUs off the GPU's interrupt CPU
+# (range, advise's other_cpu) and on a single one of them (one), in an alternating order, and every
+# other round CUDA's default mode (auto) on range as a control. No verdict: tools/wait_history.py
+# analyse DIR prints, per op and history, the late share of each process.
+#   OUT=DIR [ROUNDS=8] tools/wait-history.sh   -> DIR/history.tar.xz
+set -uo pipefail
+: "${OUT:?wait-history: set OUT=DIR, the folder for history.tar.xz}"
+cd "$(dirname "$0")/.." || exit 2
+d=build/wait-history; rm -rf $d; mkdir -p $d/runs
+py() { PYTHONPATH=$PWD/.site:$PWD/lib python3 "$@"; }
+nvcc -O2 -o $d/wait_history tools/wait_history.cu || exit 2
+read -r range others < <(py -c 'from pinpath import machine_state as ms
+cpus, why = ms.placement_cpus("other_cpu", ms.gpu_irq_cpus()); print(*([] if why else [ms.cpuspan(cpus), *cpus]))')
+[ -n "${others:-}" ] || { echo "wait-history: no GPU interrupt CPU found: nothing to place off it"; exit 2; }
+read -ra single <<<"$others"
+{ echo "range=$range"; uname -r; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; grep nvidia /proc/interrupts; } \
+  >$d/facts.txt 2>&1
+status=0
+run() {   # run MODE PLACEMENT CPUS P
+  taskset -c "$3" $d/wait_history "$1" "$4" "$4" "${ROUNDS:-8}" >$d/runs/$4-$2-$1.csv 2>>$d/stderr.txt || status=1
+  awk -F, -v OFS=, -v pl="$2" 'NR == 1 {next} {print $0, pl}' $d/runs/$4-$2-$1.csv >>$d/history.csv
+}
+echo "mode,process,round,history,op,index,ns,placement" >$d/history.csv
+for p in 1 2 3 4 5 6; do
+  one=${single[$(( (p - 1) % ${#single[@]} ))]}
+  if [ $((p % 2)) = 1 ]; then run blocking range "$range" $p; run blocking one "$one" $p; run auto range "$range" $p
+  else run blocking one "$one" $p; run blocking range "$range" $p; fi
+done
+py tools/wait_history.py analyse $d 2>&1 | tee $d/analysis.txt || status=1
+tar -C build -I "xz -T0" -cf "$OUT/history.tar.xz" wait-history
+exit $status

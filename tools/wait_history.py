@@ -1,0 +1,67 @@
+"""Analysis of tools/wait-history.sh (issue 33 item 3): does a blocking wait's soon or late wake follow
+what the process waited on just before (tools/wait_history.cu)? No verdict.
+
+Per wait mode and op, the cut between soon and late waits is taken over all the mode's rows of that op
+(``wake_state.late_cut``: two well-apart groups, or none). Then per placement, op and history: the
+median op, and the late share of the ops in their block's steady part (index >= CARRY: the history
+has acted) and of each block's first op (index 0: the previous block's history still acts), and each
+process's steady late share, so that a state drawn per process shows as a spread across a row and a
+state made by the history as a difference between rows.
+
+Usage: PYTHONPATH=lib python3 tools/wait_history.py analyse DIR   (DIR holds history.csv)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from pinpath.advise.wake_state import late_cut
+
+CARRY = 2   #: a block's first CARRY ops may still carry the previous block's history
+
+
+def cuts(rows: pd.DataFrame) -> dict[tuple[str, str], float | None]:
+    """The soon/late cut (ns) per (mode, op), over every placement, history and process."""
+    return {key: late_cut(g.ns) for key, g in rows.groupby(["mode", "op"])}
+
+
+def table(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (mode, placement, op, history): n, median_us, steady_late, first_late,
+    process_late (each process's steady late share, in process order). Late shares are NaN where
+    the mode and op have no two states."""
+    cut = cuts(rows)
+    out = []
+    for (mode, place, op, hist), g in rows.groupby(["mode", "placement", "op", "history"]):
+        c = cut[(mode, op)]
+        steady, first = g[g["index"] >= CARRY], g[g["index"] == 0]
+        late = (lambda x: float((x.ns > c).mean()) if c is not None and len(x) else float("nan"))
+        per = steady.groupby("process").apply(late, include_groups=False) if c is not None else pd.Series(dtype=float)
+        out.append({"mode": mode, "placement": place, "op": op, "history": hist, "n": len(g),
+                    "median_us": g.ns.median() / 1e3, "steady_late": late(steady), "first_late": late(first),
+                    "process_late": " ".join(f"{x:.2f}" for x in per)})
+    t = pd.DataFrame(out)
+    t.attrs["cuts_us"] = {f"{m}/{o}": (None if c is None else round(c / 1e3, 1)) for (m, o), c in cut.items()}
+    return t
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] != "analyse":
+        print(__doc__)
+        return 2
+    path = Path(argv[1]) / "history.csv"
+    rows = pd.read_csv(path) if path.exists() else pd.DataFrame()
+    if rows.empty:
+        print(f"wait_history: no rows in {path}")
+        return 1
+    t = table(rows)
+    print("cut between soon and late waits per mode/op (us; None: one group):", t.attrs["cuts_us"])
+    with pd.option_context("display.width", 200, "display.max_rows", 500, "display.max_colwidth", 60):
+        print(t.round(2).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -22,8 +22,9 @@ read -ra single <<<"$others"
   >$d/facts.txt 2>&1
 status=0
 run() {   # run MODE PLACEMENT CPUS P
-  taskset -c "$3" $d/wait_history "$1" "$4" "$4" "${ROUNDS:-8}" >$d/runs/$4-$2-$1.csv 2>>$d/stderr.txt || status=1
-  awk -F, -v OFS=, -v pl="$2" 'NR == 1 {next} {print $0, pl}' $d/runs/$4-$2-$1.csv >>$d/history.csv
+  local f="$d/runs/$4-$2-$1.csv"
+  taskset -c "$3" $d/wait_history "$1" "$4" "$4" "${ROUNDS:-8}" >"$f" 2>>$d/stderr.txt || status=1
+  awk -F, -v OFS=, -v pl="$2" 'NR == 1 {next} {print $0, pl}' "$f" >>$d/history.csv
 }
 echo "mode,process,round,history,op,index,ns,placement" >$d/history.csv
 for p in 1 2 3 4 5 6; do

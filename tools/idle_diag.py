@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pinpath.advise.wake_state import late_cut
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from diag_cli import analyse_rows, print_table  # noqa: E402  (a sibling tool)
+
+from pinpath.advise.wake_state import late_cut  # noqa: E402
 
 
 def per_process(real: pd.DataFrame) -> pd.DataFrame:
@@ -46,18 +49,11 @@ def summary(pp: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] != "analyse":
-        print(__doc__)
-        return 2
-    folder = Path(argv[1])
-    real = pd.read_csv(folder / "real.csv")
-    if real.empty:
-        print(f"idle_diag: no rows in {folder / 'real.csv'}")
-        return 1
+    real = analyse_rows(argv, __doc__, "idle_diag", "real.csv")
+    if isinstance(real, int):
+        return real
     pp = per_process(real)
-    print("cut between soon and late copies per variant (us):", pp.attrs["cuts_us"])
-    with pd.option_context("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 40):
-        print(summary(pp).round(1).to_string())
+    print_table("cut between soon and late copies per variant (us):", pp.attrs["cuts_us"], summary(pp))
     return 0
 
 

@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pinpath.advise.wake_state import late_cut
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from diag_cli import analyse_rows, print_table  # noqa: E402  (a sibling tool)
+
+from pinpath.advise.wake_state import late_cut  # noqa: E402
 
 CARRY = 2   #: a block's first CARRY ops may still carry the previous block's history
 
@@ -48,18 +51,11 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] != "analyse":
-        print(__doc__)
-        return 2
-    path = Path(argv[1]) / "history.csv"
-    rows = pd.read_csv(path) if path.exists() else pd.DataFrame()
-    if rows.empty:
-        print(f"wait_history: no rows in {path}")
-        return 1
+    rows = analyse_rows(argv, __doc__, "wait_history", "history.csv")
+    if isinstance(rows, int):
+        return rows
     t = table(rows)
-    print("cut between soon and late waits per mode/op (us; None: one group):", t.attrs["cuts_us"])
-    with pd.option_context("display.width", 200, "display.max_rows", 500, "display.max_colwidth", 60):
-        print(t.round(2).to_string(index=False))
+    print_table("cut between soon and late waits per mode/op (us; None: one group):", t.attrs["cuts_us"], t, index=False)
     return 0
 
 

@@ -14,6 +14,8 @@ cd "$(dirname "$0")/.." || exit 2
 d=build/wait-history; rm -rf $d; mkdir -p $d/runs
 py() { PYTHONPATH=$PWD/.site:$PWD/lib python3 "$@"; }
 nvcc -O2 -o $d/wait_history tools/wait_history.cu || exit 2
+# a fresh machine names no GPU interrupt CPU before its first blocking waits (machine_state.gpu_irq_cpus)
+$d/wait_history blocking warm 0 2 >/dev/null 2>>$d/stderr.txt || exit 2
 read -r range others < <(py -c 'from pinpath import machine_state as ms
 cpus, why = ms.placement_cpus("other_cpu", ms.gpu_irq_cpus()); print(*([] if why else [ms.cpuspan(cpus), *cpus]))')
 [ -n "${others:-}" ] || { echo "wait-history: no GPU interrupt CPU found: nothing to place off it"; exit 2; }

@@ -37,6 +37,8 @@ def test_late_shares_per_history_block_part_and_process(tmp_path):
     assert t.loc["none", "first_late"] == 1.0 and t.loc["kern2ms", "first_late"] == 0.0   # index 0 apart
     assert t.loc["kern2ms", "process_late"].split()[1] == "1.00"
     assert t.loc["none", "process_late"].split()[1] == "0.00"
+    late_median = [float(x) for x in t.loc["kern2ms", "process_median_us"].split()]
+    assert len(late_median) == 2 and all(37 < x < 39 for x in late_median)   # each process's own median
     rows.to_csv(tmp_path / "history.csv", index=False)
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "wait_history.py"), "analyse", str(tmp_path)],
                        capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "lib")}, timeout=60)
@@ -49,6 +51,7 @@ def test_one_group_gives_no_late_share(tmp_path):
     t = WH.table(rows)
     assert t.attrs["cuts_us"]["blocking/d2h_240KiB"] is None
     assert t.steady_late.isna().all() and t.process_late.eq("").all()
+    assert 8.5 < float(t.process_median_us.iat[0]) < 9.5   # the medians hold where no late share can
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "wait_history.py"), "analyse", str(tmp_path)],
                        capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "lib")}, timeout=60)
     assert r.returncode == 1 and "no rows" in r.stdout

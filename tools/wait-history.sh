@@ -5,14 +5,18 @@
 # a 20 us / 200 us / 2 ms kernel waited on, 2 ms asleep, 2 ms busy). Six rounds of processes; in each
 # the blocking-sync mode (as LLVM's CUDA plugin sets it) on the CPUs off the GPU's interrupt CPU
 # (range, advise's other_cpu) and on a single one of them (one), in an alternating order, and every
-# other round CUDA's default mode (auto) on range as a control. No verdict: tools/wait_history.py
-# analyse DIR prints, per op and history, the late share of each process.
-#   OUT=DIR [ROUNDS=8] tools/wait-history.sh   -> DIR/history.tar.xz
+# other round CUDA's default mode (auto) on range as a control. With AWAKE=1 each round also runs the
+# blocking mode on range with every CPU kept from halting (tools/awake.sh; placement "range_awake").
+# HISTORIES: wait_history.cu's list (none, kernN, sleepN, busyN; N in us). No verdict:
+# tools/wait_history.py analyse DIR prints, per op and history, the late share and median of each process.
+#   OUT=DIR [ROUNDS=8] [HISTORIES=...] [AWAKE=1] tools/wait-history.sh   -> DIR/history.tar.xz
 set -uo pipefail
 : "${OUT:?wait-history: set OUT=DIR, the folder for history.tar.xz}"
 cd "$(dirname "$0")/.." || exit 2
 d=build/wait-history; rm -rf $d; mkdir -p $d/runs
 py() { PYTHONPATH=$PWD/.site:$PWD/lib python3 "$@"; }
+. tools/awake.sh
+trap awake_off EXIT
 nvcc -O2 -o $d/wait_history tools/wait_history.cu || exit 2
 # a fresh machine names no GPU interrupt CPU before its first blocking waits (machine_state.gpu_irq_cpus)
 $d/wait_history blocking warm 0 2 >/dev/null 2>>$d/stderr.txt || exit 2
@@ -23,9 +27,11 @@ read -ra single <<<"$others"
 { echo "range=$range"; uname -r; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; grep nvidia /proc/interrupts; } \
   >$d/facts.txt 2>&1
 status=0
+{ echo "histories=${HISTORIES:-default}"; echo "awake=${AWAKE:-0}"; } >>$d/facts.txt
 run() {   # run MODE PLACEMENT CPUS P
   local f="$d/runs/$4-$2-$1.csv"
-  taskset -c "$3" $d/wait_history "$1" "$4" "$4" "${ROUNDS:-8}" >"$f" 2>>$d/stderr.txt || status=1
+  taskset -c "$3" $d/wait_history "$1" "$4" "$4" "${ROUNDS:-8}" 16 ${HISTORIES:+"$HISTORIES"} >"$f" \
+    2>>$d/stderr.txt || status=1
   awk -F, -v OFS=, -v pl="$2" 'NR == 1 {next} {print $0, pl}' "$f" >>$d/history.csv
 }
 echo "mode,process,round,history,op,index,ns,placement" >$d/history.csv
@@ -33,6 +39,9 @@ for p in 1 2 3 4 5 6; do
   one=${single[$(( (p - 1) % ${#single[@]} ))]}
   if [ $((p % 2)) = 1 ]; then run blocking range "$range" $p; run blocking one "$one" $p; run auto range "$range" $p
   else run blocking one "$one" $p; run blocking range "$range" $p; fi
+  if [ "${AWAKE:-0}" = 1 ]; then
+    awake_on "$(seq 0 $(($(nproc) - 1)))"; run blocking range_awake "$range" $p; awake_off
+  fi
 done
 py tools/wait_history.py analyse $d 2>&1 | tee $d/analysis.txt || status=1
 tar -C build -I "xz -T0" -cf "$OUT/history.tar.xz" wait-history

@@ -6,11 +6,12 @@
  * just before? The probe times copies back to back; an application waits on its kernels between them.
  *
  * Per round, every (history, op) pair in a shuffled order, a block of BLOCK timed ops each, every op
- * preceded by its history (outside the clock):
+ * preceded by its history (outside the clock). A history is none or KINDn, n in us:
  *   none       nothing: the ops back to back, as the runtime probe times them
- *   kern20us, kern200us, kern2ms   a delay kernel of that length and a blocking wait on it
- *   sleep2ms   the thread asleep (nanosleep) for 2 ms: a long wait that is not the driver's
- *   busy2ms    the thread busy on its CPU for 2 ms: a gap with no wait at all
+ *   kernN      a delay kernel of N us and a blocking wait on it
+ *   sleepN     the thread asleep (nanosleep) for N us: a wait that is not the driver's
+ *   busyN      the thread busy on its CPU for N us: a gap with no wait at all
+ * HISTORIES (a comma list) names them; the default is none,kern20,kern200,kern2000,sleep2000,busy2000.
  * The ops (timed: the enqueue and the stream's wait, clock_gettime around both):
  *   d2h_4B, d2h_240KiB, d2h_1MiB   a copy from device memory to pinned host memory
  *   k10_d2h_240KiB                 a 10 us kernel and the 240 KiB copy behind it, one wait (a region's shape)
@@ -19,9 +20,9 @@
  * before it and compared after it, outside the clock (exit status 1 on a mismatch).
  *
  * Build: nvcc -O2 -o wait_history tools/wait_history.cu
- * Usage: wait_history MODE PROCESS SEED ROUNDS [BLOCK]   MODE: blocking (CU_CTX_SCHED_BLOCKING_SYNC), auto
+ * Usage: wait_history MODE PROCESS SEED ROUNDS [BLOCK [HISTORIES]]   MODE: blocking (CU_CTX_SCHED_BLOCKING_SYNC), auto
  *        (CUDA's default), spin, yield; PROCESS: a label written in every row
- * Output (stdout): mode,process,round,history,op,index,ns
+ * Output (stdout): mode,process,round,history,op,index,ns (history as named, us appended: busy50us)
  */
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -53,8 +54,33 @@ __global__ void delay_kernel(long long ns) {
     } while ((long long)(t - t0) < ns);
 }
 
-enum { H_NONE, H_K20, H_K200, H_K2000, H_SLEEP, H_BUSY, N_HIST };
-static const char *hist_name[N_HIST] = {"none", "kern20us", "kern200us", "kern2ms", "sleep2ms", "busy2ms"};
+enum { H_NONE, H_KERN, H_SLEEP, H_BUSY };
+#define MAX_HIST 32
+static int n_hist, hist_kind[MAX_HIST];
+static long long hist_ns[MAX_HIST];
+static char hist_name[MAX_HIST][24];
+
+/* the histories of a comma list (none, kernN, sleepN, busyN; N in us); 0 on a bad list */
+static int parse_histories(const char *list) {
+    static const char *kinds[] = {"none", "kern", "sleep", "busy"};
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (n_hist == MAX_HIST) return 0;
+        int k = -1;
+        for (int i = 0; i < 4; i++)
+            if (!strncmp(tok, kinds[i], strlen(kinds[i]))) k = i;
+        if (k < 0) return 0;
+        char *end;
+        long long us = k == H_NONE ? 0 : strtoll(tok + strlen(kinds[k]), &end, 10);
+        if (k == H_NONE ? strcmp(tok, "none") != 0 : (*end != '\0' || us < 1 || us > 1000000)) return 0;
+        hist_kind[n_hist] = k;
+        hist_ns[n_hist] = us * 1000;
+        snprintf(hist_name[n_hist], sizeof hist_name[0], k == H_NONE ? "%s" : "%sus", tok);
+        n_hist++;
+    }
+    return n_hist > 0;
+}
 enum { O_4B, O_240K, O_1M, O_K240K, N_OP };
 static const char *op_name[N_OP] = {"d2h_4B", "d2h_240KiB", "d2h_1MiB", "k10_d2h_240KiB"};
 static const size_t op_nbytes[N_OP] = {4, 240 << 10, 1 << 20, 240 << 10};
@@ -64,21 +90,19 @@ static cudaStream_t stream;
 static unsigned char *dev, *host;
 
 static void history(int h) {
-    switch (h) {
-    case H_K20: case H_K200: case H_K2000: {
-        long long ns = h == H_K20 ? 20000 : h == H_K200 ? 200000 : 2000000;
-        delay_kernel<<<1, 1, 0, stream>>>(ns);
+    switch (hist_kind[h]) {
+    case H_KERN:
+        delay_kernel<<<1, 1, 0, stream>>>(hist_ns[h]);
         CHECK(cudaGetLastError());
         CHECK(cudaStreamSynchronize(stream));
         break;
-    }
     case H_SLEEP: {
-        struct timespec t = {0, 2000000};
+        struct timespec t = {(time_t)(hist_ns[h] / 1000000000LL), (long)(hist_ns[h] % 1000000000LL)};
         nanosleep(&t, NULL);
         break;
     }
     case H_BUSY: {
-        int64_t end = now_ns() + 2000000;
+        int64_t end = now_ns() + hist_ns[h];
         while (now_ns() < end) {
         }
         break;
@@ -107,7 +131,7 @@ static uint64_t next_rand(void) {   /* xorshift64 */
 
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: wait_history blocking|auto|spin|yield PROCESS SEED ROUNDS [BLOCK]\n");
+        fprintf(stderr, "usage: wait_history blocking|auto|spin|yield PROCESS SEED ROUNDS [BLOCK [HISTORIES]]\n");
         return 2;
     }
     const char *mode = argv[1], *process = argv[2];
@@ -117,7 +141,8 @@ int main(int argc, char **argv) {
                    : !strcmp(mode, "spin")     ? cudaDeviceScheduleSpin
                    : !strcmp(mode, "yield")    ? cudaDeviceScheduleYield
                    : !strcmp(mode, "auto")     ? cudaDeviceScheduleAuto : 99u;
-    if (flags == 99u || rounds < 1 || block < 1) {
+    const char *histories = argc > 6 ? argv[6] : "none,kern20,kern200,kern2000,sleep2000,busy2000";
+    if (flags == 99u || rounds < 1 || block < 1 || !parse_histories(histories)) {
         fprintf(stderr, "wait_history: bad arguments\n");
         return 2;
     }
@@ -135,10 +160,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "wait_history: process %s mode %s device flags 0x%x\n", process, mode, got_flags);
 
     /* warm-up: every op and history once */
-    for (int h = 0; h < N_HIST; h++)
+    for (int h = 0; h < n_hist; h++)
         for (int o = 0; o < N_OP; o++) { history(h); timed_op(o); }
 
-    int npairs = N_HIST * N_OP;
+    int npairs = n_hist * N_OP;
     int *order = (int *)malloc((size_t)rounds * npairs * sizeof(int));   /* kept, rows written at the end */
     int64_t *ns = (int64_t *)malloc((size_t)rounds * npairs * block * sizeof(int64_t));
     int bad = 0;

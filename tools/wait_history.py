@@ -5,8 +5,9 @@ Per wait mode and op, the cut between soon and late waits is taken over all the 
 (``wake_state.late_cut``: two well-apart groups, or none). Then per placement, op and history: the
 median op, and the late share of the ops in their block's steady part (index >= CARRY: the history
 has acted) and of each block's first op (index 0: the previous block's history still acts), and each
-process's steady late share, so that a state drawn per process shows as a spread across a row and a
-state made by the history as a difference between rows.
+process's steady late share and median, so that a state drawn per process shows as a spread across a
+row and a state made by the history as a difference between rows (the medians show it where the ops
+of a mode do not fall into two groups: a wait that grows with its history instead of switching).
 
 Usage: PYTHONPATH=lib python3 tools/wait_history.py analyse DIR   (DIR holds history.csv)
 """
@@ -33,8 +34,8 @@ def cuts(rows: pd.DataFrame) -> dict[tuple[str, str], float | None]:
 
 def table(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per (mode, placement, op, history): n, median_us, steady_late, first_late,
-    process_late (each process's steady late share, in process order). Late shares are NaN where
-    the mode and op have no two states."""
+    process_late (each process's steady late share, in process order), process_median_us (each
+    process's steady median). Late shares are NaN where the mode and op have no two states."""
     cut = cuts(rows)
     out = []
     for (mode, place, op, hist), g in rows.groupby(["mode", "placement", "op", "history"]):
@@ -42,9 +43,11 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
         steady, first = g[g["index"] >= CARRY], g[g["index"] == 0]
         late = (lambda x: float((x.ns > c).mean()) if c is not None and len(x) else float("nan"))
         per = steady.groupby("process").apply(late, include_groups=False) if c is not None else pd.Series(dtype=float)
+        medians = steady.groupby("process").ns.median() / 1e3
         out.append({"mode": mode, "placement": place, "op": op, "history": hist, "n": len(g),
                     "median_us": g.ns.median() / 1e3, "steady_late": late(steady), "first_late": late(first),
-                    "process_late": " ".join(f"{x:.2f}" for x in per)})
+                    "process_late": " ".join(f"{x:.2f}" for x in per),
+                    "process_median_us": " ".join(f"{x:.1f}" for x in medians)})
     t = pd.DataFrame(out)
     t.attrs["cuts_us"] = {f"{m}/{o}": (None if c is None else round(c / 1e3, 1)) for (m, o), c in cut.items()}
     return t

@@ -54,7 +54,7 @@ def test_command_swaps_the_region_for_this_source():
     manifest = {"compiler": "/usr/lib/llvm-19/bin/clang++", "arch": "sm_90",
                 "build_command": ["clang++", "-O2", "--offload-arch=sm_90", "-DPINPATH_VENDOR=1",
                                   "lib/pinpath/native/offload/region.cpp", "-o", "build/offload/region-sm_90"]}
-    cmd = HC.command(manifest, Path("out/halo"))
+    cmd = HC.offload_tool.command(manifest, HC.SOURCE, Path("out/halo"))
     assert cmd == ["/usr/lib/llvm-19/bin/clang++", "-O2", "--offload-arch=sm_90", "-DPINPATH_VENDOR=1",
                    str(HC.SOURCE), "-o", "out/halo"]
 

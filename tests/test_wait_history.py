@@ -1,12 +1,17 @@
-"""tools/wait_history.py: a blocking wait's late share per op, history and process (issue 33 item 3)."""
+"""tools/wait_history.py, .cu and _omp.cpp: a blocking wait's late share and median per op, history and process
+(issue 33 item 3), and the two programs' arguments and byte checks where this machine can build them."""
 
 import importlib.util
+import io
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("wait_history", ROOT / "tools" / "wait_history.py")
@@ -55,3 +60,52 @@ def test_one_group_gives_no_late_share(tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "wait_history.py"), "analyse", str(tmp_path)],
                        capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "lib")}, timeout=60)
     assert r.returncode == 1 and "no rows" in r.stdout
+
+
+LLVM = Path("/usr/lib/llvm-19")
+HAS_OFFLOAD = shutil.which("clang++-19") and (LLVM / "lib/libomptarget.so").exists()
+
+
+@pytest.fixture(scope="module")
+def omp_exe(tmp_path_factory):
+    """tools/wait_history_omp.cpp for the host offload target (x86_64: its own memory, copies that move)."""
+    exe = tmp_path_factory.mktemp("omp") / "wait_history_omp"
+    subprocess.run(["clang++-19", "-O1", "-std=c++17", "-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu",
+                    str(ROOT / "tools" / "wait_history_omp.cpp"), "-o", str(exe)], check=True)
+    return exe
+
+
+@pytest.mark.skipif(not HAS_OFFLOAD, reason="no clang++-19 with libomptarget here")
+def test_the_omp_program_times_every_history_and_op_on_the_host_offload_target(omp_exe):
+    env = {**os.environ, "LD_LIBRARY_PATH": str(LLVM / "lib")}
+    r = subprocess.run([str(omp_exe), "--variant", "plain", "7", "1", "2", "3", "none,busy20,kern50,sleep30"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = pd.read_csv(io.StringIO(r.stdout))
+    assert len(rows) == 2 * 4 * 4 * 3   # rounds x histories x ops x block
+    assert set(rows.history) == {"none", "busy20us", "kern50us", "sleep30us"} and set(rows["mode"]) == {"omp_plain"}
+    assert set(rows.process) == {7} and (rows.ns > 0).all()
+    k10 = rows[rows.op == "k10_d2h_240KiB"].ns
+    assert k10.min() >= 10_000   # the region spins 10 us inside the clock
+
+
+@pytest.mark.skipif(not HAS_OFFLOAD, reason="no clang++-19 with libomptarget here")
+def test_the_omp_programs_byte_check_fails_where_nothing_moves(omp_exe):
+    """The host fallback shares the host's memory: the zeroed destination stays zero, and the check says so."""
+    env = {**os.environ, "LD_LIBRARY_PATH": str(LLVM / "lib"), "OMP_TARGET_OFFLOAD": "DISABLED"}
+    r = subprocess.run([str(omp_exe), "--variant", "plain", "--allow-host", "1", "1", "1", "2", "none"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 1 and "bytes differ" in r.stderr
+    bad = subprocess.run([str(omp_exe), "--variant", "plain", "1", "1", "1", "2", "busy"], capture_output=True,
+                         text=True, env=env, timeout=60)
+    assert bad.returncode == 2 and "bad arguments" in bad.stderr
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="no nvcc here")
+def test_the_cuda_program_refuses_a_bad_history_list_before_it_touches_the_gpu(tmp_path):
+    exe = tmp_path / "wait_history"
+    subprocess.run(["nvcc", "-O0", "-o", str(exe), str(ROOT / "tools" / "wait_history.cu")], check=True, timeout=300)
+    for histories in ("none,busyx", "nonex", "kern0", "sleep2000000"):
+        r = subprocess.run([str(exe), "blocking", "1", "1", "1", "16", histories], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 2 and "bad arguments" in r.stderr, histories

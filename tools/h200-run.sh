@@ -28,8 +28,9 @@
 #   tools/h200-run.sh idle             tools/idle-diag.sh (the region's wait state with CPUs kept from halting or
 #                                      not), then tools/state-diag.sh with every CPU kept awake
 #                                      -> $OUT/idle.tar.xz, $OUT/state-awake.tar.xz
-#   tools/h200-run.sh history          tools/wait-history.sh (a blocking wait's soon or late wake after six histories of
-#                                      waits: nothing, kernels waited on, asleep, busy; plain CUDA) -> $OUT/history.tar.xz
+#   tools/h200-run.sh history          tools/wait-history.sh (a blocking wait's soon or late wake after histories of
+#                                      waits: nothing, kernels waited on, asleep, busy; plain CUDA, and through
+#                                      libomptarget where build/wait-history-omp is carried) -> $OUT/history.tar.xz
 #   tools/h200-run.sh notebooks PRESET a,b   some notebooks -> $OUT/notebooks.tar
 #   tools/h200-run.sh pytest "FILES"   some test files -> $OUT/pytest.log
 #   tools/h200-run.sh profile PRESET a,b   some notebooks' cells timed and profiled in one process each
@@ -196,8 +197,12 @@ while [ $# -gt 0 ]; do
       bundle_current || { status=1; continue; }
       OUT=$OUT timeout "${STATE_LIMIT_S:-400}" tools/state-diag.sh 2>&1 | tail -60 || status=1   # APPS, PLACEMENTS, TAR pass on
       ;;
-    history)     # a blocking wait's wake after each of six histories (tools/wait_history.cu), no offload bundle
-      OUT=$OUT timeout 200 tools/wait-history.sh 2>&1 | tail -80 || status=1
+    history)     # a blocking wait's wake after each history (tools/wait_history.cu); with build/wait-history-omp
+                 # carried (and build/offload), the same through libomptarget
+      if [ -d build/wait-history-omp ]; then
+        STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }
+      fi
+      OUT=$OUT timeout 250 tools/wait-history.sh 2>&1 | tail -120 || status=1
       ;;
     idle)        # the region's wait state with CPUs kept from halting (SCHED_IDLE spinners) or not; advise so
       STEPS=1 NWS=16 tools/offload-probe.sh >/dev/null 2>&1 || { echo "h200-run: the offload bundle does not run"; status=1; continue; }

@@ -2,10 +2,8 @@
 """The stencil's halo updates under three host uses, with and without its kernels (issue 33 item 3):
 a diagnostic of advise's runtime term, no verdict (tools/halo_cross.cpp says what it times).
 
-  build      tools/halo_cross.cpp -> build/halo-cross/halo_cross-<arch>, with the compiler and flags
-             build/offload/manifest.json records for the bundle's applications (make offload-bundle
-             first): the node has no LLVM, so it is built here and carried with build/offload;
-             build/halo-cross/sources.sha256 names what it was built from
+  build      tools/halo_cross.cpp -> build/halo-cross/halo_cross-<arch> (tools/offload_tool.py: the
+             bundle's compiler and flags; make offload-bundle first), carried with build/offload
   analyse DIR   per process (variant, repeat) and case (host use, kernels): each copy's median over
              rounds and the four halos' sum; then, per case, the median over processes with their
              range, plain against app_pinned and their difference (what advise predicts for the
@@ -16,37 +14,19 @@ Usage: python3 tools/halo_cross.py build | analyse DIR
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import offload_tool  # noqa: E402  (a sibling tool)
+
 SOURCE = ROOT / "tools/halo_cross.cpp"
 
 
-def command(manifest: dict, out: Path) -> list[str]:
-    """The bundle's build command (build/offload/manifest.json) with this source and ``out``."""
-    cmd = list(manifest["build_command"])
-    source = cmd.index("-o") - 1   # ... SOURCE -o BINARY: the region's, swapped for this one's
-    return [manifest["compiler"], *cmd[1:source], str(SOURCE), "-o", str(out)]
-
-
 def build() -> Path:
-    m = json.loads((ROOT / "build/offload/manifest.json").read_text())
-    out = ROOT / "build/halo-cross" / f"halo_cross-{m['arch']}"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = command(m, out)
-    print(" ".join(cmd))
-    subprocess.run(cmd, check=True, cwd=ROOT)
-    # what it was built from, for `sha256sum -c` on the node (tools/halo-diag.sh): a stale carried binary
-    # is refused there
-    sources = [SOURCE, *sorted((ROOT / "lib/pinpath/native/offload").glob("*.h"))]
-    (out.parent / "sources.sha256").write_text("".join(
-        f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.relative_to(ROOT)}\n" for f in sources))
-    return out
+    return offload_tool.build(SOURCE, ROOT / "build/halo-cross")
 
 
 CASE = ["host_use", "kernels"]

@@ -10,6 +10,8 @@ row and a state made by the history as a difference between rows (the medians sh
 of a mode do not fall into two groups: a wait that grows with its history instead of switching).
 
 Usage: PYTHONPATH=lib python3 tools/wait_history.py analyse DIR   (DIR holds history.csv)
+       python3 tools/wait_history.py build   tools/wait_history_omp.cpp -> build/wait-history-omp/ (the offload
+       bundle's compiler and flags, tools/offload_tool.py; make offload-bundle first), carried with build/offload
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from diag_cli import analyse_rows, print_table  # noqa: E402  (a sibling tool)
+import offload_tool  # noqa: E402
 
 from pinpath.advise.wake_state import late_cut  # noqa: E402
 
@@ -53,7 +56,16 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
+def build() -> Path:
+    tools = offload_tool.ROOT / "tools"
+    return offload_tool.build(tools / "wait_history_omp.cpp", offload_tool.ROOT / "build/wait-history-omp",
+                              also=(tools / "wait_history.h",))
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["build"]:
+        build()
+        return 0
     rows = analyse_rows(argv, __doc__, "wait_history", "history.csv")
     if isinstance(rows, int):
         return rows

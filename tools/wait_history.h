@@ -1,0 +1,135 @@
+/* What tools/wait_history.cu (plain CUDA) and tools/wait_history_omp.cpp (the same through LLVM's
+ * libomptarget) share: the histories (none, kernN, sleepN, busyN; N in us), the ops, the shuffled
+ * rounds of blocks and the rows. Each program gives its own kernel history, timed op and byte check
+ * (wh_hooks). Plain C, header-only, included once per program. */
+#ifndef PINPATH_WAIT_HISTORY_H
+#define PINPATH_WAIT_HISTORY_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WH_DEFAULT_HISTORIES "none,kern20,kern200,kern2000,sleep2000,busy2000"
+enum { WH_NONE, WH_KERN, WH_SLEEP, WH_BUSY };
+#define WH_MAX_HIST 32
+static int wh_n_hist, wh_hist_kind[WH_MAX_HIST];
+static long long wh_hist_ns[WH_MAX_HIST];
+static char wh_hist_name[WH_MAX_HIST][24];
+
+/* d2h copies into host memory, and a 10 us kernel with the 240 KiB copy behind it under one wait */
+enum { WH_O_4B, WH_O_240K, WH_O_1M, WH_O_K240K, WH_N_OP };
+static const char *wh_op_name[WH_N_OP] = {"d2h_4B", "d2h_240KiB", "d2h_1MiB", "k10_d2h_240KiB"};
+static const size_t wh_op_nbytes[WH_N_OP] = {4, 240 << 10, 1 << 20, 240 << 10};
+#define WH_MAX_NBYTES ((size_t)1 << 20)
+#define WH_K10_NS 10000LL
+
+static int64_t wh_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* the histories of a comma list; 0 on a bad list */
+static int wh_parse_histories(const char *list) {
+    static const char *kinds[] = {"none", "kern", "sleep", "busy"};
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (wh_n_hist == WH_MAX_HIST) return 0;
+        int k = -1;
+        for (int i = 0; i < 4; i++)
+            if (!strncmp(tok, kinds[i], strlen(kinds[i]))) k = i;
+        if (k < 0) return 0;
+        char *end = NULL;
+        long long us = k == WH_NONE ? 0 : strtoll(tok + strlen(kinds[k]), &end, 10);
+        if (k == WH_NONE ? strcmp(tok, "none") != 0 : (*end != '\0' || us < 1 || us > 1000000)) return 0;
+        wh_hist_kind[wh_n_hist] = k;
+        wh_hist_ns[wh_n_hist] = us * 1000;
+        snprintf(wh_hist_name[wh_n_hist], sizeof wh_hist_name[0], k == WH_NONE ? "%s" : "%sus", tok);
+        wh_n_hist++;
+    }
+    return wh_n_hist > 0;
+}
+
+typedef struct {
+    void (*kernel_waited)(long long ns);   /* a delay kernel of ns and a wait on it */
+    int64_t (*timed_op)(int op);           /* the op, enqueue to its wait's return, in ns */
+    void (*zero)(int op);                  /* the op's host destination zeroed (before a block) */
+    int (*bytes_ok)(int op);               /* the destination holds the device's pattern (after it) */
+} wh_hooks;
+
+static void wh_history(const wh_hooks *hk, int h) {
+    if (wh_hist_kind[h] == WH_KERN) {
+        hk->kernel_waited(wh_hist_ns[h]);
+    } else if (wh_hist_kind[h] == WH_SLEEP) {
+        struct timespec t = {(time_t)(wh_hist_ns[h] / 1000000000LL), (long)(wh_hist_ns[h] % 1000000000LL)};
+        nanosleep(&t, NULL);
+    } else if (wh_hist_kind[h] == WH_BUSY) {
+        int64_t end = wh_now_ns() + wh_hist_ns[h];
+        while (wh_now_ns() < end) {
+        }
+    }
+}
+
+static uint64_t wh_rng;
+static uint64_t wh_next_rand(void) {   /* xorshift64 */
+    wh_rng ^= wh_rng << 13;
+    wh_rng ^= wh_rng >> 7;
+    wh_rng ^= wh_rng << 17;
+    return wh_rng;
+}
+
+/* A warm-up (every history and op once), then ROUNDS rounds, each every (history, op) pair in a
+ * shuffled order, a block of BLOCK timed ops each, every op after its history; the rows on stdout
+ * (mode,process,round,history,op,index,ns) at the end. Returns how many blocks' bytes were wrong. */
+static int wh_run(const wh_hooks *hk, const char *mode, const char *process, unsigned long long seed, int rounds,
+                  int block) {
+    wh_rng = seed * 2654435761ULL + 88172645463325252ULL;
+    for (int h = 0; h < wh_n_hist; h++)
+        for (int o = 0; o < WH_N_OP; o++) {
+            wh_history(hk, h);
+            hk->timed_op(o);
+        }
+    int npairs = wh_n_hist * WH_N_OP, bad = 0;
+    int *order = (int *)malloc((size_t)rounds * npairs * sizeof(int));
+    int64_t *ns = (int64_t *)malloc((size_t)rounds * npairs * block * sizeof(int64_t));
+    if (!order || !ns) {
+        fprintf(stderr, "wait_history: out of memory\n");
+        exit(2);
+    }
+    for (int r = 0; r < rounds; r++) {
+        int *ord = order + (size_t)r * npairs;
+        for (int i = 0; i < npairs; i++) ord[i] = i;
+        for (int i = npairs - 1; i > 0; i--) {   /* Fisher-Yates */
+            int j = (int)(wh_next_rand() % (uint64_t)(i + 1)), t = ord[i];
+            ord[i] = ord[j];
+            ord[j] = t;
+        }
+        for (int k = 0; k < npairs; k++) {
+            int h = ord[k] / WH_N_OP, o = ord[k] % WH_N_OP;
+            int64_t *out = ns + ((size_t)r * npairs + k) * block;
+            hk->zero(o);
+            for (int i = 0; i < block; i++) {
+                wh_history(hk, h);
+                out[i] = hk->timed_op(o);
+            }
+            if (!hk->bytes_ok(o)) bad++;
+        }
+    }
+    printf("mode,process,round,history,op,index,ns\n");
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < npairs; k++) {
+            int h = order[(size_t)r * npairs + k] / WH_N_OP, o = order[(size_t)r * npairs + k] % WH_N_OP;
+            for (int i = 0; i < block; i++)
+                printf("%s,%s,%d,%s,%s,%d,%lld\n", mode, process, r, wh_hist_name[h], wh_op_name[o], i,
+                       (long long)ns[((size_t)r * npairs + k) * block + i]);
+        }
+    if (bad) fprintf(stderr, "wait_history: %d blocks' bytes differ from the device's\n", bad);
+    free(order);
+    free(ns);
+    return bad;
+}
+
+#endif

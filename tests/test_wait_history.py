@@ -49,6 +49,12 @@ def test_late_shares_per_history_block_part_and_process(tmp_path):
                        capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "lib")}, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "kern2ms" in r.stdout and "d2h_240KiB" in r.stdout
+    wide = WH.overview(rows)["d2h_240KiB"]
+    assert list(wide.index) == ["none", "kern2ms"]
+    names = ["sleep2ms", "busy200us", "kern2000us", "none", "kern20us", "busy2ms", "sleep200us"]
+    assert sorted(names, key=WH.history_key) == ["none", "kern20us", "kern2000us", "busy200us", "busy2ms",
+                                                 "sleep200us", "sleep2ms"]
+    assert wide.loc["kern2ms", ("blocking", "range")].startswith("38.0 (")   # both processes late: ~38 us
 
 
 def test_one_group_gives_no_late_share(tmp_path):

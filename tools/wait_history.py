@@ -5,7 +5,8 @@ Per wait mode and op, the cut between soon and late waits is taken over all the 
 (``wake_state.late_cut``: two well-apart groups, or none). Then per placement, op and history: the
 median op, and the late share of the ops in their block's steady part (index >= CARRY: the history
 has acted) and of each block's first op (index 0: the previous block's history still acts), and each
-process's steady late share and median, so that a state drawn per process shows as a spread across a
+process's steady late share and median (then, per op, the medians over processes by history and
+mode/placement in one table), so that a state drawn per process shows as a spread across a
 row and a state made by the history as a difference between rows (the medians show it where the ops
 of a mode do not fall into two groups: a wait that grows with its history instead of switching).
 
@@ -62,6 +63,31 @@ def build() -> Path:
                               also=(tools / "wait_history.h",))
 
 
+KINDS = ("none", "kern", "busy", "sleep")
+
+
+def history_key(name: str) -> tuple[int, float]:
+    """(kind, length in us) of a history's name (kern200us, busy2ms, none); unknown kinds last."""
+    kind = next((i for i, k in enumerate(KINDS) if name.startswith(k)), len(KINDS))
+    rest = name[len(KINDS[kind]):] if kind < len(KINDS) else name
+    number = "".join(ch for ch in rest if ch.isdigit())
+    scale = 1000 if rest.endswith("ms") else 1
+    return kind, float(number) * scale if number else 0.0
+
+
+def overview(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per op: a history by (mode, placement) table of the median over processes of each process's
+    steady median, with the range of those medians ("21.5 (21.0-23.1)", us); histories by kind (none,
+    kern, busy, sleep) and length."""
+    steady = rows[rows["index"] >= CARRY]
+    per = steady.groupby(["op", "mode", "placement", "history", "process"]).ns.median() / 1e3
+    agg = per.groupby(["op", "mode", "placement", "history"]).agg(["median", "min", "max"]).reset_index()
+    agg["cell"] = [f"{m:.1f} ({lo:.1f}-{hi:.1f})" for m, lo, hi in zip(agg["median"], agg["min"], agg["max"])]
+    order = sorted(set(rows.history), key=history_key)
+    return {op: g.pivot(index="history", columns=["mode", "placement"], values="cell").reindex(order)
+            for op, g in agg.groupby("op")}
+
+
 def main(argv: list[str]) -> int:
     if argv == ["build"]:
         build()
@@ -71,6 +97,9 @@ def main(argv: list[str]) -> int:
         return rows
     t = table(rows)
     print_table("cut between soon and late waits per mode/op (us; None: one group):", t.attrs["cuts_us"], t, index=False)
+    for op, wide in overview(rows).items():
+        print(f"\n{op}: median over processes of each one's median, us (their range)")
+        print(wide.to_string())
     return 0
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Diagnostic (issue 33 item 3), on a GPU node from the repository root (nvcc on PATH): does a blocking
 # wait's soon or late wake (README "Wait states") follow what the process waited on just before?
-# tools/wait_history.cu in fresh processes, each timing short copies after six histories (nothing,
-# a 20 us / 200 us / 2 ms kernel waited on, 2 ms asleep, 2 ms busy). Six rounds of processes; in each
+# tools/wait_history.cu in fresh processes, each timing short copies after each history (by default six:
+# nothing, a 20 us / 200 us / 2 ms kernel waited on, 2 ms asleep, 2 ms busy). Six rounds of processes; in each
 # the blocking-sync mode (as LLVM's CUDA plugin sets it) on the CPUs off the GPU's interrupt CPU
 # (range, advise's other_cpu) and on a single one of them (one), in an alternating order, and every
 # other round CUDA's default mode (auto) on range as a control. With AWAKE=1 each round also runs the

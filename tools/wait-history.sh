@@ -15,6 +15,7 @@
 #   OUT=DIR [ROUNDS=8] [HISTORIES=...] [AWAKE=1] tools/wait-history.sh   -> DIR/history.tar.xz
 set -uo pipefail
 : "${OUT:?wait-history: set OUT=DIR, the folder for history.tar.xz}"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2   # before the cd below: a relative OUT is the caller's
 cd "$(dirname "$0")/.." || exit 2
 d=build/wait-history; rm -rf $d; mkdir -p $d/runs
 py() { PYTHONPATH=$PWD/.site:$PWD/lib python3 "$@"; }
@@ -60,5 +61,5 @@ for p in 1 2 3 4 5 6; do
   fi
 done
 py tools/wait_history.py analyse $d 2>&1 | tee $d/analysis.txt || status=1
-tar -C build -I "xz -T0" -cf "$OUT/history.tar.xz" wait-history
+tar -C build -I "xz -T0" -cf "$OUT/history.tar.xz" wait-history || status=1
 exit $status

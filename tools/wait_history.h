@@ -31,24 +31,43 @@ static int64_t wh_now_ns(void) {
     return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-/* the histories of a comma list; 0 on a bad list */
+/* the histories of a comma list (each kind once per length, no empty item, digits only); 0 on a bad list */
 static int wh_parse_histories(const char *list) {
     static const char *kinds[] = {"none", "kern", "sleep", "busy"};
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (wh_n_hist == WH_MAX_HIST) return 0;
+    const char *at = list;
+    if (strlen(list) >= 512) return 0;
+    while (*at) {
+        const char *end = strchr(at, ',');
+        size_t len = end ? (size_t)(end - at) : strlen(at);
+        char tok[32];
+        if (len == 0 || len >= sizeof tok || wh_n_hist == WH_MAX_HIST) return 0;
+        memcpy(tok, at, len);
+        tok[len] = '\0';
         int k = -1;
         for (int i = 0; i < 4; i++)
             if (!strncmp(tok, kinds[i], strlen(kinds[i]))) k = i;
         if (k < 0) return 0;
-        char *end = NULL;
-        long long us = k == WH_NONE ? 0 : strtoll(tok + strlen(kinds[k]), &end, 10);
-        if (k == WH_NONE ? strcmp(tok, "none") != 0 : (*end != '\0' || us < 1 || us > 1000000)) return 0;
+        const char *digits = tok + strlen(kinds[k]);
+        long long us = 0;
+        if (k == WH_NONE) {
+            if (*digits) return 0;
+        } else {
+            if (!*digits || strlen(digits) > 7) return 0;
+            for (const char *c = digits; *c; c++)
+                if (*c < '0' || *c > '9') return 0;
+            us = strtoll(digits, NULL, 10);
+            if (us < 1 || us > 1000000) return 0;
+        }
+        for (int h = 0; h < wh_n_hist; h++)
+            if (wh_hist_kind[h] == k && wh_hist_ns[h] == us * 1000) return 0;   /* twice */
         wh_hist_kind[wh_n_hist] = k;
         wh_hist_ns[wh_n_hist] = us * 1000;
-        snprintf(wh_hist_name[wh_n_hist], sizeof wh_hist_name[0], k == WH_NONE ? "%s" : "%sus", tok);
+        if (k == WH_NONE) snprintf(wh_hist_name[wh_n_hist], sizeof wh_hist_name[0], "none");
+        else snprintf(wh_hist_name[wh_n_hist], sizeof wh_hist_name[0], "%s%lldus", kinds[k], us);
         wh_n_hist++;
+        if (!end) break;
+        at = end + 1;
+        if (!*at) return 0;   /* a trailing comma: an empty item */
     }
     return wh_n_hist > 0;
 }
@@ -56,8 +75,7 @@ static int wh_parse_histories(const char *list) {
 typedef struct {
     void (*kernel_waited)(long long ns);   /* a delay kernel of ns and a wait on it */
     int64_t (*timed_op)(int op);           /* the op, enqueue to its wait's return, in ns */
-    void (*zero)(int op);                  /* the op's host destination zeroed (before a block) */
-    int (*bytes_ok)(int op);               /* the destination holds the device's pattern (after it) */
+    unsigned char *(*dest)(int op);        /* the op's host destination */
 } wh_hooks;
 
 static void wh_history(const wh_hooks *hk, int h) {
@@ -83,9 +101,13 @@ static uint64_t wh_next_rand(void) {   /* xorshift64 */
 
 /* A warm-up (every history and op once), then ROUNDS rounds, each every (history, op) pair in a
  * shuffled order, a block of BLOCK timed ops each, every op after its history; the rows on stdout
- * (mode,process,round,history,op,index,ns) at the end. Returns how many blocks' bytes were wrong. */
-static int wh_run(const wh_hooks *hk, const char *mode, const char *process, unsigned long long seed, int rounds,
-                  int block) {
+ * (mode,process,round,history,op,index,ns) at the end. Bytes, outside the clock: each block's
+ * destination is zeroed before it and compared whole with ``pattern`` (what the device holds) after
+ * it; before each op its first and last byte are zeroed again and checked when the op's wait has
+ * returned, so that every op, not only a block's last, is seen to have landed. Returns how many
+ * blocks and ops were wrong. */
+static int wh_run(const wh_hooks *hk, const unsigned char *pattern, const char *mode, const char *process,
+                  unsigned long long seed, int rounds, int block) {
     wh_rng = seed * 2654435761ULL + 88172645463325252ULL;
     for (int h = 0; h < wh_n_hist; h++)
         for (int o = 0; o < WH_N_OP; o++) {
@@ -110,12 +132,16 @@ static int wh_run(const wh_hooks *hk, const char *mode, const char *process, uns
         for (int k = 0; k < npairs; k++) {
             int h = ord[k] / WH_N_OP, o = ord[k] % WH_N_OP;
             int64_t *out = ns + ((size_t)r * npairs + k) * block;
-            hk->zero(o);
+            unsigned char *dst = hk->dest(o);
+            size_t last = wh_op_nbytes[o] - 1;
+            memset(dst, 0, wh_op_nbytes[o]);
             for (int i = 0; i < block; i++) {
+                dst[0] = dst[last] = 0;
                 wh_history(hk, h);
                 out[i] = hk->timed_op(o);
+                if (dst[0] != pattern[0] || dst[last] != pattern[last]) bad++;
             }
-            if (!hk->bytes_ok(o)) bad++;
+            if (memcmp(dst, pattern, wh_op_nbytes[o]) != 0) bad++;
         }
     }
     printf("mode,process,round,history,op,index,ns\n");
@@ -126,7 +152,7 @@ static int wh_run(const wh_hooks *hk, const char *mode, const char *process, uns
                 printf("%s,%s,%d,%s,%s,%d,%lld\n", mode, process, r, wh_hist_name[h], wh_op_name[o], i,
                        (long long)ns[((size_t)r * npairs + k) * block + i]);
         }
-    if (bad) fprintf(stderr, "wait_history: %d blocks' bytes differ from the device's\n", bad);
+    if (bad) fprintf(stderr, "wait_history: %d blocks' or ops' bytes differ from the device's\n", bad);
     free(order);
     free(ns);
     return bad;

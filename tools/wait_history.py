@@ -46,7 +46,8 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
         c = cut[(mode, op)]
         steady, first = g[g["index"] >= CARRY], g[g["index"] == 0]
         late = (lambda x: float((x.ns > c).mean()) if c is not None and len(x) else float("nan"))
-        per = steady.groupby("process").apply(late, include_groups=False) if c is not None else pd.Series(dtype=float)
+        per = (steady.groupby("process").apply(late, include_groups=False) if c is not None and len(steady)
+               else pd.Series(dtype=float))
         medians = steady.groupby("process").ns.median() / 1e3
         out.append({"mode": mode, "placement": place, "op": op, "history": hist, "n": len(g),
                     "median_us": g.ns.median() / 1e3, "steady_late": late(steady), "first_late": late(first),

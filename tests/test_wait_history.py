@@ -4,6 +4,7 @@
 import importlib.util
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -100,6 +101,10 @@ def test_the_omp_program_times_every_history_and_op_on_the_host_offload_target(o
     assert set(rows.process) == {7} and (rows.ns > 0).all()
     k10 = rows[rows.op == "k10_d2h_240KiB"].ns
     assert k10.min() >= 9_000   # the region spins 10 us inside the clock (the host's omp_get_wtime: 1 us steps)
+    # each buffer's physical layout, one line each: frame runs where pagemap names frames (root), else "unknown"
+    layout = re.findall(r"process 7 buffer (240KiB|1MiB) pages (\d+) present (\d+) (frame_runs [1-9]\d*|frames unknown)",
+                        r.stderr)
+    assert [(b, p, q) for b, p, q, _ in layout] == [("240KiB", "60", "60"), ("1MiB", "256", "256")], r.stderr
 
 
 @pytest.mark.skipif(not HAS_OFFLOAD, reason="no clang++-19 with libomptarget here")
@@ -123,3 +128,6 @@ def test_the_cuda_program_refuses_a_bad_history_list_before_it_touches_the_gpu(t
         r = subprocess.run([str(exe), "blocking", "1", "1", "1", "16", histories], capture_output=True, text=True,
                            timeout=60)
         assert r.returncode == 2 and "bad arguments" in r.stderr, histories
+    for mode in ("_reg", "blocking_regx", "reg", "blocking_reg_reg", "blockingreg"):   # MODE[_reg] and nothing else
+        r = subprocess.run([str(exe), mode, "1", "1", "1"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "bad arguments" in r.stderr, mode

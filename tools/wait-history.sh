@@ -7,12 +7,15 @@
 # (range, advise's other_cpu) and on a single one of them (one), in an alternating order, and every
 # other round CUDA's default mode (auto) on range as a control. With AWAKE=1 each round also runs the
 # blocking mode on range with every CPU kept from halting (tools/awake.sh; placement "range_awake").
+# REG=1 adds the blocking mode on range with the host memory an application's registered array
+# (aligned_alloc and cudaHostRegister, as app_pinned) instead of cudaMallocHost's (mode blocking_reg).
+# Every process writes its host buffers' physical page runs to stderr.txt (wait_history.h's wh_page_runs).
 # HISTORIES: wait_history.h's list (none, kernN, sleepN, busyN; N in us). Where build/wait-history-omp/
 # holds tools/wait_history_omp.cpp built from the tree's sources (tools/wait_history.py build, carried with
 # build/offload, after tools/offload-probe.sh unpacked the runtime), each round also runs it, the same
 # through LLVM's libomptarget, for plain and app_pinned on range (modes omp_plain, omp_app_pinned). No verdict:
 # tools/wait_history.py analyse DIR prints, per op and history, the late share and median of each process.
-#   OUT=DIR [ROUNDS=8] [HISTORIES=...] [AWAKE=1] tools/wait-history.sh   -> DIR/history.tar.xz
+#   OUT=DIR [ROUNDS=8] [HISTORIES=...] [AWAKE=1] [REG=1] tools/wait-history.sh   -> DIR/history.tar.xz
 set -uo pipefail
 : "${OUT:?wait-history: set OUT=DIR, the folder for history.tar.xz}"
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2   # before the cd below: a relative OUT is the caller's
@@ -56,6 +59,7 @@ for p in 1 2 3 4 5 6; do
   if [ $((p % 2)) = 1 ]; then cuda blocking range "$range" $p; cuda blocking one "$one" $p; cuda auto range "$range" $p
   else cuda blocking one "$one" $p; cuda blocking range "$range" $p; fi
   omp_pair "$range" $p
+  [ "${REG:-0}" = 1 ] && cuda blocking_reg range "$range" $p
   if [ "${AWAKE:-0}" = 1 ]; then
     awake_on "$(seq 0 $(($(nproc) - 1)))"; cuda blocking range_awake "$range" $p; awake_off
   fi

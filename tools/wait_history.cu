@@ -23,7 +23,10 @@
  * same through LLVM's libomptarget).
  * Build: nvcc -O2 -o wait_history tools/wait_history.cu
  * Usage: wait_history MODE PROCESS SEED ROUNDS [BLOCK [HISTORIES]]   MODE: blocking (CU_CTX_SCHED_BLOCKING_SYNC), auto
- *        (CUDA's default), spin, yield; PROCESS: a label written in every row
+ *        (CUDA's default), spin, yield, each with _reg (blocking_reg): the host memory an aligned_alloc
+ *        registered with cudaHostRegister, as an application's array under app_pinned, instead of
+ *        cudaMallocHost's; PROCESS: a label written in every row
+ * stderr: the host buffer's physical page runs (wait_history.h's wh_page_runs)
  * Output (stdout): mode,process,round,history,op,index,ns (history as named, us appended: busy50us)
  */
 #include <cuda_runtime.h>
@@ -72,15 +75,19 @@ static unsigned char *dest(int o) {
 
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: wait_history blocking|auto|spin|yield PROCESS SEED ROUNDS [BLOCK [HISTORIES]]\n");
+        fprintf(stderr, "usage: wait_history blocking|auto|spin|yield[_reg] PROCESS SEED ROUNDS [BLOCK [HISTORIES]]\n");
         return 2;
     }
     const char *mode = argv[1], *process = argv[2];
     int rounds = atoi(argv[4]), block = argc > 5 ? atoi(argv[5]) : 16;
-    unsigned flags = !strcmp(mode, "blocking") ? cudaDeviceScheduleBlockingSync
-                   : !strcmp(mode, "spin")     ? cudaDeviceScheduleSpin
-                   : !strcmp(mode, "yield")    ? cudaDeviceScheduleYield
-                   : !strcmp(mode, "auto")     ? cudaDeviceScheduleAuto : 99u;
+    char wait[16] = "";   /* the mode less a _reg suffix: host memory malloc'ed and registered */
+    const size_t len = strlen(mode);
+    const int registered = len > 4 && !strcmp(mode + len - 4, "_reg");
+    snprintf(wait, sizeof wait, "%.*s", (int)(registered ? len - 4 : len), mode);
+    unsigned flags = !strcmp(wait, "blocking") ? cudaDeviceScheduleBlockingSync
+                   : !strcmp(wait, "spin")     ? cudaDeviceScheduleSpin
+                   : !strcmp(wait, "yield")    ? cudaDeviceScheduleYield
+                   : !strcmp(wait, "auto")     ? cudaDeviceScheduleAuto : 99u;
     if (flags == 99u || rounds < 1 || block < 1 || !wh_parse_histories(argc > 6 ? argv[6] : WH_DEFAULT_HISTORIES)) {
         fprintf(stderr, "wait_history: bad arguments\n");
         return 2;
@@ -90,7 +97,15 @@ int main(int argc, char **argv) {
     CHECK(cudaFree(0));
     CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));   /* as the plugin's streams */
     CHECK(cudaMalloc((void **)&dev, WH_MAX_NBYTES));
-    CHECK(cudaMallocHost((void **)&host, WH_MAX_NBYTES));
+    if (registered) {   /* as an application's own array under app_pinned (cuMemHostRegister) */
+        host = (unsigned char *)aligned_alloc(4096, WH_MAX_NBYTES);
+        if (!host) exit(2);
+        memset(host, 0, WH_MAX_NBYTES);
+        CHECK(cudaHostRegister(host, WH_MAX_NBYTES, cudaHostRegisterDefault));
+    } else {
+        CHECK(cudaMallocHost((void **)&host, WH_MAX_NBYTES));
+    }
+    wh_page_runs("wait_history", process, registered ? "registered" : "mallochost", host, WH_MAX_NBYTES);
     pattern = (unsigned char *)malloc(WH_MAX_NBYTES);
     for (size_t i = 0; i < WH_MAX_NBYTES; i++) pattern[i] = (unsigned char)(i * 7 + 1) | 1;   /* never zero */
     CHECK(cudaMemcpy(dev, pattern, WH_MAX_NBYTES, cudaMemcpyHostToDevice));

@@ -13,6 +13,7 @@
 // Build: python3 tools/wait_history.py build (the offload bundle's compiler and flags)
 // Usage: wait_history_omp --variant plain|app_pinned PROCESS SEED ROUNDS [BLOCK [HISTORIES]] [--allow-host]
 // stdout: mode (omp_<variant>),process,round,history,op,index,ns
+// stderr: the 240 KiB and 1 MiB buffers' physical page runs (wait_history.h's wh_page_runs)
 // Exit status: 0 ok, 1 wrong bytes, 2 usage, 3 not on the device, 5 registration failed.
 #include "../lib/pinpath/native/offload/common.h"
 #include "wait_history.h"
@@ -89,6 +90,8 @@ int main(int argc, char **argv) {
 #pragma omp target enter data map(to : a0[0:n0], a1[0:n1], a2[0:n2])
   std::fprintf(stderr, "wait_history_omp: process %s variant %s on_device %d\n", pos[0].c_str(), c.variant.c_str(),
                device ? 1 : 0);
+  for (int k = 1; k < 3; ++k)   // after the map: each buffer's physical page runs (wh_page_runs)
+    wh_page_runs("wait_history_omp", pos[0].c_str(), k == 1 ? "240KiB" : "1MiB", arr[k], nbytes[k]);
   const std::string mode = "omp_" + c.variant;
   wh_hooks hk = {kernel_waited, timed_op, dest};
   const int bad = wh_run(&hk, want.data(), mode.c_str(), pos[0].c_str(), std::strtoull(pos[1].c_str(), nullptr, 10),

@@ -96,7 +96,7 @@ def test_the_omp_program_times_every_history_and_op_on_the_host_offload_target(o
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     rows = pd.read_csv(io.StringIO(r.stdout))
-    assert len(rows) == 2 * 4 * 4 * 3   # rounds x histories x ops x block
+    assert len(rows) == 2 * 4 * 6 * 3   # rounds x histories x ops x block
     assert set(rows.history) == {"none", "busy20us", "kern50us", "sleep30us"} and set(rows["mode"]) == {"omp_plain"}
     assert set(rows.process) == {7} and (rows.ns > 0).all()
     k10 = rows[rows.op == "k10_d2h_240KiB"].ns

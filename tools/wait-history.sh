@@ -2,8 +2,8 @@
 # Diagnostic (issue 33 item 3), on a GPU node from the repository root (nvcc on PATH): does a blocking
 # wait's soon or late wake (README "Wait states") follow what the process waited on just before?
 # tools/wait_history.cu in fresh processes, each timing short copies after each history (by default six:
-# nothing, a 20 us / 200 us / 2 ms kernel waited on, 2 ms asleep, 2 ms busy). Six rounds of processes; in each
-# the blocking-sync mode (as LLVM's CUDA plugin sets it) on the CPUs off the GPU's interrupt CPU
+# nothing, a 20 us / 200 us / 2 ms kernel waited on, 2 ms asleep, 2 ms busy). PROCS rounds of processes
+# (default six); in each the blocking-sync mode (as LLVM's CUDA plugin sets it) on the CPUs off the GPU's interrupt CPU
 # (range, advise's other_cpu) and on a single one of them (one), in an alternating order, and every
 # other round CUDA's default mode (auto) on range as a control. With AWAKE=1 each round also runs the
 # blocking mode on range with every CPU kept from halting (tools/awake.sh; placement "range_awake").
@@ -15,7 +15,7 @@
 # build/offload, after tools/offload-probe.sh unpacked the runtime), each round also runs it, the same
 # through LLVM's libomptarget, for plain and app_pinned on range (modes omp_plain, omp_app_pinned). No verdict:
 # tools/wait_history.py analyse DIR prints, per op and history, the late share and median of each process.
-#   OUT=DIR [ROUNDS=8] [HISTORIES=...] [AWAKE=1] [REG=1] tools/wait-history.sh   -> DIR/history.tar.xz
+#   OUT=DIR [ROUNDS=8] [PROCS=6] [HISTORIES=...] [AWAKE=1] [REG=1] tools/wait-history.sh   -> DIR/history.tar.xz
 set -uo pipefail
 : "${OUT:?wait-history: set OUT=DIR, the folder for history.tar.xz}"
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2   # before the cd below: a relative OUT is the caller's
@@ -54,7 +54,7 @@ omp_pair() {   # omp_pair CPUS P: plain and app_pinned through libomptarget, nei
   for v in "${vs[@]}"; do run "omp_$v" range "$1" "$2" "$omp" --variant "$v"; done
 }
 echo "mode,process,round,history,op,index,ns,placement" >$d/history.csv
-for p in 1 2 3 4 5 6; do
+for p in $(seq 1 "${PROCS:-6}"); do
   one=${single[$(( (p - 1) % ${#single[@]} ))]}
   if [ $((p % 2)) = 1 ]; then cuda blocking range "$range" $p; cuda blocking one "$one" $p; cuda auto range "$range" $p
   else cuda blocking one "$one" $p; cuda blocking range "$range" $p; fi

@@ -15,6 +15,8 @@
  * The ops (timed: the enqueue and the stream's wait, clock_gettime around both):
  *   d2h_4B, d2h_240KiB, d2h_1MiB   a copy from device memory to pinned host memory
  *   k10_d2h_240KiB                 a 10 us kernel and the 240 KiB copy behind it, one wait (a region's shape)
+ *   region_h2d384_d2h_240KiB       the region app's invocation: a 384 B H2D, a launch, the 240 KiB D2H, one wait
+ *   region_kernel_only             its --paired partner: the launch alone, one wait (moves no bytes)
  * A block's first ops carry the previous block's history (the column `index` says where in its block
  * an op is). Bytes: the device buffer holds a non-zero pattern, checked outside the clock per block
  * and per op (wait_history.h's wh_run; exit status 1 on a mismatch).
@@ -51,7 +53,7 @@ __global__ void delay_kernel(long long ns) {
 }
 
 static cudaStream_t stream;
-static unsigned char *dev, *host, *pattern;
+static unsigned char *dev, *host, *pattern, *dev_pos, *host_pos;
 
 static void kernel_waited(long long ns) {
     delay_kernel<<<1, 1, 0, stream>>>(ns);
@@ -61,8 +63,10 @@ static void kernel_waited(long long ns) {
 
 static int64_t timed_op(int o) {
     int64_t t0 = wh_now_ns();
+    if (o == WH_O_REGION) cudaMemcpyAsync(dev_pos, host_pos, WH_POS_NBYTES, cudaMemcpyHostToDevice, stream);
     if (o == WH_O_K240K) delay_kernel<<<1, 1, 0, stream>>>(WH_K10_NS);
-    cudaMemcpyAsync(host, dev, wh_op_nbytes[o], cudaMemcpyDeviceToHost, stream);
+    if (o == WH_O_REGION || o == WH_O_RKERNEL) delay_kernel<<<1, 1, 0, stream>>>(0);   /* a launch, no spin */
+    if (wh_op_nbytes[o]) cudaMemcpyAsync(host, dev, wh_op_nbytes[o], cudaMemcpyDeviceToHost, stream);
     cudaStreamSynchronize(stream);
     return wh_now_ns() - t0;
 }
@@ -106,6 +110,15 @@ int main(int argc, char **argv) {
         CHECK(cudaMallocHost((void **)&host, WH_MAX_NBYTES));
     }
     wh_page_runs("wait_history", process, registered ? "registered" : "mallochost", host, WH_MAX_NBYTES);
+    if (registered) {   /* the region's positions, in the same kind of host memory */
+        host_pos = (unsigned char *)aligned_alloc(4096, 4096);
+        if (!host_pos) exit(2);
+        CHECK(cudaHostRegister(host_pos, 4096, cudaHostRegisterDefault));
+    } else {
+        CHECK(cudaMallocHost((void **)&host_pos, 4096));
+    }
+    memset(host_pos, 3, WH_POS_NBYTES);
+    CHECK(cudaMalloc((void **)&dev_pos, WH_POS_NBYTES));
     pattern = (unsigned char *)malloc(WH_MAX_NBYTES);
     for (size_t i = 0; i < WH_MAX_NBYTES; i++) pattern[i] = (unsigned char)(i * 7 + 1) | 1;   /* never zero */
     CHECK(cudaMemcpy(dev, pattern, WH_MAX_NBYTES, cudaMemcpyHostToDevice));

@@ -58,12 +58,24 @@ def test_late_shares_per_history_block_part_and_process(tmp_path):
     assert wide.loc["kern2ms", ("blocking", "range")].startswith("38.0 (")   # both processes late: ~38 us
 
 
+def test_each_processs_share_of_waits_woken_on_another_cpu():
+    rows = pd.concat([_rows("none", 1, 0.0, False), _rows("none", 2, 0.0, False)], ignore_index=True)
+    steady = rows["index"] >= WH.CARRY
+    rows["cpu_before"] = 3
+    # process 1 returns on CPU 5 after every other steady op, process 2 always where it began; a block's
+    # first CARRY ops (not steady) moved in both, and do not count
+    rows["cpu_after"] = np.where(~steady, 7, np.where((rows.process == 1) & (rows["index"] % 2 == 0), 5, 3))
+    t = WH.table(rows)
+    assert t.process_moved.iat[0].split() == ["0.50", "0.00"]
+
+
 def test_one_group_gives_no_late_share(tmp_path):
     rows = _rows("none", 1, 0.0, False)
     t = WH.table(rows)
     assert t.attrs["cuts_us"]["blocking/d2h_240KiB"] is None
     assert t.steady_late.isna().all() and t.process_late.eq("").all()
     assert 8.5 < float(t.process_median_us.iat[0]) < 9.5   # the medians hold where no late share can
+    assert "process_moved" not in t.columns   # rows from before the CPUs were written
     rows.to_csv(tmp_path / "history.csv", index=False)
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "wait_history.py"), "analyse", str(tmp_path)],
                        capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "lib")}, timeout=60)
@@ -99,6 +111,7 @@ def test_the_omp_program_times_every_history_and_op_on_the_host_offload_target(o
     assert len(rows) == 2 * 4 * 6 * 3   # rounds x histories x ops x block
     assert set(rows.history) == {"none", "busy20us", "kern50us", "sleep30us"} and set(rows["mode"]) == {"omp_plain"}
     assert set(rows.process) == {7} and (rows.ns > 0).all()
+    assert (rows.cpu_before >= 0).all() and (rows.cpu_after >= 0).all()   # the CPUs around each op
     k10 = rows[rows.op == "k10_d2h_240KiB"].ns
     assert k10.min() >= 9_000   # the region spins 10 us inside the clock (the host's omp_get_wtime: 1 us steps)
     # each buffer's physical layout, one line each: frame runs where pagemap names frames (root), else "unknown"

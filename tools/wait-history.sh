@@ -53,7 +53,7 @@ omp_pair() {   # omp_pair CPUS P: plain and app_pinned through libomptarget, nei
   local vs=(plain app_pinned); [ $(($2 % 2)) = 0 ] && vs=(app_pinned plain)
   for v in "${vs[@]}"; do run "omp_$v" range "$1" "$2" "$omp" --variant "$v"; done
 }
-echo "mode,process,round,history,op,index,ns,placement" >$d/history.csv
+echo "mode,process,round,history,op,index,ns,cpu_before,cpu_after,placement" >$d/history.csv
 for p in $(seq 1 "${PROCS:-6}"); do
   one=${single[$(( (p - 1) % ${#single[@]} ))]}
   if [ $((p % 2)) = 1 ]; then cuda blocking range "$range" $p; cuda blocking one "$one" $p; cuda auto range "$range" $p

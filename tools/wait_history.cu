@@ -29,7 +29,8 @@
  *        registered with cudaHostRegister, as an application's array under app_pinned, instead of
  *        cudaMallocHost's; PROCESS: a label written in every row
  * stderr: the host buffer's physical page runs (wait_history.h's wh_page_runs)
- * Output (stdout): mode,process,round,history,op,index,ns (history as named, us appended: busy50us)
+ * Output (stdout): mode,process,round,history,op,index,ns,cpu_before,cpu_after (history as named, us appended:
+ *        busy50us; the CPUs the thread was on just before the op and right after its wait)
  */
 #include <cuda_runtime.h>
 

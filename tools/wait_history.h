@@ -5,6 +5,7 @@
 #ifndef PINPATH_WAIT_HISTORY_H
 #define PINPATH_WAIT_HISTORY_H
 
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,8 +135,8 @@ static uint64_t wh_next_rand(void) {   /* xorshift64 */
 
 /* A warm-up (every history and op once), then ROUNDS rounds, each every (history, op) pair in a
  * shuffled order, a block of BLOCK timed ops each, every op after its history; the rows on stdout
- * (mode,process,round,history,op,index,ns) at the end. Bytes, outside the clock: each block's
- * destination is zeroed before it and compared whole with ``pattern`` (what the device holds) after
+ * (mode,process,round,history,op,index,ns,cpu_before,cpu_after) at the end. Bytes, outside the clock:
+ * each block's destination is zeroed before it and compared whole with ``pattern`` (what the device holds) after
  * it; before each op its first and last byte are zeroed again and checked when the op's wait has
  * returned, so that every op, not only a block's last, is seen to have landed. Returns how many
  * blocks and ops were wrong. */
@@ -150,7 +151,10 @@ static int wh_run(const wh_hooks *hk, const unsigned char *pattern, const char *
     int npairs = wh_n_hist * WH_N_OP, bad = 0;
     int *order = (int *)malloc((size_t)rounds * npairs * sizeof(int));
     int64_t *ns = (int64_t *)malloc((size_t)rounds * npairs * block * sizeof(int64_t));
-    if (!order || !ns) {
+    /* the CPU the thread was on just before each op and right after its wait (outside the clock): a wait
+     * woken on another CPU than it slept on, or on the same one */
+    int *cpu = (int *)malloc((size_t)rounds * npairs * block * 2 * sizeof(int));
+    if (!order || !ns || !cpu) {
         fprintf(stderr, "wait_history: out of memory\n");
         exit(2);
     }
@@ -171,23 +175,29 @@ static int wh_run(const wh_hooks *hk, const unsigned char *pattern, const char *
             for (int i = 0; i < block; i++) {
                 if (n) dst[0] = dst[last] = 0;
                 wh_history(hk, h);
+                int *at = cpu + 2 * (((size_t)r * npairs + k) * block + i);
+                at[0] = sched_getcpu();
                 out[i] = hk->timed_op(o);
+                at[1] = sched_getcpu();
                 if (n && (dst[0] != pattern[0] || dst[last] != pattern[last])) bad++;
             }
             if (n && memcmp(dst, pattern, n) != 0) bad++;
         }
     }
-    printf("mode,process,round,history,op,index,ns\n");
+    printf("mode,process,round,history,op,index,ns,cpu_before,cpu_after\n");
     for (int r = 0; r < rounds; r++)
         for (int k = 0; k < npairs; k++) {
             int h = order[(size_t)r * npairs + k] / WH_N_OP, o = order[(size_t)r * npairs + k] % WH_N_OP;
-            for (int i = 0; i < block; i++)
-                printf("%s,%s,%d,%s,%s,%d,%lld\n", mode, process, r, wh_hist_name[h], wh_op_name[o], i,
-                       (long long)ns[((size_t)r * npairs + k) * block + i]);
+            for (int i = 0; i < block; i++) {
+                size_t at = ((size_t)r * npairs + k) * block + i;
+                printf("%s,%s,%d,%s,%s,%d,%lld,%d,%d\n", mode, process, r, wh_hist_name[h], wh_op_name[o], i,
+                       (long long)ns[at], cpu[2 * at], cpu[2 * at + 1]);
+            }
         }
     if (bad) fprintf(stderr, "wait_history: %d blocks' or ops' bytes differ from the device's\n", bad);
     free(order);
     free(ns);
+    free(cpu);
     return bad;
 }
 

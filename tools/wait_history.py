@@ -39,7 +39,9 @@ def cuts(rows: pd.DataFrame) -> dict[tuple[str, str], float | None]:
 def table(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per (mode, placement, op, history): n, median_us, steady_late, first_late,
     process_late (each process's steady late share, in process order), process_median_us (each
-    process's steady median). Late shares are NaN where the mode and op have no two states."""
+    process's steady median) and, where the rows name the CPUs (cpu_before, cpu_after), process_moved: each
+    process's steady share of waits that returned on another CPU than the op began on. Late shares are
+    NaN where the mode and op have no two states."""
     cut = cuts(rows)
     out = []
     for (mode, place, op, hist), g in rows.groupby(["mode", "placement", "op", "history"]):
@@ -49,10 +51,14 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
         per = (steady.groupby("process").apply(late, include_groups=False) if c is not None and len(steady)
                else pd.Series(dtype=float))
         medians = steady.groupby("process").ns.median() / 1e3
-        out.append({"mode": mode, "placement": place, "op": op, "history": hist, "n": len(g),
-                    "median_us": g.ns.median() / 1e3, "steady_late": late(steady), "first_late": late(first),
-                    "process_late": " ".join(f"{x:.2f}" for x in per),
-                    "process_median_us": " ".join(f"{x:.1f}" for x in medians)})
+        row = {"mode": mode, "placement": place, "op": op, "history": hist, "n": len(g),
+               "median_us": g.ns.median() / 1e3, "steady_late": late(steady), "first_late": late(first),
+               "process_late": " ".join(f"{x:.2f}" for x in per),
+               "process_median_us": " ".join(f"{x:.1f}" for x in medians)}
+        if {"cpu_before", "cpu_after"} <= set(steady.columns):
+            moved = (steady.cpu_before != steady.cpu_after).groupby(steady.process).mean()
+            row["process_moved"] = " ".join(f"{x:.2f}" for x in moved)
+        out.append(row)
     t = pd.DataFrame(out)
     t.attrs["cuts_us"] = {f"{m}/{o}": (None if c is None else round(c / 1e3, 1)) for (m, o), c in cut.items()}
     return t

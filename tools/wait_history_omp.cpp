@@ -15,7 +15,7 @@
 // outside the clock per block and per op (tools/wait_history.h's wh_run).
 // Build: python3 tools/wait_history.py build (the offload bundle's compiler and flags)
 // Usage: wait_history_omp --variant plain|app_pinned PROCESS SEED ROUNDS [BLOCK [HISTORIES]] [--allow-host]
-// stdout: mode (omp_<variant>),process,round,history,op,index,ns
+// stdout: mode (omp_<variant>),process,round,history,op,index,ns,cpu_before,cpu_after
 // stderr: the 240 KiB and 1 MiB buffers' physical page runs (wait_history.h's wh_page_runs)
 // Exit status: 0 ok, 1 wrong bytes, 2 usage, 3 not on the device, 5 registration failed.
 #include "../lib/pinpath/native/offload/common.h"

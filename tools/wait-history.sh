@@ -3,8 +3,8 @@
 # wait's soon or late wake (README "Wait states") follow what the process waited on just before?
 # tools/wait_history.cu in fresh processes, each timing short copies after each history (by default six:
 # nothing, a 20 us / 200 us / 2 ms kernel waited on, 2 ms asleep, 2 ms busy). PROCS rounds of processes
-# (default six); in each the blocking-sync mode (as LLVM's CUDA plugin sets it) on the CPUs off the GPU's interrupt CPU
-# (range, advise's other_cpu) and on a single one of them (one), in an alternating order, and every
+# (default six); in each the blocking-sync mode (as LLVM's CUDA plugin sets it) on the CPUs off the GPU's
+# interrupt CPU (range, advise's other_cpu) and on a single one of them (one), in an alternating order, and every
 # other round CUDA's default mode (auto) on range as a control. With AWAKE=1 each round also runs the
 # blocking mode on range with every CPU kept from halting (tools/awake.sh; placement "range_awake").
 # REG=1 adds the blocking mode on range with the host memory an application's registered array

@@ -21,8 +21,8 @@ static long long wh_hist_ns[WH_MAX_HIST];
 static char wh_hist_name[WH_MAX_HIST][24];
 
 /* d2h copies into host memory; a 10 us kernel with the 240 KiB copy behind it under one wait; the region
- * app's invocation (a 384 B H2D, a kernel of a few us, the 240 KiB D2H, one wait) and the same with nothing
- * moved (its --paired partner: the kernel alone, one wait; no bytes, so no byte check) */
+ * app's invocation (a 384 B H2D, a launch that does not spin, the 240 KiB D2H, one wait) and the same with
+ * nothing moved (its --paired partner: the launch alone, one wait; no bytes, so no byte check) */
 enum { WH_O_4B, WH_O_240K, WH_O_1M, WH_O_K240K, WH_O_REGION, WH_O_RKERNEL, WH_N_OP };
 static const char *wh_op_name[WH_N_OP] = {"d2h_4B", "d2h_240KiB", "d2h_1MiB", "k10_d2h_240KiB",
                                           "region_h2d384_d2h_240KiB", "region_kernel_only"};
@@ -136,8 +136,8 @@ static uint64_t wh_next_rand(void) {   /* xorshift64 */
 /* A warm-up (every history and op once), then ROUNDS rounds, each every (history, op) pair in a
  * shuffled order, a block of BLOCK timed ops each, every op after its history; the rows on stdout
  * (mode,process,round,history,op,index,ns,cpu_before,cpu_after) at the end. Bytes, outside the clock:
- * each block's destination is zeroed before it and compared whole with ``pattern`` (what the device holds) after
- * it; before each op its first and last byte are zeroed again and checked when the op's wait has
+ * each block's destination is zeroed before it and compared whole with ``pattern`` (what the device
+ * holds) after it; before each op its first and last byte are zeroed again and checked when the op's wait has
  * returned, so that every op, not only a block's last, is seen to have landed. Returns how many
  * blocks and ops were wrong. */
 static int wh_run(const wh_hooks *hk, const unsigned char *pattern, const char *mode, const char *process,

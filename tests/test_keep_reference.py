@@ -54,3 +54,27 @@ def test_keep_reference_trims_advise(tmp_path):
         assert (dest / "manifest.json").is_file() and (dest / "report" / "index.html").is_file()
         assert not (dest / "notebooks").exists()
     assert (src / "advise" / "stencil-plain-other_cpu-1.out").is_file()   # the run folder is left whole
+
+
+@pytest.mark.skipif(not (SOURCE / "manifest.json").is_file(), reason="no committed cuda-b reference")
+def test_keep_advise_replaces_only_advise(tmp_path):
+    """A reference's advise/ measured again alone: the new folder, trimmed, in place of the old one; the
+    run's files as they were; a folder without predictions refused before anything is removed."""
+    src = _run_folder(tmp_path)
+    dest = tmp_path / "ref" / "second"
+    _keep(src, dest, "--data-report")
+    before = {p: (dest / p).read_bytes() for p in _files(dest) if not p.startswith("advise/")}
+    new = tmp_path / "advise-run"
+    (new / "region").mkdir(parents=True)
+    for name in ("prediction.csv", "region-real.csv", "region.info", "region-plain-irq_cpu-2.err",
+                 "region/prediction.csv", "region/replay.csv", "region/designs_replay.csv"):
+        (new / name).write_text("y\n")
+    keep = [str(ROOT / "tools" / "keep-advise.sh")]
+    r = subprocess.run(["bash", *keep, str(tmp_path / "run" / "status"), str(dest)], capture_output=True, text=True)
+    assert r.returncode == 2 and "not an advise step's folder" in r.stderr
+    assert "stencil-real.csv" in _files(dest / "advise")          # refused: the old advise/ is still there
+    r = subprocess.run(["bash", *keep, str(new), str(dest), "--data-report"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert _files(dest / "advise") == {"prediction.csv", "region-real.csv", "region/prediction.csv"}
+    assert {p: (dest / p).read_bytes() for p in _files(dest) if not p.startswith("advise/")} == before
+    assert (new / "region-plain-irq_cpu-2.err").is_file()          # the step's folder is left whole

@@ -4,11 +4,10 @@
 #   DEST     outputs/reference/<name> (replaced)
 # Kept: manifest.json, status/, data/, report/index.html (rendered again for what is kept, with
 # report/CLAIMS.md) and report/*.csv, share/summary.md and
-# share/figures/, advise/ (where the run has one) without each timed process's raw .out/.err and the
-# designs' replay (designs_replay.csv; about 11 MB). --data-report keeps only manifest.json, status/,
-# data/ and report/ (index and CSVs), as a second reference does, and of advise/ (where the run has
-# one: a second sample of its predictions) the predictions, real times and advice, not the traces
-# (*.info, pattern/, replay.csv). Left out always: the executed
+# share/figures/, advise/ (where the run has one) as tools/keep-advise.sh trims it (without each timed
+# process's raw output or the designs' replay). --data-report keeps only manifest.json, status/,
+# data/ and report/ (index and CSVs), as a second reference does, and of advise/ (a second sample of
+# its predictions) the predictions, real times and advice, not the traces. Left out always: the executed
 # notebooks, the per-notebook report pages and figures/ (together about 10 MB a run: with them, two
 # references and what a device call carries exceed what one call may take) and the share zip.
 # The run folder's paths are spelled here again (a shell script); lib/pinpath/layout.py's LAYOUT is
@@ -25,15 +24,8 @@ if [ "$only" != "--data-report" ]; then
   mkdir -p "$dest/share"
   cp -r "$src/share/summary.md" "$src/share/figures" "$dest/share/"
 fi
-if [ -d "$src/advise" ]; then
-  cp -r "$src/advise" "$dest/"
-  find "$dest/advise" -maxdepth 1 -type f \( -name "*.out" -o -name "*.err" \) -delete
-  rm -f "$dest"/advise/*/designs_replay.csv
-  if [ "$only" = "--data-report" ]; then
-    find "$dest/advise" -maxdepth 1 -type f -name "*.info" -delete
-    rm -rf "$dest"/advise/*/pattern "$dest"/advise/*/replay.csv
-  fi
-fi
+# advise/ (where the run has one), trimmed as tools/keep-advise.sh trims it
+[ -d "$src/advise" ] && "$(dirname "$0")/keep-advise.sh" "$src/advise" "$dest" "$only"
 # where another reference sits beside it, the why of each claim whose verdict the two give differently
 # says so, in both (report.regress.note_references); then the index again for what is kept (and for a
 # reference whose claims.csv the note changed): no link to a page left out, a notice of what was, its

@@ -58,7 +58,7 @@ def test_keep_reference_trims_advise(tmp_path):
 
 @pytest.mark.skipif(not (SOURCE / "manifest.json").is_file(), reason="no committed cuda-b reference")
 def test_keep_advise_replaces_only_advise(tmp_path):
-    """A reference's advise/ measured again alone: the new folder, trimmed, in place of the old one; the
+    """A reference's advise/ from another advise step: the new folder, trimmed, in place of the old one; the
     run's files as they were; a folder without predictions refused before anything is removed."""
     src = _run_folder(tmp_path)
     dest = tmp_path / "ref" / "second"

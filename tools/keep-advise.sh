@@ -5,8 +5,9 @@
 # Left out: each timed process's raw .out/.err and the designs' replay (designs_replay.csv; about 11 MB).
 # --data-report (a second reference): the predictions, real times and advice only, not the traces
 # (*.info, pattern/, replay.csv). tools/keep-reference.sh keeps a run's advise/ through this; alone, it
-# replaces a reference's advise/ by one measured later (where only advise's code changed since the
-# reference's run: its PROVENANCE.md must say so).
+# replaces a reference's advise/ by another advise step's of the same sources (where the step before the
+# run failed or was cut short): its PROVENANCE.md says which call measured it. A change to lib/ still
+# means the whole reference is measured again, never its advise/ alone.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: tools/keep-advise.sh ADVISE_DIR DEST [--data-report]" >&2; exit 2; }
 src=$1 dest=$2 only=${3:-}

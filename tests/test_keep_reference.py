@@ -73,6 +73,8 @@ def test_keep_advise_replaces_only_advise(tmp_path):
     r = subprocess.run(["bash", *keep, str(tmp_path / "run" / "status"), str(dest)], capture_output=True, text=True)
     assert r.returncode == 2 and "not an advise step's folder" in r.stderr
     assert "stencil-real.csv" in _files(dest / "advise")          # refused: the old advise/ is still there
+    r = subprocess.run(["bash", *keep, str(dest / "advise"), str(dest)], capture_output=True, text=True)
+    assert r.returncode == 2 and "own advise/" in r.stderr and "stencil-real.csv" in _files(dest / "advise")
     r = subprocess.run(["bash", *keep, str(new), str(dest), "--data-report"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert _files(dest / "advise") == {"prediction.csv", "region-real.csv", "region/prediction.csv"}

@@ -13,6 +13,10 @@ set -euo pipefail
 src=$1 dest=$2 only=${3:-}
 [ -f "$src/prediction.csv" ] || { echo "keep-advise: $src has no prediction.csv: not an advise step's folder" >&2; exit 2; }
 [ -d "$dest" ] || { echo "keep-advise: $dest is not a folder" >&2; exit 2; }
+# the folder it replaces is never the one it keeps, nor holds it
+case "$(realpath "$src")/" in
+  "$(realpath "$dest")/advise/"*) echo "keep-advise: $src is $dest's own advise/: nothing to replace it with" >&2; exit 2 ;;
+esac
 rm -rf "$dest/advise"
 cp -r "$src" "$dest/advise"
 find "$dest/advise" -maxdepth 1 -type f \( -name "*.out" -o -name "*.err" \) -delete
